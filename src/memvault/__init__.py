@@ -1,0 +1,64 @@
+"""memvault: durable, typed, hybrid-search memory for LLM agents.
+
+``Memory`` (sync) and ``AsyncMemory`` are the front door; ``memvault.errors`` holds the error
+tree (its base is exported here as ``MemvaultError`` so it never shadows the builtin).
+"""
+
+from memvault.config import MemvaultConfig, load_config
+from memvault.errors import (
+    DimensionMismatchError,
+    EmbedderUnavailableError,
+    EmbeddingModelChangedError,
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryConnectionError,
+    MemoryNotFoundError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+    MemoryValidationError,
+    MemvaultError,
+)
+from memvault.memory import AsyncMemory, Memory
+from memvault.models import (
+    ConsolidationInterval,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryLevel,
+    MemoryMetadata,
+    MemoryQuery,
+    MemoryScope,
+    MemoryStoreRequest,
+    ScoreBreakdown,
+)
+from memvault.retrieval.packing import MemoryContext
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncMemory",
+    "ConsolidationInterval",
+    "DimensionMismatchError",
+    "EmbedderUnavailableError",
+    "EmbeddingModelChangedError",
+    "Memory",
+    "MemoryCapabilityError",
+    "MemoryCategory",
+    "MemoryConfigError",
+    "MemoryConnectionError",
+    "MemoryContext",
+    "MemoryEntry",
+    "MemoryLevel",
+    "MemoryMetadata",
+    "MemoryNotFoundError",
+    "MemoryQuery",
+    "MemoryRetrievalError",
+    "MemoryScope",
+    "MemoryStoreError",
+    "MemoryStoreRequest",
+    "MemoryValidationError",
+    "MemvaultConfig",
+    "MemvaultError",
+    "ScoreBreakdown",
+    "__version__",
+    "load_config",
+]

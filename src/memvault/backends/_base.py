@@ -1,0 +1,360 @@
+"""Logic every built-in backend shares; subclasses only do I/O.
+
+:class:`BaseBackend` validates input, builds entries, embeds in batches and runs the ranking
+pipeline; a subclass implements the storage primitives (``_insert``, ``_candidates``, ``get`` ...).
+This keeps validation and ranking identical across SQLite, PostgreSQL and in-memory stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import ValidationError
+
+from memvault._ids import new_id, utc_now
+from memvault.errors import (
+    MemoryCapabilityError,
+    MemoryConnectionError,
+    MemoryNotFoundError,
+    MemoryValidationError,
+)
+from memvault.models import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryStoreRequest,
+    StoreStats,
+    check_content,
+    validate_agent_id,
+    validate_memory_id,
+)
+from memvault.protocols import Embedder
+from memvault.retrieval.pipeline import rank
+from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.retrieval.text import query_terms
+
+__all__ = ["BaseBackend", "Supersede", "check_agent", "check_id", "embedding_text"]
+
+logger = logging.getLogger(__name__)
+
+Vectors = NDArray[np.float32]
+
+
+def check_agent(agent_id: str) -> str:
+    """Validated agent id, or :class:`MemoryValidationError`."""
+    try:
+        return validate_agent_id(agent_id)
+    except ValueError as exc:
+        raise MemoryValidationError(str(exc)) from None
+
+
+def check_id(memory_id: str) -> str:
+    """Validated memory id, or :class:`MemoryValidationError`."""
+    try:
+        return validate_memory_id(memory_id)
+    except ValueError as exc:
+        raise MemoryValidationError(str(exc)) from None
+
+
+def embedding_text(entry: MemoryEntry) -> str:
+    """The text a backend embeds for an entry (its content)."""
+    return entry.content
+
+
+@dataclass(frozen=True, slots=True)
+class Supersede:
+    """Mark ``old_id`` as replaced by ``new_id`` from ``when`` on (in the insert's transaction)."""
+
+    old_id: str
+    new_id: str
+    when: datetime
+
+
+class BaseBackend(ABC):
+    """Shared behaviour of memvault's backends (see module docstring)."""
+
+    backend_name: str = "base"
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+        max_memories_per_agent: int | None = None,
+        preset: RetrievalConfig | str = "default",
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._embedder = embedder
+        self._max_content_chars = max_content_chars
+        self._max_per_agent = max_memories_per_agent
+        self._preset = get_preset(preset) if isinstance(preset, str) else preset
+        self._clock = clock
+        self._connected = False
+
+    # -- capabilities ---------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this backend indexes with."""
+        return self._embedder
+
+    @property
+    def is_connected(self) -> bool:
+        """True between ``connect()`` and ``disconnect()``."""
+        return self._connected
+
+    @property
+    def supported_categories(self) -> frozenset[MemoryCategory]:
+        """Every category is stored."""
+        return frozenset(MemoryCategory)
+
+    @property
+    def supports_graph(self) -> bool:
+        """No entity graph yet."""
+        return False
+
+    @property
+    def supports_temporal(self) -> bool:
+        """Validity intervals and as-of queries are supported."""
+        return True
+
+    @property
+    def supports_vector_search(self) -> bool:
+        """Dense search is supported."""
+        return True
+
+    @property
+    def supports_shared_access(self) -> bool:
+        """Shared knowledge is not implemented by this backend yet."""
+        return False
+
+    @property
+    def max_memories_per_agent(self) -> int | None:
+        """The configured per-agent cap (enforced by the write path), or None."""
+        return self._max_per_agent
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the data lives."""
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def connect(self) -> None:
+        """Open the backend (idempotent)."""
+
+    @abstractmethod
+    async def disconnect(self) -> None:
+        """Release every resource (idempotent)."""
+
+    @abstractmethod
+    async def health_check(self) -> bool:
+        """True if the backend answers."""
+
+    def _require_connected(self) -> None:
+        if not self._connected:
+            msg = f"{self.backend_name} backend is not connected: call connect() first"
+            raise MemoryConnectionError(msg)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def _new_entry(self, agent_id: str, request: MemoryStoreRequest, now: datetime) -> MemoryEntry:
+        try:
+            check_content(request.content, max_chars=self._max_content_chars)
+        except ValueError as exc:
+            raise MemoryValidationError(str(exc)) from None
+        created = request.created_at or now
+        if request.expires_at is not None and request.expires_at <= created:
+            msg = "expires_at must be later than created_at"
+            raise MemoryValidationError(msg)
+        return MemoryEntry(
+            id=new_id(),
+            agent_id=agent_id,
+            category=request.category,
+            content=request.content,
+            metadata=request.metadata,
+            created_at=created,
+            updated_at=now,
+            expires_at=request.expires_at,
+            valid_from=request.valid_from,
+            scope=request.scope,
+        )
+
+    async def store(self, agent_id: str, request: MemoryStoreRequest) -> str:
+        """Store one memory and return its id."""
+        return (await self.store_many(agent_id, [request]))[0]
+
+    async def store_many(self, agent_id: str, requests: Sequence[MemoryStoreRequest]) -> list[str]:
+        """Validate, embed in one batch, and insert all requests in one transaction."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        if not requests:
+            return []
+        now = self._clock()
+        entries = [self._new_entry(agent, r, now) for r in requests]
+        supersedes: list[Supersede] = []
+        for req, entry in zip(requests, entries, strict=True):
+            if req.supersedes is not None:
+                old = await self.get(agent, req.supersedes)
+                if old is None:
+                    msg = f"cannot supersede {req.supersedes!r}: no such memory for this agent"
+                    raise MemoryNotFoundError(msg)
+                supersedes.append(Supersede(req.supersedes, entry.id, entry.created_at))
+        vectors = await self._embed([embedding_text(e) for e in entries])
+        await self._insert(entries, vectors, supersedes)
+        logger.debug("memory.store", extra={"agent_id": agent, "count": len(entries)})
+        return [e.id for e in entries]
+
+    async def import_entries(self, entries: Sequence[MemoryEntry]) -> int:
+        """Insert entries keeping ids and timestamps; ids already present are skipped."""
+        self._require_connected()
+        if not entries:
+            return 0
+        for e in entries:
+            try:
+                check_content(e.content, max_chars=self._max_content_chars)
+            except ValueError as exc:
+                raise MemoryValidationError(f"memory {e.id}: {exc}") from None
+        existing = await self._existing_ids([e.id for e in entries])
+        seen: set[str] = set()
+        fresh: list[MemoryEntry] = []
+        for e in entries:
+            if e.id in existing or e.id in seen:
+                continue
+            seen.add(e.id)
+            fresh.append(e.model_copy(update={"relevance_score": None, "score": None}))
+        if not fresh:
+            return 0
+        vectors = await self._embed([embedding_text(e) for e in fresh])
+        await self._insert(fresh, vectors, [])
+        return len(fresh)
+
+    async def _embed(self, texts: list[str]) -> Vectors:
+        vectors = await asyncio.to_thread(self._embedder.embed_documents, texts)
+        arr = np.asarray(vectors, dtype=np.float32)
+        if arr.shape != (len(texts), self._embedder.dimension):
+            msg = (
+                f"embedder {self._embedder.model_id} returned shape {arr.shape}, "
+                f"expected ({len(texts)}, {self._embedder.dimension})"
+            )
+            raise MemoryCapabilityError(msg)
+        return arr
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def retrieve(self, agent_id: str, query: MemoryQuery) -> tuple[MemoryEntry, ...]:
+        """Hybrid search with the backend's preset; without text, the newest matching entries."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        if not query.text or not query.text.strip():
+            return tuple(await self.list_entries(agent, query))
+        cands = await self.search_candidates(agent, query, pool=self._preset.pool_size(query.limit))
+        ranked = rank(
+            cands,
+            self._preset,
+            now=self._clock(),
+            limit=query.limit,
+            min_relevance=query.min_relevance,
+        )
+        return tuple(ranked)
+
+    async def search_candidates(
+        self, agent_id: str, query: MemoryQuery, *, pool: int, dense: bool = True
+    ) -> CandidateSet:
+        """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        text = (query.text or "").strip()
+        if not text:
+            return CandidateSet()
+        qvec: Vectors | None = None
+        if dense:
+            qvec = np.asarray(
+                await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
+            )
+        terms = query_terms(text)
+        return await self._candidates(agent, query, qvec, terms, pool, self._clock())
+
+    @abstractmethod
+    async def _candidates(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        """Dense top-``pool`` by cosine and BM25 top-``pool`` among the agent's live entries."""
+
+    @abstractmethod
+    async def _insert(
+        self, entries: Sequence[MemoryEntry], vectors: Vectors, supersedes: Sequence[Supersede]
+    ) -> None:
+        """Insert entries with their vectors and apply supersessions, all in one transaction."""
+
+    @abstractmethod
+    async def _existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` exist (for any agent)."""
+
+    @abstractmethod
+    async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:
+        """One memory of the agent, or None."""
+
+    @abstractmethod
+    async def delete(self, agent_id: str, memory_id: str) -> bool:
+        """Delete one memory of the agent; False if it does not exist."""
+
+    @abstractmethod
+    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Number of stored memories of the agent (live or not)."""
+
+    @abstractmethod
+    async def list_entries(
+        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+    ) -> list[MemoryEntry]:
+        """Entries passing the filters, newest first, at most ``query.limit``."""
+
+    @abstractmethod
+    async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Delete every memory of the agent (of one category)."""
+
+    @abstractmethod
+    def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all), oldest first."""
+
+    @abstractmethod
+    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Bump access counters of retrieved entries."""
+
+    @abstractmethod
+    async def agent_ids(self) -> list[str]:
+        """Every agent id with at least one memory."""
+
+    @abstractmethod
+    async def stats(self) -> StoreStats:
+        """Counts for ``memvault stats``."""
+
+
+def model_error(exc: ValidationError) -> MemoryValidationError:
+    """A one-line :class:`MemoryValidationError` from a pydantic error."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    return MemoryValidationError(f"{loc}: {msg}" if loc else msg)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty dict (for JSON columns)."""
+    return value if isinstance(value, dict) else {}

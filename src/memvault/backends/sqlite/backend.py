@@ -1,0 +1,813 @@
+"""The embedded default backend: one SQLite file, FTS5 for BM25, exact dense search in numpy.
+
+One connection per backend, used from one worker thread (SQLite connections are not safe to
+share across threads, and a single writer is what SQLite wants anyway). Other processes may use
+the same file: ``PRAGMA data_version`` tells when another connection committed, and a
+``generation`` counter in ``store_meta`` (bumped by every write that changes what search sees)
+tells whether the in-process vector matrices must be reloaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import sqlite3
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from memvault.backends._base import (
+    BaseBackend,
+    Supersede,
+    Vectors,
+    check_agent,
+    check_id,
+    embedding_text,
+)
+from memvault.backends.sqlite.schema import SCHEMA_VERSION, apply_migrations
+from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
+from memvault.errors import (
+    DimensionMismatchError,
+    EmbeddingModelChangedError,
+    MemoryConnectionError,
+    MemoryError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+)
+from memvault.models import (
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryMetadata,
+    MemoryQuery,
+    MemoryScope,
+    StoreStats,
+)
+from memvault.protocols import Embedder
+from memvault.retrieval.text import index_text
+
+__all__ = ["SQLiteBackend"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CATEGORY_CODE = {c: i for i, c in enumerate(MemoryCategory)}
+_COLUMNS = (
+    "m.rowid, m.id, m.agent_id, m.category, m.content, m.tags, m.label, m.source, m.confidence,"
+    " m.importance, m.extra, m.scope, m.created_at, m.updated_at, m.expires_at, m.valid_from,"
+    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at"
+)
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_PAGE = 500
+
+
+def to_us(value: datetime) -> int:
+    """Microseconds since the epoch of an aware datetime (exact)."""
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _opt_us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+def from_us(value: int | None) -> datetime | None:
+    """The aware UTC datetime of a microsecond timestamp."""
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def _row_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
+    # Rows were validated when written; model_construct skips re-validation on the read path,
+    # which would otherwise dominate search latency.
+    meta = MemoryMetadata.model_construct(
+        tags=tuple(json.loads(row[5])),
+        label=row[6],
+        source=row[7],
+        confidence=row[8],
+        importance=row[9],
+        extra=json.loads(row[10]),
+    )
+    return MemoryEntry.model_construct(
+        id=row[1],
+        agent_id=row[2],
+        category=MemoryCategory(row[3]),
+        content=row[4],
+        metadata=meta,
+        scope=MemoryScope(row[11]),
+        created_at=_EPOCH + timedelta(microseconds=row[12]),
+        updated_at=_EPOCH + timedelta(microseconds=row[13]),
+        expires_at=from_us(row[14]),
+        valid_from=from_us(row[15]),
+        valid_to=from_us(row[16]),
+        superseded_by=row[17],
+        consolidated_at=from_us(row[18]),
+        access_count=row[19],
+        last_accessed_at=from_us(row[20]),
+        relevance_score=None,
+        score=None,
+    )
+
+
+def _fts_query(terms: Sequence[str]) -> str:
+    # Terms are analysed words (letters and digits only), quoted anyway so no term can ever be
+    # read as FTS5 syntax.
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _where(query: MemoryQuery, now_us: int) -> tuple[str, list[Any]]:
+    """SQL filter clauses (on alias ``m``) equivalent to ``MemoryQuery.matches``."""
+    clauses = ["(m.expires_at IS NULL OR m.expires_at > ?)"]
+    params: list[Any] = [now_us]
+    if query.categories is not None:
+        cats = sorted(c.value for c in query.categories)
+        clauses.append(f"m.category IN ({','.join('?' * len(cats))})")
+        params.extend(cats)
+    if query.since is not None:
+        clauses.append("m.created_at >= ?")
+        params.append(to_us(query.since))
+    if query.until is not None:
+        clauses.append("m.created_at <= ?")
+        params.append(to_us(query.until))
+    if query.label is not None:
+        clauses.append("m.label = ?")
+        params.append(query.label)
+    for tag in query.tags:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_rowid = m.rowid AND t.tag = ?)"
+        )
+        params.append(tag)
+    if query.as_of is not None:
+        as_of = to_us(query.as_of)
+        clauses.append("COALESCE(m.valid_from, m.created_at) <= ?")
+        clauses.append("(m.valid_to IS NULL OR m.valid_to > ?)")
+        params.extend([as_of, as_of])
+    elif not query.include_superseded:
+        clauses.append("m.superseded_by IS NULL AND (m.valid_to IS NULL OR m.valid_to > ?)")
+        params.append(now_us)
+    return " AND ".join(clauses), params
+
+
+class SQLiteBackend(BaseBackend):
+    """memvault's embedded store in one SQLite file (WAL mode)."""
+
+    backend_name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Embedder,
+        *,
+        synchronous: str = "normal",
+        busy_timeout_ms: int = 10_000,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(embedder, **kwargs)
+        self._path = Path(path).expanduser()
+        self._synchronous = synchronous.upper()
+        self._busy_timeout_ms = busy_timeout_ms
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._indexes: dict[str, AgentIndex] = {}
+        self._data_version = -1
+        self._generation = -1
+
+    @property
+    def location(self) -> str:
+        """The database file's path."""
+        return str(self._path)
+
+    @property
+    def path(self) -> Path:
+        """The database file's path."""
+        return self._path
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T:
+        if self._executor is None or self._conn is None:
+            msg = "sqlite backend is not connected: call connect() first"
+            raise MemoryConnectionError(msg)
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self._guarded, fn, args, write)
+        return await loop.run_in_executor(self._executor, call)
+
+    def _guarded(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
+        try:
+            return fn(*args)
+        except MemoryError:
+            raise
+        except sqlite3.Error as exc:
+            raise self._translate(exc, write) from exc
+
+    def _translate(self, exc: sqlite3.Error, write: bool) -> MemoryError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.DatabaseError) and (
+            "not a database" in text or "malformed" in text or "disk I/O" in text
+        ):
+            return MemoryConnectionError(f"sqlite store {self._path} is unusable: {text}")
+        if write:
+            return MemoryStoreError(f"sqlite write to {self._path} failed: {text}")
+        return MemoryRetrievalError(f"sqlite read from {self._path} failed: {text}")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        assert self._conn is not None  # _run checks before any call reaches here
+        return self._conn
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._db
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open (creating if needed) the store file, migrate it, and check the embedding model."""
+        if self._connected:
+            return
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memvault-sqlite")
+        loop = asyncio.get_running_loop()
+        try:
+            self._conn = await loop.run_in_executor(self._executor, self._open)
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+        self._connected = True
+        logger.info("memory.connect", extra={"backend": "sqlite", "path": str(self._path)})
+
+    def _open(self) -> sqlite3.Connection:
+        path = self._path
+        if path.is_dir():
+            msg = f"cannot open memvault store {path}: it is a directory"
+            raise MemoryConnectionError(msg)
+        try:
+            if path.exists():
+                with path.open("rb") as fh:
+                    head = fh.read(16)
+                if head and head != _SQLITE_MAGIC:
+                    msg = f"cannot open memvault store {path}: not a SQLite database"
+                    raise MemoryConnectionError(msg)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot open memvault store {path}: {exc.strerror or exc}"
+            raise MemoryConnectionError(msg) from exc
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(
+                str(path),
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_timeout_ms / 1000,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(
+                f"PRAGMA synchronous = {'FULL' if self._synchronous == 'FULL' else 'NORMAL'}"
+            )
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._check_foreign(conn, path)
+            apply_migrations(conn, to_us(self._clock()))
+            self._check_meta(conn)
+            self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._generation = self._read_generation(conn)
+            return conn
+        except MemoryError:
+            if conn is not None:
+                conn.close()
+            raise
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            msg = f"cannot open memvault store {path}: {exc}"
+            raise MemoryConnectionError(msg) from exc
+
+    @staticmethod
+    def _check_foreign(conn: sqlite3.Connection, path: Path) -> None:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "store_meta" not in tables:
+            msg = (
+                f"cannot open memvault store {path}: it is a SQLite database of another "
+                "application (no store_meta table); refusing to modify it"
+            )
+            raise MemoryConnectionError(msg)
+
+    def _check_meta(self, conn: sqlite3.Connection) -> None:
+        meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
+        model, dim = self._embedder.model_id, self._embedder.dimension
+        stored_model = meta.get("embedding_model")
+        stored_dim = int(meta["dimension"]) if "dimension" in meta else None
+        has_rows = conn.execute("SELECT EXISTS (SELECT 1 FROM memories)").fetchone()[0]
+        if stored_model is not None and has_rows:
+            if stored_dim is not None and stored_dim != dim:
+                msg = (
+                    f"store {self._path} holds {stored_dim}-dimensional vectors from "
+                    f"{stored_model!r}, but the configured embedder {model!r} makes {dim}: "
+                    "configure the original model or run `memvault reindex`"
+                )
+                raise DimensionMismatchError(
+                    msg,
+                    stored_model=stored_model,
+                    configured_model=model,
+                    stored_dimension=stored_dim,
+                    configured_dimension=dim,
+                )
+            if stored_model != model:
+                msg = (
+                    f"store {self._path} was built with embedding model {stored_model!r}, "
+                    f"not {model!r}: configure that model or run `memvault reindex`"
+                )
+                raise EmbeddingModelChangedError(
+                    msg, stored_model=stored_model, configured_model=model
+                )
+        if stored_model != model or stored_dim != dim:
+            with contextlib.closing(conn.cursor()) as cur:
+                cur.execute("BEGIN IMMEDIATE")
+                cur.executemany(
+                    "INSERT INTO store_meta (key, value) VALUES (?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [("embedding_model", model), ("dimension", str(dim))],
+                )
+                cur.execute("COMMIT")
+
+    async def disconnect(self) -> None:
+        """Close the connection and stop the worker thread."""
+        if not self._connected:
+            return
+        self._connected = False
+        executor, conn = self._executor, self._conn
+        self._executor = None
+        self._indexes.clear()
+        if executor is not None and conn is not None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(executor, conn.close)
+            executor.shutdown(wait=True)
+        self._conn = None
+
+    async def health_check(self) -> bool:
+        """True if ``SELECT 1`` answers."""
+        if not self._connected:
+            return False
+        try:
+            return await self._run(lambda: self._db.execute("SELECT 1").fetchone()[0] == 1)
+        except MemoryError:
+            return False
+
+    async def schema_version(self) -> int:
+        """The schema version recorded in ``store_meta``."""
+        row = await self._run(
+            lambda: self._db.execute(
+                "SELECT value FROM store_meta WHERE key = 'schema_version'"
+            ).fetchone()
+        )
+        return int(row[0]) if row else SCHEMA_VERSION
+
+    # -- change tracking ------------------------------------------------------------------------
+
+    @staticmethod
+    def _read_generation(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump_generation(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+        )
+
+    def _refresh(self) -> None:
+        """Drop cached matrices if another process changed the store since we last looked."""
+        conn = self._db
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return
+        self._data_version = version
+        generation = self._read_generation(conn)
+        if generation != self._generation:
+            self._generation = generation
+            if self._indexes:
+                logger.debug("memory.sqlite.refresh", extra={"path": str(self._path)})
+            self._indexes.clear()
+
+    def _index_for(self, agent_id: str) -> AgentIndex:
+        index = self._indexes.get(agent_id)
+        if index is not None:
+            return index
+        rows = self._db.execute(
+            "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
+            " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector"
+            " FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid"
+            " WHERE m.agent_id = ? ORDER BY m.rowid",
+            (agent_id,),
+        ).fetchall()
+        dim = self._embedder.dimension
+        index = AgentIndex(dim, capacity=len(rows))
+        if rows:
+            blob = b"".join(r[7] for r in rows)
+            vectors = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
+            index.add([self._index_row(r) for r in rows], vectors)
+        self._indexes[agent_id] = index
+        return index
+
+    @staticmethod
+    def _index_row(r: Sequence[Any]) -> IndexRow:
+        return IndexRow(
+            rowid=r[0],
+            category=_CATEGORY_CODE[MemoryCategory(r[1])],
+            created_us=r[2],
+            start_us=r[3],
+            valid_to_us=NEVER if r[4] is None else r[4],
+            expires_us=NEVER if r[5] is None else r[5],
+            superseded=bool(r[6]),
+        )
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def _insert(
+        self, entries: Sequence[MemoryEntry], vectors: Vectors, supersedes: Sequence[Supersede]
+    ) -> None:
+        await self._run(self._insert_sync, list(entries), vectors, list(supersedes), write=True)
+
+    def _insert_sync(
+        self, entries: list[MemoryEntry], vectors: Vectors, supersedes: list[Supersede]
+    ) -> None:
+        self._refresh()
+        inserted: list[tuple[str, IndexRow, int]] = []
+        with self._transaction() as conn:
+            for i, e in enumerate(entries):
+                m = e.metadata
+                cur = conn.execute(
+                    "INSERT INTO memories (id, agent_id, category, content, tags, label, source,"
+                    " confidence, importance, extra, scope, created_at, updated_at, expires_at,"
+                    " valid_from, valid_to, superseded_by, consolidated_at, access_count,"
+                    " last_accessed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        e.id,
+                        e.agent_id,
+                        e.category.value,
+                        e.content,
+                        json.dumps(list(m.tags)),
+                        m.label,
+                        m.source,
+                        m.confidence,
+                        m.importance,
+                        json.dumps(m.extra, sort_keys=True),
+                        e.scope.value,
+                        to_us(e.created_at),
+                        to_us(e.updated_at),
+                        _opt_us(e.expires_at),
+                        _opt_us(e.valid_from),
+                        _opt_us(e.valid_to),
+                        e.superseded_by,
+                        _opt_us(e.consolidated_at),
+                        e.access_count,
+                        _opt_us(e.last_accessed_at),
+                    ),
+                )
+                rowid = int(cur.lastrowid or 0)
+                conn.executemany(
+                    "INSERT INTO memory_tags (tag, memory_rowid) VALUES (?, ?)",
+                    [(t, rowid) for t in m.tags],
+                )
+                conn.execute(
+                    "INSERT INTO memory_vectors (memory_rowid, vector) VALUES (?, ?)",
+                    (rowid, np.ascontiguousarray(vectors[i], dtype="<f4").tobytes()),
+                )
+                conn.execute(
+                    "INSERT INTO memories_fts (rowid, body) VALUES (?, ?)",
+                    (rowid, index_text(embedding_text(e))),
+                )
+                row = IndexRow(
+                    rowid=rowid,
+                    category=_CATEGORY_CODE[e.category],
+                    created_us=to_us(e.created_at),
+                    start_us=to_us(e.valid_from or e.created_at),
+                    valid_to_us=NEVER if e.valid_to is None else to_us(e.valid_to),
+                    expires_us=NEVER if e.expires_at is None else to_us(e.expires_at),
+                    superseded=e.superseded_by is not None,
+                )
+                inserted.append((e.agent_id, row, i))
+            superseded_rows: list[tuple[str, int, int]] = []
+            for s in supersedes:
+                found = conn.execute(
+                    "SELECT rowid, agent_id FROM memories WHERE id = ?", (s.old_id,)
+                ).fetchone()
+                if found is None:
+                    continue
+                when = to_us(s.when)
+                conn.execute(
+                    "UPDATE memories SET valid_to = ?, superseded_by = ?, updated_at = ?"
+                    " WHERE rowid = ?",
+                    (when, s.new_id, when, found[0]),
+                )
+                superseded_rows.append((found[1], found[0], when))
+            self._bump_generation(conn)
+        self._generation += 1
+        # The transaction committed: mirror it in the loaded matrices (unloaded ones load later).
+        by_agent: dict[str, list[tuple[IndexRow, int]]] = {}
+        for agent, row, i in inserted:
+            by_agent.setdefault(agent, []).append((row, i))
+        for agent, items in by_agent.items():
+            index = self._indexes.get(agent)
+            if index is not None:
+                index.add([r for r, _ in items], vectors[[i for _, i in items]])
+        for agent, rowid, when in superseded_rows:
+            index = self._indexes.get(agent)
+            if index is not None:
+                index.supersede(rowid, when)
+
+    async def _existing_ids(self, ids: Sequence[str]) -> set[str]:
+        def run() -> set[str]:
+            found: set[str] = set()
+            for start in range(0, len(ids), _PAGE):
+                chunk = list(ids[start : start + _PAGE])
+                sql = f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})"
+                found.update(r[0] for r in self._db.execute(sql, chunk))
+            return found
+
+        return await self._run(run)
+
+    async def delete(self, agent_id: str, memory_id: str) -> bool:
+        """Delete one memory of the agent (its vector, tags and FTS row go with it)."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+
+        def run() -> bool:
+            self._refresh()
+            with self._transaction() as conn:
+                row = conn.execute(
+                    "SELECT rowid FROM memories WHERE id = ? AND agent_id = ?", (mid, agent)
+                ).fetchone()
+                if row is None:
+                    return False
+                self._delete_rows(conn, [row[0]])
+                self._bump_generation(conn)
+            self._generation += 1
+            index = self._indexes.get(agent)
+            if index is not None:
+                index.remove([row[0]])
+            return True
+
+        return await self._run(run, write=True)
+
+    @staticmethod
+    def _delete_rows(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        for start in range(0, len(rowids), _PAGE):
+            chunk = list(rowids[start : start + _PAGE])
+            marks = ",".join("?" * len(chunk))
+            conn.execute(f"DELETE FROM memories_fts WHERE rowid IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", chunk)
+
+    async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Delete every memory of the agent (of one category) in one transaction."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+
+        def run() -> int:
+            self._refresh()
+            with self._transaction() as conn:
+                if category is None:
+                    rows = conn.execute(
+                        "SELECT rowid FROM memories WHERE agent_id = ?", (agent,)
+                    ).fetchall()
+                else:
+                    rows = conn.execute(
+                        "SELECT rowid FROM memories WHERE agent_id = ? AND category = ?",
+                        (agent, category.value),
+                    ).fetchall()
+                rowids = [r[0] for r in rows]
+                self._delete_rows(conn, rowids)
+                if rowids:
+                    self._bump_generation(conn)
+            if rowids:
+                self._generation += 1
+                self._indexes.pop(agent, None)
+            return len(rowids)
+
+        return await self._run(run, write=True)
+
+    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Bump access counters (does not invalidate other processes' matrices)."""
+        agent = check_agent(agent_id)
+        if not ids:
+            return
+        when_us = to_us(when)
+
+        def run() -> None:
+            with self._transaction() as conn:
+                marks = ",".join("?" * len(ids))
+                conn.execute(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                    f" WHERE agent_id = ? AND id IN ({marks})",
+                    [when_us, agent, *ids],
+                )
+
+        await self._run(run, write=True)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:
+        """One memory of the agent, or None (another agent's id gives None too)."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+
+        def run() -> MemoryEntry | None:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ? AND m.agent_id = ?",
+                (mid, agent),
+            ).fetchone()
+            return None if row is None else _row_entry(row)
+
+        return await self._run(run)
+
+    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Number of stored memories of the agent."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+
+        def run() -> int:
+            if category is None:
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM memories WHERE agent_id = ?", (agent,)
+                ).fetchone()
+            else:
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND category = ?",
+                    (agent, category.value),
+                ).fetchone()
+            return int(row[0])
+
+        return await self._run(run)
+
+    async def list_entries(
+        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+    ) -> list[MemoryEntry]:
+        """Entries passing the filters, newest first."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        now_us = to_us(self._clock())
+
+        def run() -> list[MemoryEntry]:
+            where, params = _where(query, now_us)
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE m.agent_id = ? AND {where}"
+                " ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
+                [agent, *params, query.limit, offset],
+            ).fetchall()
+            return [_row_entry(r) for r in rows]
+
+        return await self._run(run)
+
+    async def _candidates(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        return await self._run(self._candidates_sync, agent_id, query, vector, terms, pool, now)
+
+    def _candidates_sync(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        self._refresh()
+        conn = self._db
+        now_us = to_us(now)
+        where, params = _where(query, now_us)
+        dense: list[tuple[int, float]] = []
+        if vector is not None:
+            index = self._index_for(agent_id)
+            allowed = None
+            if query.tags or query.label is not None:
+                rows = conn.execute(
+                    f"SELECT m.rowid FROM memories m WHERE m.agent_id = ? AND {where}",
+                    [agent_id, *params],
+                ).fetchall()
+                allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            mask = index.mask(
+                now_us=now_us,
+                categories=None
+                if query.categories is None
+                else [_CATEGORY_CODE[c] for c in query.categories],
+                since_us=None if query.since is None else to_us(query.since),
+                until_us=None if query.until is None else to_us(query.until),
+                as_of_us=None if query.as_of is None else to_us(query.as_of),
+                include_superseded=query.include_superseded,
+                allowed_rowids=allowed,
+            )
+            dense = index.search(vector, mask, pool)
+        lexical: list[tuple[int, float]] = []
+        if terms:
+            rows = conn.execute(
+                "SELECT m.rowid, bm25(memories_fts) AS s FROM memories_fts"
+                " JOIN memories m ON m.rowid = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND m.agent_id = ? AND {where}"
+                " ORDER BY s, m.rowid DESC LIMIT ?",
+                [_fts_query(terms), agent_id, *params, pool],
+            ).fetchall()
+            # FTS5's bm25() is negated so that ORDER BY ascending puts the best first.
+            lexical = [(int(r[0]), -float(r[1])) for r in rows]
+        rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
+        by_rowid: dict[int, MemoryEntry] = {}
+        for start in range(0, len(rowids), _PAGE):
+            chunk = rowids[start : start + _PAGE]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", chunk
+            ):
+                by_rowid[row[0]] = _row_entry(row)
+        cands = CandidateSet(query_vector=vector)
+        cands.dense = [(by_rowid[r].id, s) for r, s in dense if r in by_rowid]
+        cands.lexical = [(by_rowid[r].id, s) for r, s in lexical if r in by_rowid]
+        cands.entries = {e.id: e for e in by_rowid.values()}
+        loaded = self._indexes.get(agent_id) if vector is not None else None
+        if loaded is not None:
+            for rowid, entry in by_rowid.items():
+                vec = loaded.vector(rowid)
+                if vec is not None:
+                    cands.vectors[entry.id] = vec
+        return cands
+
+    async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all), oldest first, read in pages."""
+        agent = check_agent(agent_id) if agent_id is not None else None
+        self._require_connected()
+        last: tuple[int, str] = (-(2**62), "")
+        while True:
+
+            def page(after: tuple[int, str] = last) -> list[MemoryEntry]:
+                sql = f"SELECT {_COLUMNS} FROM memories m WHERE (m.created_at, m.id) > (?, ?)"
+                params: list[Any] = [after[0], after[1]]
+                if agent is not None:
+                    sql += " AND m.agent_id = ?"
+                    params.append(agent)
+                sql += " ORDER BY m.created_at, m.id LIMIT ?"
+                params.append(_PAGE)
+                return [_row_entry(r) for r in self._db.execute(sql, params)]
+
+            rows = await self._run(page)
+            for entry in rows:
+                yield entry
+            if len(rows) < _PAGE:
+                return
+            last = (to_us(rows[-1].created_at), rows[-1].id)
+
+    async def agent_ids(self) -> list[str]:
+        """Every agent id with at least one memory."""
+        rows = await self._run(
+            lambda: self._db.execute(
+                "SELECT DISTINCT agent_id FROM memories ORDER BY agent_id"
+            ).fetchall()
+        )
+        return [r[0] for r in rows]
+
+    async def stats(self) -> StoreStats:
+        """Counts and file size."""
+
+        def run() -> StoreStats:
+            conn = self._db
+            by_cat = Counter(
+                dict(conn.execute("SELECT category, COUNT(*) FROM memories GROUP BY category"))
+            )
+            agents = conn.execute("SELECT COUNT(DISTINCT agent_id) FROM memories").fetchone()[0]
+            size = sum(
+                p.stat().st_size for p in (self._path, Path(f"{self._path}-wal")) if p.exists()
+            )
+            return StoreStats(
+                backend=self.backend_name,
+                location=str(self._path),
+                total=sum(by_cat.values()),
+                by_category=dict(by_cat),
+                agents=int(agents),
+                embedding_model=self._embedder.model_id,
+                dimension=self._embedder.dimension,
+                size_bytes=size,
+            )
+
+        return await self._run(run)

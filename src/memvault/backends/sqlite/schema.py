@@ -1,0 +1,103 @@
+"""Named, ordered migrations of the SQLite store (``m001_...``), applied once each.
+
+Timestamps are INTEGER microseconds since the Unix epoch (UTC): exact, compact, and comparable in
+SQL. Vectors are little-endian float32 BLOBs. ``memories_fts`` holds the analysed terms of each
+memory (see :mod:`memvault.retrieval.text`) under the memory's rowid.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "apply_migrations"]
+
+M001_INITIAL = """
+CREATE TABLE IF NOT EXISTS store_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    rowid            INTEGER PRIMARY KEY,
+    id               TEXT NOT NULL UNIQUE,
+    agent_id         TEXT NOT NULL,
+    category         TEXT NOT NULL,
+    content          TEXT NOT NULL,
+    tags             TEXT NOT NULL DEFAULT '[]',
+    label            TEXT,
+    source           TEXT,
+    confidence       REAL NOT NULL DEFAULT 1.0,
+    importance       REAL NOT NULL DEFAULT 0.5,
+    extra            TEXT NOT NULL DEFAULT '{}',
+    scope            TEXT NOT NULL DEFAULT 'private',
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    expires_at       INTEGER,
+    valid_from       INTEGER,
+    valid_to         INTEGER,
+    superseded_by    TEXT,
+    consolidated_at  INTEGER,
+    access_count     INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS idx_memories_agent_created
+    ON memories (agent_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_memories_agent_category_created
+    ON memories (agent_id, category, created_at);
+CREATE TABLE IF NOT EXISTS memory_tags (
+    tag          TEXT NOT NULL,
+    memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+    PRIMARY KEY (tag, memory_rowid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_memory_tags_rowid ON memory_tags (memory_rowid);
+CREATE TABLE IF NOT EXISTS memory_vectors (
+    memory_rowid INTEGER PRIMARY KEY REFERENCES memories (rowid) ON DELETE CASCADE,
+    vector       BLOB NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (
+    body,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (("m001_initial", M001_INITIAL),)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def apply_migrations(conn: sqlite3.Connection, now_us: int) -> list[str]:
+    """Apply every migration not yet recorded; returns the names applied.
+
+    Runs under ``BEGIN IMMEDIATE`` so two processes opening a new file do not race.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
+    )
+    applied: list[str] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, now_us)
+            )
+            applied.append(name)
+        conn.execute(
+            "INSERT INTO store_meta (key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('generation', '0')")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied
+
+
+def _statements(sql: str) -> list[str]:
+    # Migrations hold no semicolons inside literals, so a plain split is exact here.
+    return [s.strip() for s in sql.split(";") if s.strip()]

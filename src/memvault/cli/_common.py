@@ -1,0 +1,81 @@
+"""Shared CLI plumbing: global options, opening the store, output helpers, error handling."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from memvault.config import load_config
+from memvault.errors import MemoryValidationError
+from memvault.memory import Memory
+from memvault.models import MemoryEntry
+
+__all__ = ["State", "emit_json", "err_console", "open_memory", "out", "parse_datetime", "state"]
+
+out = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass
+class State:
+    """Options given before the command name."""
+
+    db: str | None = None
+    config: str | None = None
+    memory: Memory | None = None
+
+
+state = State()
+
+
+def open_memory() -> Memory:
+    """The store named by ``--db`` / ``--config`` / the environment (opened once per run)."""
+    if state.memory is None:
+        cfg = load_config(state.config, url=state.db)
+        state.memory = Memory(state.db, config=cfg)
+    return state.memory
+
+
+def close_memory() -> None:
+    """Close the store if this run opened one."""
+    if state.memory is not None:
+        state.memory.close()
+        state.memory = None
+
+
+def emit_json(data: Any) -> None:
+    """Print JSON to stdout (plain, so pipes get exactly the JSON)."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def entry_json(entry: MemoryEntry) -> dict[str, Any]:
+    """The ``--json`` object of an entry."""
+    return entry.to_json()
+
+
+def parse_datetime(value: str | None, name: str) -> datetime | None:
+    """An aware datetime from ISO 8601; a value without an offset is taken as UTC."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        msg = f"{name}: {value!r} is not an ISO 8601 date/time (e.g. 2026-03-01T09:30:00Z)"
+        raise MemoryValidationError(msg) from None
+    if parsed.tzinfo is None:
+        from datetime import UTC
+
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+AgentOption = typer.Option(
+    "default", "--agent", "-a", envvar="MEMVAULT_AGENT", help="Agent id whose memories to use."
+)
+JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table.")

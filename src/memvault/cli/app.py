@@ -1,0 +1,85 @@
+"""The ``memvault`` command: global options, command registration, and error handling.
+
+Every failure memvault raises on purpose (and every usage error) prints one line on stderr and
+exits with code 2; nothing prints a traceback at a user.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from typer.exceptions import TyperException
+
+from memvault.cli import memories, transfer
+from memvault.cli._common import close_memory, err_console, state
+from memvault.errors import MemoryError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="memvault",
+    help="Durable, typed memory for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _global(
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", envvar="MEMVAULT_URL", help="Store URL: a path, sqlite:///x.db, memory://."
+        ),
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", envvar="MEMVAULT_CONFIG", help="memvault.yaml path.")
+    ] = None,
+) -> None:
+    """Durable, typed memory for LLM agents."""
+    state.db = db
+    state.config = config
+
+
+memories.register(app)
+transfer.register(app)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 not done, 2 bad input or failure)."""
+    try:
+        app(args=argv, standalone_mode=False, prog_name="memvault")
+        return 0
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        err_console.print("aborted")
+        return 1
+    except TyperException as exc:
+        # Usage errors (missing argument, bad option value): typer's own click exceptions.
+        fmt = getattr(exc, "format_message", None)
+        text = fmt() if callable(fmt) else str(exc)
+        err_console.print(f"error: {_one_line(text)}")
+        return int(getattr(exc, "exit_code", 2) or 2)
+    except MemoryError as exc:
+        err_console.print(f"error: {_one_line(str(exc))}")
+        return 2
+    finally:
+        close_memory()
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

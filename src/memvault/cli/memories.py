@@ -1,0 +1,187 @@
+"""Commands on individual memories: add, search, list, get, delete, clear."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from memvault.cli._common import (
+    AgentOption,
+    JsonOption,
+    emit_json,
+    entry_json,
+    open_memory,
+    out,
+    parse_datetime,
+)
+from memvault.models import MemoryEntry
+
+__all__ = ["register"]
+
+
+def _table(entries: list[MemoryEntry]) -> Table:
+    table = Table(show_lines=False)
+    table.add_column("id", style="dim", no_wrap=True)
+    table.add_column("type")
+    table.add_column("created")
+    table.add_column("content")
+    for e in entries:
+        table.add_row(e.id, e.category.value, f"{e.created_at:%Y-%m-%d}", escape(e.content))
+    return table
+
+
+def _print_hits(hits: list[MemoryEntry], *, explain: bool) -> None:
+    for rank, e in enumerate(hits, start=1):
+        out.print(
+            f"{rank:>2}. [bold]{e.relevance_score or 0.0:.3f}[/bold] "
+            + escape(f"[{e.category.value} | {e.created_at:%Y-%m-%d}] {e.content}")
+        )
+        out.print(f"    [dim]{e.id}[/dim]")
+        if explain and e.score is not None:
+            s = e.score
+            dense = "-" if s.dense is None else f"{s.dense:.3f} (#{s.dense_rank})"
+            bm25 = "-" if s.bm25 is None else f"{s.bm25:.2f} (#{s.bm25_rank})"
+            rerank = "" if s.rerank is None else f" rerank={s.rerank:.3f}"
+            out.print(
+                f"    dense={dense} bm25={bm25} fused={s.fused:.3f} recency={s.recency:.3f} "
+                f"boost={s.boost:.3f} mmr={s.mmr_penalty:.3f}{rerank} final={s.final:.3f}"
+            )
+
+
+def add(
+    content: Annotated[str, typer.Argument(help="The text to remember.")],
+    agent: str = AgentOption,
+    category: Annotated[
+        str, typer.Option("--category", "-c", help="Memory type: semantic, episodic, ...")
+    ] = "semantic",
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable).")
+    ] = None,
+    label: Annotated[str | None, typer.Option(help="Free-form sub-category.")] = None,
+    created_at: Annotated[
+        str | None, typer.Option("--created-at", help="ISO 8601 time (default now, UTC).")
+    ] = None,
+    json_out: bool = JsonOption,
+) -> None:
+    """Store one memory and print its id."""
+    mem = open_memory()
+    new_id = mem.add(
+        content,
+        agent_id=agent,
+        category=category,
+        tags=tag or (),
+        label=label,
+        created_at=parse_datetime(created_at, "--created-at"),
+    )
+    if json_out:
+        emit_json({"id": new_id})
+    else:
+        out.print(new_id)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    agent: str = AgentOption,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
+    memory_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Only this memory type (repeatable).")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Required tag.")] = None,
+    preset: Annotated[str | None, typer.Option(help="Retrieval preset.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the score breakdown.")] = False,
+    json_out: bool = JsonOption,
+) -> None:
+    """Hybrid search of an agent's memories."""
+    mem = open_memory()
+    hits = mem.search(
+        query,
+        agent_id=agent,
+        limit=limit,
+        categories=memory_type or None,
+        tags=tag or None,
+        preset=preset,
+        explain=explain,
+    )
+    if json_out:
+        emit_json([entry_json(h) for h in hits])
+    elif not hits:
+        out.print("no memories found")
+    else:
+        _print_hits(hits, explain=explain)
+
+
+def list_(
+    agent: str = AgentOption,
+    memory_type: Annotated[str | None, typer.Option("--type", help="Memory type.")] = None,
+    category: Annotated[
+        str | None, typer.Option("--category", help="Label (free-form sub-category).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 20,
+    json_out: bool = JsonOption,
+) -> None:
+    """List an agent's memories, newest first."""
+    mem = open_memory()
+    rows = mem.list(agent_id=agent, category=memory_type, label=category, limit=limit)
+    if json_out:
+        emit_json([entry_json(e) for e in rows])
+    elif not rows:
+        out.print("no memories")
+    else:
+        out.print(_table(rows))
+
+
+def get(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    agent: str = AgentOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Show one memory."""
+    entry = open_memory().get(memory_id, agent_id=agent)
+    if json_out:
+        emit_json(entry_json(entry))
+    else:
+        for key, value in entry_json(entry).items():
+            out.print(f"[bold]{key}[/bold]: " + escape(str(value)))
+
+
+def delete(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    agent: str = AgentOption,
+) -> None:
+    """Delete one memory."""
+    from memvault.errors import MemoryNotFoundError
+
+    if not open_memory().delete(memory_id, agent_id=agent):
+        msg = f"memory {memory_id} not found for agent {agent!r}"
+        raise MemoryNotFoundError(msg)
+    out.print(f"deleted {memory_id}")
+
+
+def clear(
+    agent: str = AgentOption,
+    memory_type: Annotated[str | None, typer.Option("--type", help="Only this type.")] = None,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Do not ask.")] = False,
+) -> None:
+    """Delete all of an agent's memories (or one type of them)."""
+    mem = open_memory()
+    what = f"{memory_type} memories" if memory_type else "memories"
+    if not force:
+        n = mem.count(agent_id=agent, category=memory_type)
+        if not typer.confirm(f"Delete {n} {what} of agent {agent!r}?", default=False):
+            out.print("aborted")
+            raise typer.Exit(1)
+    removed = mem.clear(agent_id=agent, category=memory_type)
+    out.print(f"deleted {removed} {what}")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the commands to ``app``."""
+    app.command()(add)
+    app.command()(search)
+    app.command("list")(list_)
+    app.command()(get)
+    app.command()(delete)
+    app.command()(clear)

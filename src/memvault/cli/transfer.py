@@ -1,0 +1,82 @@
+"""Commands that move many memories: export, import, stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.table import Table
+
+from memvault.cli._common import JsonOption, emit_json, err_console, open_memory, out
+
+__all__ = ["register"]
+
+
+def export(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Only this agent (default: all).")
+    ] = None,
+) -> None:
+    """Export memories as a JSON array."""
+    mem = open_memory()
+    if output is None:
+        emit_json(mem.export(agent_id=agent))
+        return
+    data = mem.export(output, agent_id=agent)
+    err_console.print(f"exported {len(data)} memories to {output}")
+
+
+def import_(
+    path: Annotated[Path, typer.Argument(help="A JSON file written by `memvault export`.")],
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Assign every memory to this agent.")
+    ] = None,
+) -> None:
+    """Import memories from an export file (ids already present are skipped)."""
+    mem = open_memory()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("importing", total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        added = mem.import_(path, agent_id=agent, on_progress=on_progress)
+    out.print(f"imported {added} memories")
+
+
+def stats(json_out: bool = JsonOption) -> None:
+    """Show counts of the store."""
+    s = open_memory().stats()
+    if json_out:
+        emit_json(s.model_dump())
+        return
+    table = Table(show_header=False)
+    table.add_row("backend", s.backend)
+    table.add_row("location", s.location)
+    table.add_row("memories", str(s.total))
+    table.add_row("agents", str(s.agents))
+    for cat, n in sorted(s.by_category.items()):
+        table.add_row(f"  {cat}", str(n))
+    table.add_row("embedding model", f"{s.embedding_model} ({s.dimension} dims)")
+    if s.size_bytes is not None:
+        table.add_row("size", f"{s.size_bytes / 1_048_576:.1f} MiB")
+    out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the commands to ``app``."""
+    app.command()(export)
+    app.command("import")(import_)
+    app.command()(stats)

@@ -1,0 +1,108 @@
+"""Embedders: turn text into the L2-normalised float32 vectors memvault indexes.
+
+* :class:`OnnxMiniLMEmbedder` - all-MiniLM-L6-v2 on onnxruntime, int8; the default.
+* :class:`NumpyMiniLMEmbedder` - the same model in plain numpy; the reference implementation.
+* :class:`OpenAICompatibleEmbedder` - any server speaking the OpenAI ``/embeddings`` API.
+* :class:`HashingEmbedder` - deterministic feature hashing for tests and tiny environments.
+
+:func:`default_embedder` returns one process-wide :class:`OnnxMiniLMEmbedder`, so every store in
+a process shares a single copy of the model; :func:`create_embedder` turns a configuration string
+into an embedder. Importing this package is cheap: models load on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from memvault.embeddings._model_files import (
+    MINILM_DIMENSION,
+    MINILM_MODEL_ID,
+    locate_model_dir,
+)
+from memvault.embeddings.hashing import HashingEmbedder
+from memvault.embeddings.minilm_numpy import NumpyMiniLMEmbedder
+from memvault.embeddings.minilm_onnx import CACHE_DIR_ENV, OnnxMiniLMEmbedder, default_cache_dir
+from memvault.embeddings.openai_compat import OpenAICompatibleEmbedder
+from memvault.errors import MemoryConfigError
+from memvault.protocols import Embedder
+
+__all__ = [
+    "BASE_URL_ENV",
+    "CACHE_DIR_ENV",
+    "DEFAULT_OPENAI_BASE_URL",
+    "MINILM_DIMENSION",
+    "MINILM_MODEL_ID",
+    "HashingEmbedder",
+    "NumpyMiniLMEmbedder",
+    "OnnxMiniLMEmbedder",
+    "OpenAICompatibleEmbedder",
+    "create_embedder",
+    "default_cache_dir",
+    "default_embedder",
+    "locate_model_dir",
+]
+
+BASE_URL_ENV = "MEMVAULT_EMBEDDINGS_BASE_URL"
+"""Environment variable with the base URL ``openai:<model>`` specs talk to."""
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Base URL used for ``openai:<model>`` specs when :data:`BASE_URL_ENV` is not set."""
+
+_default: OnnxMiniLMEmbedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> OnnxMiniLMEmbedder:
+    """Return the process-wide shared :class:`OnnxMiniLMEmbedder` (created on first call).
+
+    Each instance holds its own copy of the model (~60 MB and a session's thread pool), so stores
+    in one process should share this one. Creating it is cheap; the model loads on first use.
+    """
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = OnnxMiniLMEmbedder()
+    return _default
+
+
+_SPEC_HELP = (
+    "use 'default' (or 'minilm'), 'minilm-numpy', 'hashing', 'hashing:<dimension>' or "
+    "'openai:<model>'"
+)
+
+
+def create_embedder(spec: str | None = None) -> Embedder:
+    """Build the embedder a configuration string names.
+
+    ``None``, ``"default"`` and ``"minilm"`` give the shared :func:`default_embedder`;
+    ``"minilm-numpy"`` a :class:`NumpyMiniLMEmbedder`; ``"hashing"`` or ``"hashing:<dim>"`` a
+    :class:`HashingEmbedder`; ``"openai:<model>"`` an :class:`OpenAICompatibleEmbedder` talking
+    to ``$MEMVAULT_EMBEDDINGS_BASE_URL`` (default ``https://api.openai.com/v1``) with the key in
+    ``$OPENAI_API_KEY``. Anything else raises :class:`~memvault.errors.MemoryConfigError`.
+    """
+    text = (spec or "").strip()
+    kind, sep, arg = text.partition(":")
+    kind = kind.strip().lower()
+    arg = arg.strip()
+    if kind in ("", "default", "minilm") and not sep:
+        return default_embedder()
+    if kind == "minilm-numpy" and not sep:
+        return NumpyMiniLMEmbedder()
+    if kind == "hashing":
+        if not sep:
+            return HashingEmbedder()
+        try:
+            dimension = int(arg)
+        except ValueError:
+            raise MemoryConfigError(
+                f"invalid embedder spec {spec!r}: the hashing dimension must be an integer"
+            ) from None
+        return HashingEmbedder(dimension)
+    if kind == "openai" and sep:
+        if not arg:
+            raise MemoryConfigError(f"invalid embedder spec {spec!r}: 'openai:' needs a model name")
+        base_url = os.environ.get(BASE_URL_ENV) or DEFAULT_OPENAI_BASE_URL
+        return OpenAICompatibleEmbedder(base_url, arg)
+    raise MemoryConfigError(f"unknown embedder spec {spec!r}: {_SPEC_HELP}")

@@ -1,0 +1,822 @@
+"""The front door: :class:`AsyncMemory` (the core) and :class:`Memory` (its sync facade).
+
+Both expose the same methods with the same signatures (a test keeps them in step); ``Memory``
+runs the async core on a private event-loop thread, so it also works inside programs that
+already run an event loop (notebooks, web servers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import logging
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from memvault._ids import utc_now
+from memvault.backends._base import check_agent, check_id, model_error
+from memvault.config import MemvaultConfig, load_config
+from memvault.errors import (
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryError,
+    MemoryNotFoundError,
+    MemoryStoreError,
+    MemoryValidationError,
+)
+from memvault.models import (
+    MemoryCategory,
+    MemoryEntry,
+    MemoryMetadata,
+    MemoryQuery,
+    MemoryStoreRequest,
+    StoreStats,
+    aware_utc,
+)
+from memvault.protocols import Embedder, MemoryStore
+from memvault.retrieval.packing import MemoryContext, build_context
+from memvault.retrieval.pipeline import rank
+from memvault.retrieval.presets import RetrievalConfig, get_preset
+
+__all__ = ["AsyncMemory", "Memory"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CategoryLike = MemoryCategory | str
+
+
+def parse_category(value: CategoryLike) -> MemoryCategory:
+    """A :class:`MemoryCategory` from an enum member or its name (case-insensitive).
+
+    Raises:
+        MemoryValidationError: not a known category (the message lists the known ones).
+    """
+    if isinstance(value, MemoryCategory):
+        return value
+    if isinstance(value, str):
+        try:
+            return MemoryCategory(value.strip().lower())
+        except ValueError:
+            pass
+    known = ", ".join(c.value for c in MemoryCategory)
+    msg = f"unknown category {value!r} (known: {known})"
+    raise MemoryValidationError(msg)
+
+
+def _categories(
+    value: CategoryLike | Iterable[CategoryLike] | None,
+) -> frozenset[MemoryCategory] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, MemoryCategory)):
+        return frozenset({parse_category(value)})
+    return frozenset(parse_category(v) for v in value)
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    try:
+        return aware_utc(value)
+    except ValueError as exc:
+        raise MemoryValidationError(f"{name}: {exc}") from None
+
+
+def _request(
+    content: str,
+    *,
+    category: CategoryLike = MemoryCategory.SEMANTIC,
+    tags: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    created_at: datetime | None = None,
+    expires_at: datetime | None = None,
+    supersedes: str | None = None,
+    label: str | None = None,
+    source: str | None = None,
+    importance: float | None = None,
+    confidence: float | None = None,
+) -> MemoryStoreRequest:
+    if isinstance(tags, str):
+        msg = "tags must be a list of strings, not one string"
+        raise MemoryValidationError(msg)
+    try:
+        meta = MemoryMetadata(
+            tags=tuple(tags),
+            extra=dict(metadata or {}),
+            label=label,
+            source=source,
+            importance=0.5 if importance is None else importance,
+            confidence=1.0 if confidence is None else confidence,
+        )
+        return MemoryStoreRequest(
+            content=content,
+            category=parse_category(category),
+            metadata=meta,
+            created_at=_aware(created_at, "created_at"),
+            expires_at=_aware(expires_at, "expires_at"),
+            supersedes=supersedes,
+        )
+    except ValidationError as exc:
+        raise model_error(exc) from None
+    except TypeError as exc:
+        raise MemoryValidationError(str(exc)) from None
+
+
+_ADD_KEYS = frozenset(
+    {
+        "content",
+        "category",
+        "tags",
+        "metadata",
+        "created_at",
+        "expires_at",
+        "supersedes",
+        "label",
+        "source",
+        "importance",
+        "confidence",
+    }
+)
+
+
+def _item_request(
+    item: MemoryStoreRequest | Mapping[str, Any], position: int
+) -> MemoryStoreRequest:
+    if isinstance(item, MemoryStoreRequest):
+        return item
+    if not isinstance(item, Mapping):
+        msg = f"item {position}: expected a dict or MemoryStoreRequest, got {type(item).__name__}"
+        raise MemoryValidationError(msg)
+    unknown = set(item) - _ADD_KEYS
+    if unknown:
+        msg = f"item {position}: unknown keys {sorted(unknown)} (allowed: {sorted(_ADD_KEYS)})"
+        raise MemoryValidationError(msg)
+    if "content" not in item:
+        msg = f"item {position}: 'content' is required"
+        raise MemoryValidationError(msg)
+    try:
+        return _request(**item)
+    except MemoryValidationError as exc:
+        raise MemoryValidationError(f"item {position}: {exc}") from None
+
+
+class AsyncMemory:
+    """Typed, durable memory for agents (async API).
+
+    ``AsyncMemory()`` opens the embedded default store (``~/.memvault/memvault.db``, the bundled
+    embedding model). Pass a URL (a path, ``sqlite:///x.db``, ``memory://``) or a config to use
+    another store. The store opens on first use; ``close()`` (or ``async with``) releases it.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        config: MemvaultConfig | None = None,
+        embedder: Embedder | None = None,
+        backend: MemoryStore | None = None,
+        preset: str | RetrievalConfig | None = None,
+        track_access: bool = True,
+    ) -> None:
+        if backend is not None:
+            self._backend: MemoryStore = backend
+            self._config = config or MemvaultConfig()
+        else:
+            self._config = config if config is not None else load_config(url=url)
+            target = url or self._config.resolved_url()
+            if target.startswith(("http://", "https://")):
+                msg = "the remote (http) client is not available in this build"
+                raise MemoryConfigError(msg)
+            from memvault.backends.factory import open_backend
+
+            self._backend = open_backend(target, embedder=embedder, config=self._config)
+        name = preset if preset is not None else self._config.retrieval.preset
+        try:
+            self._preset = get_preset(name) if isinstance(name, str) else name
+        except KeyError as exc:
+            raise MemoryConfigError(str(exc.args[0])) from None
+        self._track_access = track_access
+        self._connect_lock: asyncio.Lock | None = None
+        self._closed = False
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> MemoryStore:
+        """The backend this memory uses."""
+        return self._backend
+
+    @property
+    def location(self) -> str:
+        """Where the data lives."""
+        return self._backend.location
+
+    async def _ready(self) -> MemoryStore:
+        if self._closed:
+            msg = "this memory is closed"
+            raise MemoryStoreError(msg)
+        if not self._backend.is_connected:
+            if self._connect_lock is None:
+                self._connect_lock = asyncio.Lock()
+            async with self._connect_lock:
+                if not self._backend.is_connected:
+                    await self._backend.connect()
+        return self._backend
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+    ) -> str:
+        """Store one memory for ``agent_id`` and return its id.
+
+        Raises:
+            MemoryValidationError: blank/oversized/NUL content, unknown category, naive datetime.
+            MemoryNotFoundError: ``supersedes`` names no memory of this agent.
+        """
+        agent = check_agent(agent_id)
+        request = _request(
+            content,
+            category=category,
+            tags=tags,
+            metadata=metadata,
+            created_at=created_at,
+            expires_at=expires_at,
+            supersedes=supersedes,
+            label=label,
+            source=source,
+            importance=importance,
+        )
+        backend = await self._ready()
+        return await backend.store(agent, request)
+
+    async def add_many(
+        self, items: Sequence[MemoryStoreRequest | Mapping[str, Any]], *, agent_id: str
+    ) -> list[str]:
+        """Store many memories: one embedding batch, one transaction, ids in input order.
+
+        Every item is validated before anything is written; a failure stores nothing.
+        """
+        agent = check_agent(agent_id)
+        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            msg = "items must be a list of dicts or MemoryStoreRequest objects"
+            raise MemoryValidationError(msg)
+        requests = [_item_request(item, i) for i, item in enumerate(items)]
+        backend = await self._ready()
+        return await backend.store_many(agent, requests)
+
+    async def delete(self, memory_id: str, *, agent_id: str) -> bool:
+        """Delete one memory; False if the agent has no memory with that id."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        backend = await self._ready()
+        return await backend.delete(agent, mid)
+
+    async def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Delete all memories of the agent (or of one category); returns how many."""
+        agent = check_agent(agent_id)
+        cat = None if category is None else parse_category(category)
+        backend = await self._ready()
+        return await backend.clear(agent, category=cat)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def _query(
+        self,
+        text: str | None,
+        *,
+        limit: int,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        tags: Sequence[str] | None = None,
+        label: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        include_superseded: bool = False,
+        min_relevance: float = 0.0,
+    ) -> MemoryQuery:
+        if isinstance(tags, str):
+            msg = "tags must be a list of strings, not one string"
+            raise MemoryValidationError(msg)
+        try:
+            return MemoryQuery(
+                text=text,
+                categories=_categories(categories),
+                tags=tuple(tags or ()),
+                label=label,
+                since=_aware(since, "since"),
+                until=_aware(until, "until"),
+                as_of=_aware(as_of, "as_of"),
+                limit=limit,
+                include_superseded=include_superseded,
+                min_relevance=min_relevance,
+            )
+        except ValidationError as exc:
+            raise model_error(exc) from None
+
+    async def search(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        tags: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        include_shared: bool = False,
+        include_superseded: bool = False,
+        min_relevance: float = 0.0,
+        preset: str | RetrievalConfig | None = None,
+        explain: bool = False,
+    ) -> list[MemoryEntry]:
+        """Hybrid search of the agent's memories, best first, ``relevance_score`` set.
+
+        With ``explain=True`` every result's ``score`` holds the breakdown (dense, BM25, fused,
+        recency, boost, final).
+        """
+        agent = check_agent(agent_id)
+        if not isinstance(query, str) or not query.strip():
+            msg = "search query is empty"
+            raise MemoryValidationError(msg)
+        q = self._query(
+            query,
+            limit=limit,
+            categories=categories,
+            tags=tags,
+            since=since,
+            until=until,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            min_relevance=min_relevance,
+        )
+        cfg = self._resolve_preset(preset)
+        backend = await self._ready()
+        if include_shared:
+            msg = f"the {backend.backend_name} backend has no shared knowledge store yet"
+            raise MemoryCapabilityError(msg)
+        cands = await backend.search_candidates(agent, q, pool=cfg.pool_size(limit))
+        results = rank(cands, cfg, now=utc_now(), limit=limit, min_relevance=min_relevance)
+        if not explain:
+            results = [r.model_copy(update={"score": None}) for r in results]
+        if self._track_access and results:
+            await backend.record_access(agent, [r.id for r in results], utc_now())
+        return results
+
+    def _resolve_preset(self, preset: str | RetrievalConfig | None) -> RetrievalConfig:
+        if preset is None:
+            return self._preset
+        if isinstance(preset, RetrievalConfig):
+            return preset
+        try:
+            return get_preset(preset)
+        except KeyError as exc:
+            raise MemoryValidationError(str(exc.args[0])) from None
+
+    async def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """One memory of the agent.
+
+        Raises:
+            MemoryNotFoundError: no such id for this agent (another agent's id looks the same).
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        backend = await self._ready()
+        entry = await backend.get(agent, mid)
+        if entry is None:
+            msg = f"memory {mid} not found for agent {agent!r}"
+            raise MemoryNotFoundError(msg)
+        return entry
+
+    async def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Number of memories of the agent (of one category)."""
+        agent = check_agent(agent_id)
+        cat = None if category is None else parse_category(category)
+        backend = await self._ready()
+        return await backend.count(agent, category=cat)
+
+    async def list(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        label: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        include_superseded: bool = False,
+    ) -> builtins.list[MemoryEntry]:
+        """The agent's memories, newest first, filtered by category, label and tags."""
+        agent = check_agent(agent_id)
+        if offset < 0:
+            msg = "offset must be >= 0"
+            raise MemoryValidationError(msg)
+        q = self._query(
+            None,
+            limit=limit,
+            categories=category,
+            tags=tags,
+            label=label,
+            include_superseded=include_superseded,
+        )
+        backend = await self._ready()
+        return await backend.list_entries(agent, q, offset=offset)
+
+    async def context(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        token_budget: int = 800,
+        limit: int = 20,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+    ) -> MemoryContext:
+        """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt."""
+        if token_budget < 1:
+            msg = "token_budget must be >= 1"
+            raise MemoryValidationError(msg)
+        hits = await self.search(query, agent_id=agent_id, limit=limit, categories=categories)
+        return build_context(hits, token_budget=token_budget)
+
+    # -- bulk -----------------------------------------------------------------------------------
+
+    async def export(
+        self, path: str | Path | None = None, *, agent_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Every memory (of one agent, or all) as JSON objects; written to ``path`` if given."""
+        agent = None if agent_id is None else check_agent(agent_id)
+        backend = await self._ready()
+        data = [e.to_json() async for e in backend.export_entries(agent)]
+        if path is not None:
+            target = Path(path)
+            tmp = target.with_name(target.name + ".tmp")
+            try:
+                tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+                tmp.replace(target)
+            except OSError as exc:
+                msg = f"cannot write export file {target}: {exc.strerror or exc}"
+                raise MemoryStoreError(msg) from exc
+        return data
+
+    async def import_(
+        self,
+        source: str | Path | Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str | None = None,
+        batch_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Import memories from an export (a file path or the parsed JSON array).
+
+        Ids and timestamps are kept; ids already present are skipped, so importing twice is
+        harmless. ``agent_id`` re-assigns every memory to that agent. Everything is validated
+        before anything is written. Returns how many memories were added.
+        """
+        agent = None if agent_id is None else check_agent(agent_id)
+        if batch_size < 1:
+            msg = "batch_size must be >= 1"
+            raise MemoryValidationError(msg)
+        items = _load_export(source)
+        entries: builtins.list[MemoryEntry] = []
+        for i, item in enumerate(items):
+            try:
+                entries.append(MemoryEntry.from_json(dict(item), agent_id=agent))
+            except (ValidationError, ValueError, KeyError, TypeError) as exc:
+                detail = model_error(exc).args[0] if isinstance(exc, ValidationError) else exc
+                msg = f"import item {i}: {detail}"
+                raise MemoryValidationError(msg) from None
+        backend = await self._ready()
+        added = 0
+        # Batches bound memory and embedding time per transaction; importing is idempotent
+        # (known ids are skipped), so an interrupted import is finished by running it again.
+        for start in range(0, len(entries), batch_size):
+            chunk = entries[start : start + batch_size]
+            added += await backend.import_entries(chunk)
+            if on_progress is not None:
+                on_progress(start + len(chunk), len(entries))
+        return added
+
+    async def stats(self) -> StoreStats:
+        """Counts of the whole store."""
+        backend = await self._ready()
+        return await backend.stats()
+
+    async def agents(self) -> builtins.list[str]:
+        """Agent ids that have memories."""
+        backend = await self._ready()
+        return await backend.agent_ids()
+
+    async def close(self) -> None:
+        """Release the store (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._backend.disconnect()
+
+    async def __aenter__(self) -> AsyncMemory:
+        await self._ready()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _load_export(source: str | Path | Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            msg = f"cannot read import file {path}: {exc.strerror or exc}"
+            raise MemoryValidationError(msg) from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            msg = f"import file {path} is not valid JSON: {exc.msg} (line {exc.lineno})"
+            raise MemoryValidationError(msg) from exc
+    else:
+        data = source
+    if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
+        msg = "an import must be a JSON array of memory objects"
+        raise MemoryValidationError(msg)
+    return data
+
+
+class _LoopThread:
+    """A private event loop on a daemon thread, for the sync facade."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="memvault-loop", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coro: Awaitable[T]) -> T:
+        if threading.current_thread() is self.thread:
+            msg = "Memory (sync) was called from its own loop thread; use AsyncMemory there"
+            raise RuntimeError(msg)
+        return asyncio.run_coroutine_threadsafe(_wrap(coro), self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=5)
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
+async def _wrap(coro: Awaitable[T]) -> T:
+    return await coro
+
+
+def _shutdown(core: AsyncMemory, runner: _LoopThread) -> None:
+    try:
+        runner.run(core.close())
+    except MemoryError:  # pragma: no cover - best effort at garbage collection
+        logger.warning("memory.close.failed", exc_info=True)
+    finally:
+        runner.stop()
+
+
+class Memory:
+    """Typed, durable memory for agents (synchronous API over :class:`AsyncMemory`).
+
+    Example::
+
+        mem = Memory()                                  # ~/.memvault/memvault.db
+        mem.add("Prefers dark mode", agent_id="dev-1")
+        hits = mem.search("ui preferences", agent_id="dev-1")
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        config: MemvaultConfig | None = None,
+        embedder: Embedder | None = None,
+        backend: MemoryStore | None = None,
+        preset: str | RetrievalConfig | None = None,
+        track_access: bool = True,
+    ) -> None:
+        self._core = AsyncMemory(
+            url,
+            config=config,
+            embedder=embedder,
+            backend=backend,
+            preset=preset,
+            track_access=track_access,
+        )
+        self._runner = _LoopThread()
+        self._finalizer = weakref.finalize(self, _shutdown, self._core, self._runner)
+
+    @property
+    def backend(self) -> MemoryStore:
+        """The backend this memory uses."""
+        return self._core.backend
+
+    @property
+    def location(self) -> str:
+        """Where the data lives."""
+        return self._core.location
+
+    @property
+    def aio(self) -> AsyncMemory:
+        """The async core (use it only from this facade's own thread via ``_run``)."""
+        return self._core
+
+    def _run(self, coro: Awaitable[T]) -> T:
+        return self._runner.run(coro)
+
+    def add(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+    ) -> str:
+        """Store one memory for ``agent_id`` and return its id (see :meth:`AsyncMemory.add`)."""
+        return self._run(
+            self._core.add(
+                content,
+                agent_id=agent_id,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                expires_at=expires_at,
+                supersedes=supersedes,
+                label=label,
+                source=source,
+                importance=importance,
+            )
+        )
+
+    def add_many(
+        self, items: Sequence[MemoryStoreRequest | Mapping[str, Any]], *, agent_id: str
+    ) -> list[str]:
+        """Store many memories in one batch and transaction (see :meth:`AsyncMemory.add_many`)."""
+        return self._run(self._core.add_many(items, agent_id=agent_id))
+
+    def delete(self, memory_id: str, *, agent_id: str) -> bool:
+        """Delete one memory; False if absent (see :meth:`AsyncMemory.delete`)."""
+        return self._run(self._core.delete(memory_id, agent_id=agent_id))
+
+    def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Delete the agent's memories (see :meth:`AsyncMemory.clear`)."""
+        return self._run(self._core.clear(agent_id=agent_id, category=category))
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        tags: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        include_shared: bool = False,
+        include_superseded: bool = False,
+        min_relevance: float = 0.0,
+        preset: str | RetrievalConfig | None = None,
+        explain: bool = False,
+    ) -> list[MemoryEntry]:
+        """Hybrid search, best first (see :meth:`AsyncMemory.search`)."""
+        return self._run(
+            self._core.search(
+                query,
+                agent_id=agent_id,
+                limit=limit,
+                categories=categories,
+                tags=tags,
+                since=since,
+                until=until,
+                as_of=as_of,
+                include_shared=include_shared,
+                include_superseded=include_superseded,
+                min_relevance=min_relevance,
+                preset=preset,
+                explain=explain,
+            )
+        )
+
+    def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """One memory of the agent (see :meth:`AsyncMemory.get`)."""
+        return self._run(self._core.get(memory_id, agent_id=agent_id))
+
+    def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Number of memories of the agent (see :meth:`AsyncMemory.count`)."""
+        return self._run(self._core.count(agent_id=agent_id, category=category))
+
+    def list(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        label: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        include_superseded: bool = False,
+    ) -> builtins.list[MemoryEntry]:
+        """The agent's memories, newest first (see :meth:`AsyncMemory.list`)."""
+        return self._run(
+            self._core.list(
+                agent_id=agent_id,
+                category=category,
+                label=label,
+                tags=tags,
+                limit=limit,
+                offset=offset,
+                include_superseded=include_superseded,
+            )
+        )
+
+    def context(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        token_budget: int = 800,
+        limit: int = 20,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+    ) -> MemoryContext:
+        """Relevant memories packed for a prompt (see :meth:`AsyncMemory.context`)."""
+        return self._run(
+            self._core.context(
+                query,
+                agent_id=agent_id,
+                token_budget=token_budget,
+                limit=limit,
+                categories=categories,
+            )
+        )
+
+    def export(
+        self, path: str | Path | None = None, *, agent_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Every memory as JSON objects (see :meth:`AsyncMemory.export`)."""
+        return self._run(self._core.export(path, agent_id=agent_id))
+
+    def import_(
+        self,
+        source: str | Path | Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str | None = None,
+        batch_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Import an export (see :meth:`AsyncMemory.import_`)."""
+        return self._run(
+            self._core.import_(
+                source, agent_id=agent_id, batch_size=batch_size, on_progress=on_progress
+            )
+        )
+
+    def stats(self) -> StoreStats:
+        """Counts of the whole store."""
+        return self._run(self._core.stats())
+
+    def agents(self) -> builtins.list[str]:
+        """Agent ids that have memories."""
+        return self._run(self._core.agents())
+
+    def close(self) -> None:
+        """Release the store and stop the loop thread (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,427 @@
+"""Enums and frozen data models that cross memvault's boundaries.
+
+Everything here is pure data: no I/O, no imports of other memvault modules except ``errors``.
+Datetimes are always timezone-aware; naive datetimes are rejected with a clear message rather than
+guessed at, because a silently shifted timestamp corrupts recency ranking and as-of queries.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+)
+
+__all__ = [
+    "DEFAULT_MAX_CONTENT_CHARS",
+    "CandidateSet",
+    "ConsolidationInterval",
+    "MemoryCategory",
+    "MemoryEntry",
+    "MemoryLevel",
+    "MemoryMetadata",
+    "MemoryQuery",
+    "MemoryScope",
+    "MemoryStoreRequest",
+    "ScoreBreakdown",
+    "StoreStats",
+    "aware_utc",
+    "validate_agent_id",
+    "validate_memory_id",
+]
+
+DEFAULT_MAX_CONTENT_CHARS = 32_000
+"""Default ceiling on one memory's content (``memory.options.max_content_chars``)."""
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_AGENT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
+
+
+class MemoryCategory(StrEnum):
+    """The five memory types of the design documents."""
+
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    SOCIAL = "social"
+
+
+class MemoryLevel(StrEnum):
+    """How long an agent's memory persists."""
+
+    PERSISTENT = "persistent"
+    PROJECT = "project"
+    SESSION = "session"
+    NONE = "none"
+
+
+class ConsolidationInterval(StrEnum):
+    """How often old memories are consolidated."""
+
+    HOURLY = "hourly"
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    NEVER = "never"
+    AFTER_SESSION = "after_session"
+    MANUAL = "manual"
+
+
+class MemoryScope(StrEnum):
+    """Who may read a memory: its agent only, every agent of the tenant, or the organisation."""
+
+    PRIVATE = "private"
+    SHARED = "shared"
+    ORG = "org"
+
+
+def aware_utc(value: datetime | None) -> datetime | None:
+    """Return ``value`` converted to UTC; reject naive datetimes.
+
+    Raises:
+        ValueError: ``value`` has no timezone.
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        msg = (
+            f"naive datetime {value.isoformat()!r}: memvault needs timezone-aware datetimes "
+            "(e.g. datetime(2026, 3, 1, tzinfo=UTC))"
+        )
+        raise ValueError(msg)
+    return value.astimezone(UTC)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return aware_utc(value)
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+
+
+def validate_memory_id(value: str) -> str:
+    """Return ``value`` if it is a well-formed memory id, else raise ``ValueError``."""
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        msg = f"malformed memory id {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def validate_agent_id(value: str) -> str:
+    """Return ``value`` stripped if it is a usable agent id, else raise ``ValueError``."""
+    if not isinstance(value, str):
+        msg = f"agent_id must be a string, got {type(value).__name__}"
+        raise ValueError(msg)
+    stripped = value.strip()
+    if not stripped or not _AGENT_RE.match(stripped):
+        msg = f"invalid agent_id {value!r}: must be 1-200 printable characters"
+        raise ValueError(msg)
+    return stripped
+
+
+def _check_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    cleaned: list[str] = []
+    for tag in tags:
+        t = tag.strip()
+        if not t or "\x00" in t or len(t) > 100:
+            msg = f"invalid tag {tag!r}: tags are 1-100 characters without NUL"
+            raise ValueError(msg)
+        if t not in cleaned:
+            cleaned.append(t)
+    return tuple(cleaned)
+
+
+class MemoryMetadata(BaseModel):
+    """Descriptive metadata of a memory.
+
+    ``tags`` drive filters (e.g. ``non-inferable``); ``label`` is a free-form sub-category such as
+    ``preferences``; ``extra`` holds caller-defined JSON values.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    label: str | None = None
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("tags", mode="after")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_tags(value)
+
+
+def check_content(value: str, *, max_chars: int = DEFAULT_MAX_CONTENT_CHARS) -> str:
+    """Validate memory content and return it unchanged.
+
+    Raises:
+        ValueError: blank content, a NUL byte, or more than ``max_chars`` characters.
+    """
+    if not isinstance(value, str):
+        msg = f"content must be a string, got {type(value).__name__}"
+        raise ValueError(msg)
+    if not value.strip():
+        msg = "content is empty or whitespace"
+        raise ValueError(msg)
+    if "\x00" in value:
+        msg = "content contains a NUL byte"
+        raise ValueError(msg)
+    if len(value) > max_chars:
+        msg = f"content has {len(value)} characters, more than the maximum of {max_chars}"
+        raise ValueError(msg)
+    return value
+
+
+class MemoryStoreRequest(BaseModel):
+    """What a caller asks to store. The backend assigns the id and bookkeeping fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    content: str
+    category: MemoryCategory = MemoryCategory.SEMANTIC
+    metadata: MemoryMetadata = Field(default_factory=MemoryMetadata)
+    created_at: AwareDatetime | None = None
+    expires_at: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    supersedes: str | None = None
+    scope: MemoryScope = MemoryScope.PRIVATE
+
+    @field_validator("content", mode="after")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        # The hard ceiling here protects every backend; the configurable (smaller or larger)
+        # limit is applied again by the backend with its own setting.
+        return check_content(value, max_chars=10 * DEFAULT_MAX_CONTENT_CHARS)
+
+    @field_validator("supersedes", mode="after")
+    @classmethod
+    def _supersedes(cls, value: str | None) -> str | None:
+        return None if value is None else validate_memory_id(value)
+
+
+class ScoreBreakdown(BaseModel):
+    """How a search result's final score came about (``search(..., explain=True)``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dense: float | None = None
+    dense_rank: int | None = None
+    bm25: float | None = None
+    bm25_rank: int | None = None
+    fused: float = 0.0
+    recency: float = 0.0
+    boost: float = 0.0
+    mmr_penalty: float = 0.0
+    rerank: float | None = None
+    final: float = 0.0
+
+
+class MemoryEntry(BaseModel):
+    """One stored memory. Results of a search also carry ``relevance_score`` and ``score``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    id: str
+    agent_id: str
+    category: MemoryCategory
+    content: str
+    metadata: MemoryMetadata = Field(default_factory=MemoryMetadata)
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    expires_at: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    superseded_by: str | None = None
+    consolidated_at: AwareDatetime | None = None
+    access_count: int = Field(default=0, ge=0)
+    last_accessed_at: AwareDatetime | None = None
+    scope: MemoryScope = MemoryScope.PRIVATE
+    relevance_score: float | None = None
+    score: ScoreBreakdown | None = None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The entry's tags (shortcut for ``metadata.tags``)."""
+        return self.metadata.tags
+
+    def is_live(self, now: datetime) -> bool:
+        """True if the entry is neither expired nor superseded at ``now``."""
+        if self.expires_at is not None and self.expires_at <= now:
+            return False
+        return self.superseded_by is None and (self.valid_to is None or self.valid_to > now)
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical JSON object of an entry (export files, ``--json``, REST)."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "category": self.category.value,
+            "content": self.content,
+            "tags": list(self.metadata.tags),
+            "metadata": dict(self.metadata.extra),
+            "label": self.metadata.label,
+            "source": self.metadata.source,
+            "confidence": self.metadata.confidence,
+            "importance": self.metadata.importance,
+            "scope": self.scope.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+        for name in (
+            "expires_at",
+            "valid_from",
+            "valid_to",
+            "consolidated_at",
+            "last_accessed_at",
+        ):
+            value = getattr(self, name)
+            data[name] = value.isoformat() if value is not None else None
+        data["superseded_by"] = self.superseded_by
+        data["access_count"] = self.access_count
+        if self.relevance_score is not None:
+            data["relevance_score"] = self.relevance_score
+        if self.score is not None:
+            data["score"] = self.score.model_dump()
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, agent_id: str | None = None) -> MemoryEntry:
+        """Parse the object written by :meth:`to_json` (``agent_id`` overrides the stored one).
+
+        Raises:
+            ValueError: a field is missing or malformed (pydantic's ``ValidationError``).
+        """
+        if not isinstance(data, dict):
+            msg = f"a memory must be a JSON object, got {type(data).__name__}"
+            raise ValueError(msg)
+        created = data.get("created_at")
+        meta = MemoryMetadata(
+            tags=tuple(data.get("tags") or ()),
+            extra=dict(data.get("metadata") or {}),
+            label=data.get("label"),
+            source=data.get("source"),
+            confidence=data.get("confidence", 1.0),
+            importance=data.get("importance", 0.5),
+        )
+        return cls(
+            id=validate_memory_id(data["id"]),
+            agent_id=validate_agent_id(agent_id or data["agent_id"]),
+            category=MemoryCategory(data.get("category", "semantic")),
+            content=check_content(data["content"], max_chars=10 * DEFAULT_MAX_CONTENT_CHARS),
+            metadata=meta,
+            created_at=created,
+            updated_at=data.get("updated_at") or created,
+            expires_at=data.get("expires_at"),
+            valid_from=data.get("valid_from"),
+            valid_to=data.get("valid_to"),
+            superseded_by=data.get("superseded_by"),
+            consolidated_at=data.get("consolidated_at"),
+            access_count=data.get("access_count", 0),
+            last_accessed_at=data.get("last_accessed_at"),
+            scope=MemoryScope(data.get("scope", "private")),
+        )
+
+
+class MemoryQuery(BaseModel):
+    """A retrieval request: query text plus filters.
+
+    ``as_of`` returns what was valid at that time (superseded entries included when they were
+    valid then); ``include_superseded`` returns superseded entries regardless.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    text: str | None = None
+    categories: frozenset[MemoryCategory] | None = None
+    tags: tuple[str, ...] = ()
+    label: str | None = None
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+    as_of: AwareDatetime | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
+    include_superseded: bool = False
+    include_shared: bool = False
+
+    @field_validator("text", mode="after")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            msg = "query text contains a NUL byte"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("tags", mode="after")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_tags(value)
+
+    def matches(self, entry: MemoryEntry, now: datetime) -> bool:
+        """True if ``entry`` passes every filter of this query (text aside) at ``now``."""
+        if self.categories is not None and entry.category not in self.categories:
+            return False
+        if self.tags and not set(self.tags).issubset(entry.metadata.tags):
+            return False
+        if self.label is not None and entry.metadata.label != self.label:
+            return False
+        if self.since is not None and entry.created_at < self.since:
+            return False
+        if self.until is not None and entry.created_at > self.until:
+            return False
+        if entry.expires_at is not None and entry.expires_at <= now:
+            return False
+        if self.as_of is not None:
+            start = entry.valid_from or entry.created_at
+            if start > self.as_of:
+                return False
+            return entry.valid_to is None or entry.valid_to > self.as_of
+        if self.include_superseded:
+            return True
+        return entry.superseded_by is None and (entry.valid_to is None or entry.valid_to > now)
+
+
+@dataclass(slots=True)
+class CandidateSet:
+    """Raw candidates of one search, before fusion and ranking (pure data for ``retrieval``).
+
+    ``dense`` and ``lexical`` are ``(entry_id, score)`` lists, best first; ``entries`` holds every
+    entry named in either list; ``vectors`` optionally maps ids to unit vectors (for MMR).
+    """
+
+    dense: list[tuple[str, float]] = field(default_factory=list)
+    lexical: list[tuple[str, float]] = field(default_factory=list)
+    entries: dict[str, MemoryEntry] = field(default_factory=dict)
+    query_vector: Any = None
+    vectors: dict[str, Any] = field(default_factory=dict)
+
+
+class StoreStats(BaseModel):
+    """Counts a backend reports for ``memvault stats``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str
+    location: str
+    total: int
+    by_category: dict[str, int]
+    agents: int
+    embedding_model: str | None = None
+    dimension: int | None = None
+    size_bytes: int | None = None
+
+
+def finite(value: float) -> float:
+    """Return ``value`` or 0.0 when it is NaN/inf (scores must stay JSON-serialisable)."""
+    return value if math.isfinite(value) else 0.0

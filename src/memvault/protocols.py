@@ -1,0 +1,221 @@
+"""The small protocols every memvault part is written against.
+
+``MemoryBackend``, ``MemoryCapabilities`` and ``SharedKnowledgeStore`` follow the design documents
+to the letter so third-party backends written for them plug in. ``MemoryStore`` is what memvault's
+own front door (:class:`memvault.AsyncMemory`) needs on top: batched writes, hybrid candidates,
+listing and bulk operations. Every built-in backend implements all of them; the contract suite in
+:mod:`memvault.testing` checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memvault.models import (
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryStoreRequest,
+    StoreStats,
+)
+
+__all__ = [
+    "Embedder",
+    "MemoryBackend",
+    "MemoryCapabilities",
+    "MemoryStore",
+    "SharedKnowledgeStore",
+]
+
+Vectors = NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors.
+
+    Implementations are synchronous and CPU/IO bound; async callers run them in a worker thread.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model (recorded in every store built with it)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Embed passages to store; returns an array of shape ``(len(texts), dimension)``."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """Embed one search query; returns an array of shape ``(dimension,)``."""
+        ...
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """Lifecycle and CRUD of agent memory storage (the design documents' protocol)."""
+
+    async def connect(self) -> None:
+        """Open the backend (idempotent). Raises MemoryConnectionError."""
+        ...
+
+    async def disconnect(self) -> None:
+        """Release every resource (idempotent)."""
+        ...
+
+    async def health_check(self) -> bool:
+        """True if the backend answers a trivial query."""
+        ...
+
+    @property
+    def is_connected(self) -> bool:
+        """True between ``connect()`` and ``disconnect()``."""
+        ...
+
+    @property
+    def backend_name(self) -> str:
+        """Short name of the backend (``sqlite``, ``inmemory``, ``postgresql`` ...)."""
+        ...
+
+    async def store(self, agent_id: str, request: MemoryStoreRequest) -> str:
+        """Store one memory and return its id. Raises MemoryConnectionError, MemoryStoreError."""
+        ...
+
+    async def retrieve(self, agent_id: str, query: MemoryQuery) -> tuple[MemoryEntry, ...]:
+        """Search an agent's memories. Raises MemoryConnectionError, MemoryRetrievalError."""
+        ...
+
+    async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:
+        """One memory of the agent, or None. Raises MemoryConnectionError, MemoryRetrievalError."""
+        ...
+
+    async def delete(self, agent_id: str, memory_id: str) -> bool:
+        """Delete one memory; False if absent. Raises MemoryConnectionError, MemoryStoreError."""
+        ...
+
+    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Number of memories of the agent. Raises MemoryConnectionError, MemoryRetrievalError."""
+        ...
+
+
+@runtime_checkable
+class MemoryCapabilities(Protocol):
+    """What a backend supports, so callers can check before they ask."""
+
+    @property
+    def supported_categories(self) -> frozenset[MemoryCategory]:
+        """Categories the backend stores."""
+        ...
+
+    @property
+    def supports_graph(self) -> bool:
+        """True if the backend keeps a graph of entities."""
+        ...
+
+    @property
+    def supports_temporal(self) -> bool:
+        """True if validity intervals and as-of queries are supported."""
+        ...
+
+    @property
+    def supports_vector_search(self) -> bool:
+        """True if dense vector search is supported."""
+        ...
+
+    @property
+    def supports_shared_access(self) -> bool:
+        """True if the backend implements :class:`SharedKnowledgeStore`."""
+        ...
+
+    @property
+    def max_memories_per_agent(self) -> int | None:
+        """The per-agent cap the backend enforces, or None."""
+        ...
+
+
+@runtime_checkable
+class SharedKnowledgeStore(Protocol):
+    """Knowledge published by one agent for every agent of the same tenant."""
+
+    async def publish(self, agent_id: str, request: MemoryStoreRequest) -> str:
+        """Publish a shared memory authored by ``agent_id``; returns its id."""
+        ...
+
+    async def search_shared(
+        self, query: MemoryQuery, *, exclude_agent: str | None = None
+    ) -> tuple[MemoryEntry, ...]:
+        """Search shared knowledge, optionally leaving out one author's entries."""
+        ...
+
+    async def retract(self, agent_id: str, memory_id: str) -> bool:
+        """Retract a shared memory its author published; False if absent or not theirs."""
+        ...
+
+
+@runtime_checkable
+class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
+    """Everything :class:`memvault.AsyncMemory` needs from a backend."""
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder the backend indexes with."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the data lives (a path, a URL without password, ``memory://``)."""
+        ...
+
+    async def store_many(self, agent_id: str, requests: Sequence[MemoryStoreRequest]) -> list[str]:
+        """Store several memories in one transaction; ids in input order. All or nothing."""
+        ...
+
+    async def search_candidates(
+        self, agent_id: str, query: MemoryQuery, *, pool: int
+    ) -> CandidateSet:
+        """Dense and lexical top-``pool`` candidates of ``query.text`` passing the filters."""
+        ...
+
+    async def list_entries(
+        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+    ) -> list[MemoryEntry]:
+        """Entries passing the query's filters, newest first (``query.text`` is ignored)."""
+        ...
+
+    async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Delete every memory of the agent (of one category); returns how many."""
+        ...
+
+    def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
+        """Every stored entry (of one agent, or all), oldest first."""
+        ...
+
+    async def import_entries(self, entries: Sequence[MemoryEntry]) -> int:
+        """Insert entries keeping their ids and timestamps; existing ids are skipped.
+
+        Returns how many were inserted. All or nothing.
+        """
+        ...
+
+    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Bump access counters of retrieved entries (feeds retention scoring)."""
+        ...
+
+    async def agent_ids(self) -> list[str]:
+        """Every agent id that has at least one memory."""
+        ...
+
+    async def stats(self) -> StoreStats:
+        """Counts for ``memvault stats``."""
+        ...

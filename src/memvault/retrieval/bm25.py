@@ -1,0 +1,50 @@
+"""Okapi BM25 exactly as SQLite FTS5's ``bm25()`` computes it (k1=1.2, b=0.75).
+
+FTS5 uses ``idf = log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6 and document length in tokens;
+backends that have no FTS5 (in-memory, and PostgreSQL's term tables) compute the same numbers with
+:func:`bm25_scores` so rankings agree across backends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["K1", "B", "bm25_scores", "idf"]
+
+K1 = 1.2
+B = 0.75
+
+
+def idf(doc_count: int, doc_freq: int) -> float:
+    """FTS5's inverse document frequency (never below 1e-6)."""
+    value = math.log((doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def bm25_scores(
+    terms: Sequence[str],
+    docs: Iterable[tuple[str, Mapping[str, int], int]],
+    *,
+    doc_count: int,
+    avg_len: float,
+    doc_freq: Mapping[str, int],
+) -> list[tuple[str, float]]:
+    """Score ``docs`` (``(id, term -> frequency, length)``) for ``terms``; positive, best first.
+
+    Documents matching no term are left out.
+    """
+    weights = {t: idf(doc_count, doc_freq.get(t, 0)) for t in terms}
+    avg = avg_len if avg_len > 0 else 1.0
+    scored: list[tuple[str, float]] = []
+    for doc_id, freqs, length in docs:
+        total = 0.0
+        norm = K1 * (1.0 - B + B * length / avg)
+        for term, weight in weights.items():
+            f = freqs.get(term, 0)
+            if f:
+                total += weight * (f * (K1 + 1.0)) / (f + norm)
+        if total > 0.0:
+            scored.append((doc_id, total))
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    return scored

@@ -1,0 +1,103 @@
+"""The ranking pipeline: pure functions from a :class:`CandidateSet` to ranked entries.
+
+Stages (DESIGN section 5): fuse dense and lexical candidates (RRF, min-max normalised, or linear
+for a single source) -> linear ranking with recency and personal boost -> ``min_relevance``
+filter -> sort. Every result carries its :class:`ScoreBreakdown` so ``--explain`` can show it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from datetime import datetime
+
+from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
+from memvault.retrieval.fusion import min_max, rrf
+from memvault.retrieval.presets import RetrievalConfig
+
+__all__ = ["fuse", "rank", "recency"]
+
+
+def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
+    """``exp(-decay_rate * age_hours)``; future timestamps count as age 0."""
+    age_hours = max((now - created_at).total_seconds() / 3600.0, 0.0)
+    return math.exp(-decay_rate * age_hours)
+
+
+def fuse(cands: CandidateSet, config: RetrievalConfig) -> dict[str, float]:
+    """Relevance in [0, 1] of every candidate, from the sources the config enables."""
+    dense = cands.dense if config.use_dense else []
+    lexical = cands.lexical if config.use_lexical else []
+    if dense and lexical and config.fusion == "rrf":
+        raw = rrf(
+            [[i for i, _ in dense], [i for i, _ in lexical]],
+            k=config.rrf_k,
+            weights=[config.dense_weight, config.lexical_weight],
+        )
+        return min_max(raw)
+    if dense and lexical:
+        # Linear fusion of the two normalised score lists.
+        d = min_max(dict(dense))
+        s = min_max(dict(lexical))
+        total = config.dense_weight + config.lexical_weight or 1.0
+        ids = set(d) | set(s)
+        return {
+            i: (config.dense_weight * d.get(i, 0.0) + config.lexical_weight * s.get(i, 0.0)) / total
+            for i in ids
+        }
+    single = dense or lexical
+    return min_max(dict(single))
+
+
+def rank(
+    cands: CandidateSet,
+    config: RetrievalConfig,
+    *,
+    now: datetime,
+    limit: int,
+    min_relevance: float = 0.0,
+    shared_ids: Collection[str] = (),
+) -> list[MemoryEntry]:
+    """Rank candidates and return at most ``limit`` entries with scores attached, best first.
+
+    ``shared_ids`` are entries from shared knowledge: they do not get the personal boost.
+    """
+    relevance = fuse(cands, config)
+    dense = dict(cands.dense)
+    lexical = dict(cands.lexical)
+    dense_rank = {i: r for r, (i, _) in enumerate(cands.dense, start=1)}
+    lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
+    threshold = max(min_relevance, config.min_relevance)
+    scored: list[tuple[float, str, ScoreBreakdown]] = []
+    for entry_id, rel in relevance.items():
+        entry = cands.entries.get(entry_id)
+        if entry is None:
+            continue
+        boost = 0.0 if entry_id in shared_ids else config.personal_boost
+        boosted = min(rel + boost, 1.0)
+        rec = recency(entry.created_at, now, config.decay_rate)
+        combined = config.relevance_weight * boosted + config.recency_weight * rec
+        if combined < threshold:
+            continue
+        breakdown = ScoreBreakdown(
+            dense=dense.get(entry_id),
+            dense_rank=dense_rank.get(entry_id),
+            bm25=lexical.get(entry_id),
+            bm25_rank=lex_rank.get(entry_id),
+            fused=rel,
+            recency=rec,
+            boost=boosted - rel,
+            final=combined,
+        )
+        scored.append((combined, entry_id, breakdown))
+    # Ties break on the newer id (UUIDv7 ids sort by creation time) so results are deterministic.
+    scored.sort(key=lambda t: (-t[0], _neg(t[1])))
+    out: list[MemoryEntry] = []
+    for combined, entry_id, breakdown in scored[:limit]:
+        entry = cands.entries[entry_id]
+        out.append(entry.model_copy(update={"relevance_score": combined, "score": breakdown}))
+    return out
+
+
+def _neg(entry_id: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in entry_id)
