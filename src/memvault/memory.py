@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +26,7 @@ from memvault.config import MemvaultConfig, load_config
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
+    MemoryConnectionError,
     MemoryError,
     MemoryNotFoundError,
     MemoryStoreError,
@@ -221,7 +222,7 @@ class AsyncMemory:
     async def _ready(self) -> MemoryStore:
         if self._closed:
             msg = "this memory is closed"
-            raise MemoryStoreError(msg)
+            raise MemoryConnectionError(msg)
         if not self._backend.is_connected:
             if self._connect_lock is None:
                 self._connect_lock = asyncio.Lock()
@@ -572,11 +573,16 @@ class _LoopThread:
         )
         self.thread.start()
 
-    def run(self, coro: Awaitable[T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self.loop.is_closed() or not self.loop.is_running():
+            coro.close()  # never started: close it so no "never awaited" warning fires
+            msg = "this memory is closed"
+            raise MemoryConnectionError(msg)
         if threading.current_thread() is self.thread:
+            coro.close()
             msg = "Memory (sync) was called from its own loop thread; use AsyncMemory there"
             raise RuntimeError(msg)
-        return asyncio.run_coroutine_threadsafe(_wrap(coro), self.loop).result()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
         if self.loop.is_running():
@@ -584,10 +590,6 @@ class _LoopThread:
             self.thread.join(timeout=5)
         if not self.loop.is_running() and not self.loop.is_closed():
             self.loop.close()
-
-
-async def _wrap(coro: Awaitable[T]) -> T:
-    return await coro
 
 
 def _shutdown(core: AsyncMemory, runner: _LoopThread) -> None:
@@ -645,7 +647,7 @@ class Memory:
         """The async core (use it only from this facade's own thread via ``_run``)."""
         return self._core
 
-    def _run(self, coro: Awaitable[T]) -> T:
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coro)
 
     def add(

@@ -182,7 +182,9 @@ class InMemoryBackend(BaseBackend):
         if vector is not None and live:
             matrix = np.stack([self._vectors[e.id] for e in live])
             sims = matrix @ vector
-            order = np.argsort(-sims, kind="stable")[:pool]
+            # Ties go to the newer entry (ids sort by creation), as in the SQLite backend.
+            id_rank = np.argsort(np.argsort(np.array([e.id for e in live])))
+            order = np.lexsort((-id_rank, -sims))[:pool]
             cands.dense = [(live[i].id, float(sims[i])) for i in order]
         if terms and live:
             n = len(self._entries)

@@ -32,6 +32,8 @@ def bm25_scores(
 ) -> list[tuple[str, float]]:
     """Score ``docs`` (``(id, term -> frequency, length)``) for ``terms``; positive, best first.
 
+    Ties are broken by descending id.
+
     Documents matching no term are left out.
     """
     weights = {t: idf(doc_count, doc_freq.get(t, 0)) for t in terms}
@@ -46,5 +48,7 @@ def bm25_scores(
                 total += weight * (f * (K1 + 1.0)) / (f + norm)
         if total > 0.0:
             scored.append((doc_id, total))
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    # Best first; ties go to the larger id (the newer entry), as FTS5 ordering does in SQLite.
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    scored.sort(key=lambda pair: -pair[1])
     return scored

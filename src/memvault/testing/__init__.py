@@ -1,0 +1,5 @@
+"""Reusable test helpers: the backend contract suite (needs pytest and pytest-asyncio)."""
+
+from memvault.testing.contract import BackendContract, BackendFactory
+
+__all__ = ["BackendContract", "BackendFactory"]
