@@ -202,6 +202,9 @@ def _read_yaml(file: Path) -> dict[str, Any]:
     except OSError as exc:
         msg = f"cannot read configuration file {file}: {exc.strerror or exc}"
         raise MemoryConfigError(msg) from exc
+    except UnicodeDecodeError as exc:
+        msg = f"configuration file {file} is not UTF-8 text"
+        raise MemoryConfigError(msg) from exc
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -550,6 +550,9 @@ def _load_export(source: str | Path | Sequence[Mapping[str, Any]]) -> Sequence[M
         except OSError as exc:
             msg = f"cannot read import file {path}: {exc.strerror or exc}"
             raise MemoryValidationError(msg) from exc
+        except UnicodeDecodeError as exc:
+            msg = f"import file {path} is not UTF-8 JSON text"
+            raise MemoryValidationError(msg) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -25,7 +25,9 @@ from pydantic import (
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
     "CandidateSet",
+    "ChatMessage",
     "ConsolidationInterval",
+    "LLMResponse",
     "MemoryCategory",
     "MemoryEntry",
     "MemoryLevel",
@@ -420,6 +422,31 @@ class StoreStats(BaseModel):
     embedding_model: str | None = None
     dimension: int | None = None
     size_bytes: int | None = None
+
+
+class ChatMessage(BaseModel):
+    """One message of a chat conversation, in the OpenAI chat-completions shape."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    name: str | None = None
+
+
+class LLMResponse(BaseModel):
+    """The text a provider returned, with the model that produced it and token usage.
+
+    Token counts are 0 when the server did not report usage.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    model: str
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    finish_reason: str | None = None
 
 
 def finite(value: float) -> float:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from memvault.models import (
     CandidateSet,
+    ChatMessage,
+    LLMResponse,
     MemoryCategory,
     MemoryEntry,
     MemoryQuery,
@@ -25,10 +27,17 @@ from memvault.models import (
     StoreStats,
 )
 
+if TYPE_CHECKING:
+    # Type-only: ToolDefinition lives with the injection strategies that produce it, and a
+    # runtime import here would make protocols depend on them.
+    from memvault.injection.tools import ToolDefinition
+
 __all__ = [
     "Embedder",
+    "LLMProvider",
     "MemoryBackend",
     "MemoryCapabilities",
+    "MemoryInjectionStrategy",
     "MemoryStore",
     "SharedKnowledgeStore",
 ]
@@ -59,6 +68,36 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Vectors:
         """Embed one search query; returns an array of shape ``(dimension,)``."""
+        ...
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """Anything that can complete a chat conversation (consolidation, proposals, reformulation).
+
+    Implementations raise :class:`memvault.llm.errors.ProviderError` (or a subclass) on failure
+    and never any transport-specific exception.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model answering the requests."""
+        ...
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> LLMResponse:
+        """Return the model's reply to ``messages``.
+
+        ``json_schema``, when given, asks the provider to constrain the reply to JSON matching
+        it; providers that cannot enforce it still return text, so callers must validate (which
+        :func:`complete_json` does).
+        """
         ...
 
 
@@ -218,4 +257,28 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
 
     async def stats(self) -> StoreStats:
         """Counts for ``memvault stats``."""
+        ...
+
+
+@runtime_checkable
+class MemoryInjectionStrategy(Protocol):
+    """How memories reach an agent: injected context, memory tools, or self-edited blocks."""
+
+    async def prepare_messages(
+        self, agent_id: str, query_text: str, token_budget: int
+    ) -> tuple[ChatMessage, ...]:
+        """Messages to place between the system prompt and the task (may be empty).
+
+        Raises:
+            MemoryValidationError: blank ``agent_id``/``query_text`` or ``token_budget`` < 1.
+        """
+        ...
+
+    def get_tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """Tools the agent may call to reach its memory (empty for pure context injection)."""
+        ...
+
+    @property
+    def strategy_name(self) -> str:
+        """Short name of the strategy (``context``, ``tool_based``, ``self_editing``)."""
         ...

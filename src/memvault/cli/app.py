@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from typer.exceptions import TyperException
 
+import memvault.cli.bench as bench
 from memvault.cli import memories, transfer
 from memvault.cli._common import close_memory, err_console, state
 from memvault.errors import MemoryError
@@ -47,17 +48,20 @@ def _global(
 
 memories.register(app)
 transfer.register(app)
+bench.register(app)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+def _error(text: str) -> None:
+    # Messages echo user input; print them literally, never as rich markup.
+    err_console.print("error: " + " ".join(str(text).split()), markup=False)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 not done, 2 bad input or failure)."""
     try:
-        app(args=argv, standalone_mode=False, prog_name="memvault")
-        return 0
+        # Without standalone mode, click returns typer.Exit's code instead of raising it.
+        rv = app(args=argv, standalone_mode=False, prog_name="memvault")
+        return rv if isinstance(rv, int) else 0
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:
@@ -67,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         # Usage errors (missing argument, bad option value): typer's own click exceptions.
         fmt = getattr(exc, "format_message", None)
         text = fmt() if callable(fmt) else str(exc)
-        err_console.print(f"error: {_one_line(text)}")
+        _error(text)
         return int(getattr(exc, "exit_code", 2) or 2)
     except MemoryError as exc:
-        err_console.print(f"error: {_one_line(str(exc))}")
+        _error(str(exc))
         return 2
     finally:
         close_memory()

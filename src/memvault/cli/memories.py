@@ -85,7 +85,9 @@ def add(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     agent: str = AgentOption,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=1000, help="How many results at most.")
+    ] = 10,
     memory_type: Annotated[
         list[str] | None, typer.Option("--type", help="Only this memory type (repeatable).")
     ] = None,
@@ -119,7 +121,9 @@ def list_(
     category: Annotated[
         str | None, typer.Option("--category", help="Label (free-form sub-category).")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=1000, help="How many memories at most.")
+    ] = 20,
     json_out: bool = JsonOption,
 ) -> None:
     """List an agent's memories, newest first."""

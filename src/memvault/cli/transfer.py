@@ -28,7 +28,7 @@ def export(
         emit_json(mem.export(agent_id=agent))
         return
     data = mem.export(output, agent_id=agent)
-    err_console.print(f"exported {len(data)} memories to {output}")
+    err_console.print(f"exported {len(data)} memories to {output}", markup=False)
 
 
 def import_(
@@ -46,6 +46,7 @@ def import_(
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,
     ) as progress:
         task = progress.add_task("importing", total=None)
 

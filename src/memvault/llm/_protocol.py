@@ -1,4 +1,8 @@
-"""The LLM provider protocol, its message types, and defensive structured-output parsing."""
+"""Defensive structured output over any :class:`~memvault.protocols.LLMProvider`.
+
+The protocol and its message types live in ``memvault.protocols`` and ``memvault.models``;
+they are re-exported here for convenience.
+"""
 
 from __future__ import annotations
 
@@ -7,72 +11,19 @@ import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from memvault.llm.errors import LLMOutputError
+from memvault.models import ChatMessage, LLMResponse
+from memvault.protocols import LLMProvider
 
 __all__ = ["ChatMessage", "LLMProvider", "LLMResponse", "complete_json"]
 
 logger = logging.getLogger(__name__)
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-class ChatMessage(BaseModel):
-    """One message of a chat conversation, in the OpenAI chat-completions shape."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str
-    name: str | None = None
-
-
-class LLMResponse(BaseModel):
-    """The text a provider returned, with the model that produced it and token usage.
-
-    Token counts are 0 when the server did not report usage.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    text: str
-    model: str
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
-    finish_reason: str | None = None
-
-
-@runtime_checkable
-class LLMProvider(Protocol):
-    """Anything that can complete a chat conversation (consolidation, proposals, reformulation).
-
-    Implementations raise :class:`~memvault.llm.errors.ProviderError` (or a subclass) on failure
-    and never any transport-specific exception.
-    """
-
-    @property
-    def model_id(self) -> str:
-        """A stable identifier of the model answering the requests."""
-        ...
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        json_schema: dict[str, Any] | None = None,
-    ) -> LLMResponse:
-        """Return the model's reply to ``messages``.
-
-        ``json_schema``, when given, asks the provider to constrain the reply to JSON matching
-        it; providers that cannot enforce it still return text, so callers must validate (which
-        :func:`complete_json` does).
-        """
-        ...
 
 
 # ---------------------------------------------------------------------------------------------

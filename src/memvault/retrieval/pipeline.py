@@ -68,7 +68,7 @@ def rank(
     dense_rank = {i: r for r, (i, _) in enumerate(cands.dense, start=1)}
     lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
     threshold = max(min_relevance, config.min_relevance)
-    scored: list[tuple[float, str, ScoreBreakdown]] = []
+    scored: list[tuple[float, str, float, float, float]] = []
     for entry_id, rel in relevance.items():
         entry = cands.entries.get(entry_id)
         if entry is None:
@@ -77,8 +77,12 @@ def rank(
         boosted = min(rel + boost, 1.0)
         rec = recency(entry.created_at, now, config.decay_rate)
         combined = config.relevance_weight * boosted + config.recency_weight * rec
-        if combined < threshold:
-            continue
+        if combined >= threshold:
+            scored.append((combined, entry_id, rel, rec, boosted - rel))
+    # Best first; ties go to the larger id, i.e. the newer entry (UUIDv7 ids sort by creation).
+    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    out: list[MemoryEntry] = []
+    for combined, entry_id, rel, rec, boost in scored[:limit]:
         breakdown = ScoreBreakdown(
             dense=dense.get(entry_id),
             dense_rank=dense_rank.get(entry_id),
@@ -86,18 +90,9 @@ def rank(
             bm25_rank=lex_rank.get(entry_id),
             fused=rel,
             recency=rec,
-            boost=boosted - rel,
+            boost=boost,
             final=combined,
         )
-        scored.append((combined, entry_id, breakdown))
-    # Ties break on the newer id (UUIDv7 ids sort by creation time) so results are deterministic.
-    scored.sort(key=lambda t: (-t[0], _neg(t[1])))
-    out: list[MemoryEntry] = []
-    for combined, entry_id, breakdown in scored[:limit]:
         entry = cands.entries[entry_id]
         out.append(entry.model_copy(update={"relevance_score": combined, "score": breakdown}))
     return out
-
-
-def _neg(entry_id: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in entry_id)

@@ -1,7 +1,9 @@
 """An agent's vectors as one in-process float32 matrix, for exact cosine search.
 
-Exact search over a contiguous matrix is one BLAS matmul (100k x 384 in a few ms on 2 cores),
-faster than sqlite-vec at the sizes an agent has and free of approximation. The index keeps the
+Exact search over a contiguous matrix is one BLAS matrix-vector product, faster than sqlite-vec
+at the sizes an agent has and free of approximation. The matrix is kept transposed
+(``dim x capacity``): ``query @ M`` reads memory in the order BLAS streams it, which measured
+about twice as fast as ``M @ query`` at 100k rows (the product is memory-bandwidth bound). The index keeps the
 columns the filters need (category, times, supersession) beside the matrix so a query is
 masked in numpy without touching SQL. Deletions leave tombstones; the matrix is compacted when a
 quarter of it is dead.
@@ -42,7 +44,7 @@ class AgentIndex:
         self.n = 0
         self.dead = 0
         cap = max(capacity, 16)
-        self.matrix: NDArray[np.float32] = np.zeros((cap, dim), dtype=np.float32)
+        self.matrix: NDArray[np.float32] = np.zeros((dim, cap), dtype=np.float32)
         self.rowids: NDArray[np.int64] = np.zeros(cap, dtype=np.int64)
         self.category: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
         self.created: NDArray[np.int64] = np.zeros(cap, dtype=np.int64)
@@ -57,11 +59,13 @@ class AgentIndex:
         return self.n - self.dead
 
     def _grow(self, needed: int) -> None:
-        cap = self.matrix.shape[0]
+        cap = self.matrix.shape[1]
         if needed <= cap:
             return
         new_cap = max(needed, cap * 2)
-        self.matrix = np.resize(self.matrix, (new_cap, self.dim))
+        grown = np.zeros((self.dim, new_cap), dtype=np.float32)
+        grown[:, : self.n] = self.matrix[:, : self.n]
+        self.matrix = grown
         for name in ("rowids", "category", "created", "start", "valid_to", "expires"):
             setattr(self, name, np.resize(getattr(self, name), new_cap))
         self.superseded = np.resize(self.superseded, new_cap)
@@ -75,7 +79,7 @@ class AgentIndex:
             return
         self._grow(self.n + k)
         sl = slice(self.n, self.n + k)
-        self.matrix[sl] = vectors
+        self.matrix[:, sl] = vectors.T
         self.rowids[sl] = [r.rowid for r in rows]
         self.category[sl] = [r.category for r in rows]
         self.created[sl] = [r.created_us for r in rows]
@@ -101,7 +105,7 @@ class AgentIndex:
     def vector(self, rowid: int) -> NDArray[np.float32] | None:
         """A copy of the row's vector, or None if the row is not in the index."""
         pos = self._pos.get(rowid)
-        return None if pos is None else self.matrix[pos].copy()
+        return None if pos is None else self.matrix[:, pos].copy()
 
     def supersede(self, rowid: int, valid_to_us: int) -> None:
         """Mark a row superseded from ``valid_to_us`` on."""
@@ -112,7 +116,7 @@ class AgentIndex:
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.n])
-        self.matrix = np.ascontiguousarray(self.matrix[keep])
+        self.matrix = np.ascontiguousarray(self.matrix[:, keep])
         for name in ("rowids", "category", "created", "start", "valid_to", "expires"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.superseded = self.superseded[keep].copy()
@@ -158,7 +162,7 @@ class AgentIndex:
         n = self.n
         if n == 0 or k <= 0:
             return []
-        scores = self.matrix[:n] @ vector
+        scores = vector @ self.matrix[:, :n]
         scores = np.where(mask, scores, -np.inf)
         valid = int(mask.sum())
         k = min(k, valid)
