@@ -376,7 +376,13 @@ class AsyncMemory:
         if include_shared:
             msg = f"the {backend.backend_name} backend has no shared knowledge store yet"
             raise MemoryCapabilityError(msg)
-        cands = await backend.search_candidates(agent, q, pool=cfg.pool_size(limit))
+        cands = await backend.search_candidates(
+            agent,
+            q,
+            pool=cfg.pool_size(limit),
+            dense=cfg.use_dense,
+            neighbours=cfg.neighbour_window(limit),
+        )
         results = rank(cands, cfg, now=utc_now(), limit=limit, min_relevance=min_relevance)
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]

@@ -399,7 +399,10 @@ class CandidateSet:
     """Raw candidates of one search, before fusion and ranking (pure data for ``retrieval``).
 
     ``dense`` and ``lexical`` are ``(entry_id, score)`` lists, best first; ``entries`` holds every
-    entry named in either list; ``vectors`` optionally maps ids to unit vectors (for MMR).
+    entry named in either list or in ``neighbours``; ``vectors`` optionally maps ids to unit
+    vectors (for MMR). ``neighbours`` maps a candidate to the entries stored just before and
+    after it in the same conversation thread (``None`` where there is none), for context
+    expansion.
     """
 
     dense: list[tuple[str, float]] = field(default_factory=list)
@@ -407,6 +410,7 @@ class CandidateSet:
     entries: dict[str, MemoryEntry] = field(default_factory=dict)
     query_vector: Any = None
     vectors: dict[str, Any] = field(default_factory=dict)
+    neighbours: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
 class StoreStats(BaseModel):

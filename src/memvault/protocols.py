@@ -221,9 +221,19 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         ...
 
     async def search_candidates(
-        self, agent_id: str, query: MemoryQuery, *, pool: int
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
     ) -> CandidateSet:
-        """Dense and lexical top-``pool`` candidates of ``query.text`` passing the filters."""
+        """Dense and lexical top-``pool`` candidates of ``query.text`` passing the filters.
+
+        ``dense=False`` skips the query embedding; ``neighbours`` > 0 fetches the thread
+        neighbours of that many top lexical candidates (``CandidateSet.neighbours``).
+        """
         ...
 
     async def list_entries(

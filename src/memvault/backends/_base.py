@@ -12,7 +12,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,16 @@ from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.retrieval.text import query_terms
 
-__all__ = ["BaseBackend", "Supersede", "check_agent", "check_id", "embedding_text"]
+__all__ = [
+    "BaseBackend",
+    "Supersede",
+    "check_agent",
+    "check_id",
+    "embedding_text",
+    "lexical_text",
+    "same_thread",
+    "thread_key",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +78,46 @@ def check_id(memory_id: str) -> str:
 def embedding_text(entry: MemoryEntry) -> str:
     """The text a backend embeds for an entry (its content)."""
     return entry.content
+
+
+def lexical_text(entry: MemoryEntry) -> str:
+    """The text a backend indexes for BM25: the content plus the month and year it was created.
+
+    Dates are how people recall events ("what did we ship in May 2023?"), so the human-readable
+    date is indexed beside the words; it is analysed like any other text.
+    """
+    return f"{entry.content} {entry.created_at:%B %Y}"
+
+
+THREAD_KEYS = ("session", "session_id", "thread", "thread_id", "conversation_id")
+"""``metadata`` keys that name the conversation an entry belongs to."""
+
+THREAD_GAP = timedelta(hours=1)
+"""Without a thread key, entries stored this close together count as one conversation."""
+
+
+def thread_key(entry: MemoryEntry) -> str | None:
+    """The conversation thread an entry belongs to, from its metadata, or None."""
+    extra = entry.metadata.extra
+    for key in THREAD_KEYS:
+        value = extra.get(key)
+        if value is not None:
+            return f"{key}={value}"
+    return None
+
+
+def same_thread(a: MemoryEntry, b: MemoryEntry) -> bool:
+    """True if two entries stored one after the other belong to one conversation thread.
+
+    Same category, and the same thread key when either has one; otherwise created within
+    :data:`THREAD_GAP` of each other.
+    """
+    if a.category is not b.category:
+        return False
+    ta, tb = thread_key(a), thread_key(b)
+    if ta is not None or tb is not None:
+        return ta == tb
+    return abs(a.created_at - b.created_at) <= THREAD_GAP
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +308,13 @@ class BaseBackend(ABC):
         self._require_connected()
         if not query.text or not query.text.strip():
             return tuple(await self.list_entries(agent, query))
-        cands = await self.search_candidates(agent, query, pool=self._preset.pool_size(query.limit))
+        cands = await self.search_candidates(
+            agent,
+            query,
+            pool=self._preset.pool_size(query.limit),
+            dense=self._preset.use_dense,
+            neighbours=self._preset.neighbour_window(query.limit),
+        )
         ranked = rank(
             cands,
             self._preset,
@@ -270,9 +325,19 @@ class BaseBackend(ABC):
         return tuple(ranked)
 
     async def search_candidates(
-        self, agent_id: str, query: MemoryQuery, *, pool: int, dense: bool = True
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
     ) -> CandidateSet:
-        """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters."""
+        """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
+
+        With ``neighbours`` > 0, the best that many lexical candidates also get their thread
+        neighbours (the entries stored just before and after them), for context expansion.
+        """
         agent = check_agent(agent_id)
         self._require_connected()
         text = (query.text or "").strip()
@@ -284,7 +349,43 @@ class BaseBackend(ABC):
                 await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
             )
         terms = query_terms(text)
-        return await self._candidates(agent, query, qvec, terms, pool, self._clock())
+        cands = await self._candidates(agent, query, qvec, terms, pool, self._clock())
+        if neighbours > 0 and cands.lexical:
+            top = [i for i, _ in cands.lexical[:neighbours]]
+            await self._add_neighbours(agent, query, cands, top)
+        return cands
+
+    async def _add_neighbours(
+        self, agent_id: str, query: MemoryQuery, cands: CandidateSet, ids: list[str]
+    ) -> None:
+        """Fill ``cands.neighbours`` for ``ids`` (and ``cands.entries`` for the neighbours).
+
+        Neighbours must pass the query's filters; adjacency is insertion order per agent.
+        """
+        adjacent = await self._adjacent(agent_id, ids)
+        now = self._clock()
+        for entry_id in ids:
+            entry = cands.entries.get(entry_id)
+            prev_e, next_e = adjacent.get(entry_id, (None, None))
+            pair: list[str | None] = []
+            for other in (prev_e, next_e):
+                if (
+                    entry is not None
+                    and other is not None
+                    and same_thread(entry, other)
+                    and query.matches(other, now)
+                ):
+                    cands.entries.setdefault(other.id, other)
+                    pair.append(other.id)
+                else:
+                    pair.append(None)
+            cands.neighbours[entry_id] = (pair[0], pair[1])
+
+    @abstractmethod
+    async def _adjacent(
+        self, agent_id: str, ids: Sequence[str]
+    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        """The agent's entries stored just before and after each of ``ids``."""
 
     @abstractmethod
     async def _candidates(

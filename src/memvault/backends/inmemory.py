@@ -20,7 +20,7 @@ from memvault.backends._base import (
     Vectors,
     check_agent,
     check_id,
-    embedding_text,
+    lexical_text,
 )
 from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryQuery, StoreStats
 from memvault.retrieval.bm25 import bm25_scores
@@ -42,6 +42,7 @@ class InMemoryBackend(BaseBackend):
         self._lengths: dict[str, int] = {}
         self._doc_freq: Counter[str] = Counter()
         self._total_len = 0
+        self._order: dict[str, list[str]] = {}
         self._lock = asyncio.Lock()
 
     @property
@@ -64,16 +65,19 @@ class InMemoryBackend(BaseBackend):
     # -- writes ---------------------------------------------------------------------------------
 
     def _index(self, entry: MemoryEntry, vector: Vectors) -> None:
-        terms = Counter(tokenize(embedding_text(entry)))
+        terms = Counter(tokenize(lexical_text(entry)))
         self._entries[entry.id] = entry
         self._vectors[entry.id] = vector
         self._terms[entry.id] = terms
         self._lengths[entry.id] = sum(terms.values())
         self._doc_freq.update(terms.keys())
         self._total_len += self._lengths[entry.id]
+        self._order.setdefault(entry.agent_id, []).append(entry.id)
 
     def _unindex(self, entry_id: str) -> None:
-        self._entries.pop(entry_id, None)
+        entry = self._entries.pop(entry_id, None)
+        if entry is not None:
+            self._order[entry.agent_id].remove(entry_id)
         self._vectors.pop(entry_id, None)
         terms = self._terms.pop(entry_id, Counter())
         self._doc_freq.subtract(terms.keys())
@@ -201,6 +205,21 @@ class InMemoryBackend(BaseBackend):
             cands.entries[entry_id] = self._entries[entry_id]
             cands.vectors[entry_id] = self._vectors[entry_id]
         return cands
+
+    async def _adjacent(
+        self, agent_id: str, ids: Sequence[str]
+    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        order = self._order.get(agent_id, [])
+        position = {entry_id: i for i, entry_id in enumerate(order)}
+        out: dict[str, tuple[MemoryEntry | None, MemoryEntry | None]] = {}
+        for entry_id in ids:
+            i = position.get(entry_id)
+            if i is None:
+                continue
+            prev_e = self._entries[order[i - 1]] if i > 0 else None
+            next_e = self._entries[order[i + 1]] if i + 1 < len(order) else None
+            out[entry_id] = (prev_e, next_e)
+        return out
 
     async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
         """Every entry (of one agent, or all), oldest first."""

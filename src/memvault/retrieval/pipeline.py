@@ -1,7 +1,7 @@
 """The ranking pipeline: pure functions from a :class:`CandidateSet` to ranked entries.
 
-Stages (DESIGN section 5): fuse dense and lexical candidates (RRF, min-max normalised, or linear
-for a single source) -> linear ranking with recency and personal boost -> ``min_relevance``
+Stages (DESIGN section 5): spread lexical scores to thread neighbours (context expansion), fuse
+dense and lexical candidates (RRF or linear over min-max normalised scores) -> linear ranking with recency and personal boost -> ``min_relevance``
 filter -> sort. Every result carries its :class:`ScoreBreakdown` so ``--explain`` can show it.
 """
 
@@ -15,7 +15,7 @@ from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.presets import RetrievalConfig
 
-__all__ = ["fuse", "rank", "recency"]
+__all__ = ["fuse", "rank", "recency", "spread_to_neighbours"]
 
 
 def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
@@ -24,29 +24,63 @@ def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
     return math.exp(-decay_rate * age_hours)
 
 
+def spread_to_neighbours(
+    scores: dict[str, float],
+    neighbours: dict[str, tuple[str | None, str | None]],
+    *,
+    prev_weight: float,
+    next_weight: float,
+) -> dict[str, float]:
+    """Add to each entry part of its thread neighbours' scores.
+
+    An entry gets ``prev_weight`` times the score of the entry stored just before it and
+    ``next_weight`` times the score of the one just after it. Neighbours without a score of
+    their own join the result with what they inherit.
+    """
+    out = dict(scores)
+    for entry_id, score in scores.items():
+        prev_id, next_id = neighbours.get(entry_id, (None, None))
+        # This entry is the "previous" of next_id and the "next" of prev_id.
+        if next_id is not None:
+            out[next_id] = out.get(next_id, 0.0) + prev_weight * score
+        if prev_id is not None:
+            out[prev_id] = out.get(prev_id, 0.0) + next_weight * score
+    return out
+
+
 def fuse(cands: CandidateSet, config: RetrievalConfig) -> dict[str, float]:
     """Relevance in [0, 1] of every candidate, from the sources the config enables."""
-    dense = cands.dense if config.use_dense else []
-    lexical = cands.lexical if config.use_lexical else []
+    dense = dict(cands.dense) if config.use_dense else {}
+    lexical = dict(cands.lexical) if config.use_lexical else {}
+    if lexical and config.uses_neighbours:
+        lexical = spread_to_neighbours(
+            lexical,
+            cands.neighbours,
+            prev_weight=config.neighbour_prev_weight,
+            next_weight=config.neighbour_next_weight,
+        )
     if dense and lexical and config.fusion == "rrf":
         raw = rrf(
-            [[i for i, _ in dense], [i for i, _ in lexical]],
+            [_by_score(dense), _by_score(lexical)],
             k=config.rrf_k,
             weights=[config.dense_weight, config.lexical_weight],
         )
         return min_max(raw)
     if dense and lexical:
-        # Linear fusion of the two normalised score lists.
-        d = min_max(dict(dense))
-        s = min_max(dict(lexical))
+        # Linear fusion of min-max normalised scores: unlike RRF it keeps how much better the
+        # top hit of a list is than the rest, which matters when one list is much sharper.
+        d = min_max(dense)
+        s = min_max(lexical)
         total = config.dense_weight + config.lexical_weight or 1.0
-        ids = set(d) | set(s)
         return {
             i: (config.dense_weight * d.get(i, 0.0) + config.lexical_weight * s.get(i, 0.0)) / total
-            for i in ids
+            for i in d.keys() | s.keys()
         }
-    single = dense or lexical
-    return min_max(dict(single))
+    return min_max(dense or lexical)
+
+
+def _by_score(scores: dict[str, float]) -> list[str]:
+    return sorted(scores, key=lambda i: (scores[i], i), reverse=True)
 
 
 def rank(

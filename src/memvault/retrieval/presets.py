@@ -34,10 +34,28 @@ class RetrievalConfig(BaseModel):
     min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
     mmr_enabled: bool = False
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
+    # Conversation context: an entry inherits part of the lexical score of the entries stored
+    # just before and after it in the same thread (a question's answer usually follows it).
+    neighbour_prev_weight: float = Field(default=0.0, ge=0.0, le=2.0)
+    neighbour_next_weight: float = Field(default=0.0, ge=0.0, le=2.0)
+    neighbours_per_result: int = Field(default=2, ge=0, le=20)
 
     def pool_size(self, limit: int) -> int:
         """How many candidates each source contributes for a search of ``limit`` results."""
         return max(limit * self.candidate_pool_multiplier, self.min_candidates)
+
+    @property
+    def uses_neighbours(self) -> bool:
+        """True if the config spreads scores to thread neighbours."""
+        return self.use_lexical and (
+            self.neighbour_prev_weight > 0 or self.neighbour_next_weight > 0
+        )
+
+    def neighbour_window(self, limit: int) -> int:
+        """How many top lexical candidates get their neighbours fetched (0: none)."""
+        if not self.uses_neighbours:
+            return 0
+        return max(limit * self.neighbours_per_result, 20)
 
 
 PRESETS: dict[str, RetrievalConfig] = {

@@ -30,7 +30,7 @@ from memvault.backends._base import (
     Vectors,
     check_agent,
     check_id,
-    embedding_text,
+    lexical_text,
 )
 from memvault.backends.sqlite.schema import SCHEMA_VERSION, apply_migrations
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
@@ -491,7 +491,7 @@ class SQLiteBackend(BaseBackend):
                 )
                 conn.execute(
                     "INSERT INTO memories_fts (rowid, body) VALUES (?, ?)",
-                    (rowid, index_text(embedding_text(e))),
+                    (rowid, index_text(lexical_text(e))),
                 )
                 row = IndexRow(
                     rowid=rowid,
@@ -753,6 +753,44 @@ class SQLiteBackend(BaseBackend):
                 if vec is not None:
                     cands.vectors[entry.id] = vec
         return cands
+
+    async def _adjacent(
+        self, agent_id: str, ids: Sequence[str]
+    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        return await self._run(self._adjacent_sync, agent_id, list(ids))
+
+    def _adjacent_sync(
+        self, agent_id: str, ids: list[str]
+    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        self._refresh()
+        conn = self._db
+        index = self._index_for(agent_id)
+        marks = ",".join("?" * len(ids))
+        own = dict(
+            conn.execute(
+                f"SELECT id, rowid FROM memories WHERE agent_id = ? AND id IN ({marks})",
+                [agent_id, *ids],
+            ).fetchall()
+        )
+        pairs: dict[str, tuple[int | None, int | None]] = {
+            entry_id: index.adjacent(rowid) for entry_id, rowid in own.items()
+        }
+        wanted = sorted({r for pair in pairs.values() for r in pair if r is not None})
+        by_rowid: dict[int, MemoryEntry] = {}
+        for start in range(0, len(wanted), _PAGE):
+            chunk = wanted[start : start + _PAGE]
+            chunk_marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({chunk_marks})", chunk
+            ):
+                by_rowid[row[0]] = _row_entry(row)
+        return {
+            entry_id: (
+                None if prev is None else by_rowid.get(prev),
+                None if nxt is None else by_rowid.get(nxt),
+            )
+            for entry_id, (prev, nxt) in pairs.items()
+        }
 
     async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
         """Every entry (of one agent, or all), oldest first, read in pages."""

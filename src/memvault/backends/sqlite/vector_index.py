@@ -107,6 +107,22 @@ class AgentIndex:
         pos = self._pos.get(rowid)
         return None if pos is None else self.matrix[:, pos].copy()
 
+    def adjacent(self, rowid: int) -> tuple[int | None, int | None]:
+        """Rowids of the live rows stored just before and after ``rowid`` (insertion order)."""
+        pos = self._pos.get(rowid)
+        if pos is None:
+            return None, None
+        prev = pos - 1
+        while prev >= 0 and not self.alive[prev]:
+            prev -= 1
+        nxt = pos + 1
+        while nxt < self.n and not self.alive[nxt]:
+            nxt += 1
+        return (
+            int(self.rowids[prev]) if prev >= 0 else None,
+            int(self.rowids[nxt]) if nxt < self.n else None,
+        )
+
     def supersede(self, rowid: int, valid_to_us: int) -> None:
         """Mark a row superseded from ``valid_to_us`` on."""
         pos = self._pos.get(rowid)
