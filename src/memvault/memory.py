@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -32,6 +32,7 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
+from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
 from memvault.models import (
     MemoryCategory,
     MemoryEntry,
@@ -42,7 +43,8 @@ from memvault.models import (
     aware_utc,
 )
 from memvault.protocols import Embedder, MemoryStore
-from memvault.retrieval.packing import MemoryContext, build_context
+from memvault.retrieval.filters import MemoryFilterStrategy
+from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 
@@ -457,13 +459,37 @@ class AsyncMemory:
         token_budget: int = 800,
         limit: int = 20,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        role: Literal["system", "user"] = "system",
+        filter_strategy: MemoryFilterStrategy | None = None,
+        mmr: bool = False,
     ) -> MemoryContext:
-        """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt."""
-        if token_budget < 1:
-            msg = "token_budget must be >= 1"
-            raise MemoryValidationError(msg)
-        hits = await self.search(query, agent_id=agent_id, limit=limit, categories=categories)
-        return build_context(hits, token_budget=token_budget)
+        """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt.
+
+        Runs the context-injection pipeline: search -> ``filter_strategy`` (e.g.
+        ``NonInferableFilter()``; fails closed) -> optional MMR diversity -> greedy packing ->
+        one chat message (``role``) with the memories between delimiters.
+        """
+        strategy = self.context_strategy(
+            categories=categories,
+            config=ContextInjectionConfig(
+                role=role, max_memories=limit, filter_strategy=filter_strategy, mmr_enabled=mmr
+            ),
+        )
+        return await strategy.prepare_context(agent_id, query, token_budget)
+
+    def context_strategy(
+        self,
+        *,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        config: ContextInjectionConfig | None = None,
+    ) -> ContextInjectionStrategy:
+        """A :class:`ContextInjectionStrategy` over this memory, for agent frameworks."""
+        cats = _categories(categories)
+
+        async def search(agent_id: str, text: str, limit: int) -> builtins.list[MemoryEntry]:
+            return await self.search(text, agent_id=agent_id, limit=limit, categories=cats)
+
+        return ContextInjectionStrategy(search, config)
 
     # -- bulk -----------------------------------------------------------------------------------
 
@@ -781,6 +807,9 @@ class Memory:
         token_budget: int = 800,
         limit: int = 20,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        role: Literal["system", "user"] = "system",
+        filter_strategy: MemoryFilterStrategy | None = None,
+        mmr: bool = False,
     ) -> MemoryContext:
         """Relevant memories packed for a prompt (see :meth:`AsyncMemory.context`)."""
         return self._run(
@@ -790,8 +819,20 @@ class Memory:
                 token_budget=token_budget,
                 limit=limit,
                 categories=categories,
+                role=role,
+                filter_strategy=filter_strategy,
+                mmr=mmr,
             )
         )
+
+    def context_strategy(
+        self,
+        *,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        config: ContextInjectionConfig | None = None,
+    ) -> ContextInjectionStrategy:
+        """An async :class:`ContextInjectionStrategy` over this store (use it from async code)."""
+        return self._core.context_strategy(categories=categories, config=config)
 
     def export(
         self, path: str | Path | None = None, *, agent_id: str | None = None

@@ -1,8 +1,10 @@
 """The ranking pipeline: pure functions from a :class:`CandidateSet` to ranked entries.
 
-Stages (DESIGN section 5): spread lexical scores to thread neighbours (context expansion), fuse
-dense and lexical candidates (RRF or linear over min-max normalised scores) -> linear ranking with recency and personal boost -> ``min_relevance``
-filter -> sort. Every result carries its :class:`ScoreBreakdown` so ``--explain`` can show it.
+Stages (DESIGN section 5): spread lexical scores to thread neighbours (context expansion) ->
+fuse dense and lexical candidates (RRF, or linear over min-max normalised scores) -> linear
+ranking with recency and personal boost -> ``min_relevance`` -> filter strategy (fails closed)
+-> optional MMR -> top ``limit``. Every result carries its :class:`ScoreBreakdown` so
+``--explain`` can show it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Collection
 from datetime import datetime
 
 from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
+from memvault.retrieval.diversity import mmr
+from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.presets import RetrievalConfig
 
@@ -91,16 +95,16 @@ def rank(
     limit: int,
     min_relevance: float = 0.0,
     shared_ids: Collection[str] = (),
+    filter_strategy: MemoryFilterStrategy | None = None,
+    query_text: str = "",
 ) -> list[MemoryEntry]:
     """Rank candidates and return at most ``limit`` entries with scores attached, best first.
 
     ``shared_ids`` are entries from shared knowledge: they do not get the personal boost.
+    ``filter_strategy`` runs after ranking and before MMR, so entries it removes never act as
+    MMR anchors; it fails closed (an exception yields no entries).
     """
     relevance = fuse(cands, config)
-    dense = dict(cands.dense)
-    lexical = dict(cands.lexical)
-    dense_rank = {i: r for r, (i, _) in enumerate(cands.dense, start=1)}
-    lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
     threshold = max(min_relevance, config.min_relevance)
     scored: list[tuple[float, str, float, float, float]] = []
     for entry_id, rel in relevance.items():
@@ -115,8 +119,18 @@ def rank(
             scored.append((combined, entry_id, rel, rec, boosted - rel))
     # Best first; ties go to the larger id, i.e. the newer entry (UUIDv7 ids sort by creation).
     scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
-    out: list[MemoryEntry] = []
-    for combined, entry_id, rel, rec, boost in scored[:limit]:
+    # Filtering and MMR choose from a window larger than the result so they have room to work.
+    window = (
+        limit * config.candidate_pool_multiplier
+        if (filter_strategy or config.mmr_enabled)
+        else limit
+    )
+    dense = dict(cands.dense)
+    lexical = dict(cands.lexical)
+    dense_rank = {i: r for r, (i, _) in enumerate(cands.dense, start=1)}
+    lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
+    ranked: list[MemoryEntry] = []
+    for combined, entry_id, rel, rec, boost in scored[:window]:
         breakdown = ScoreBreakdown(
             dense=dense.get(entry_id),
             dense_rank=dense_rank.get(entry_id),
@@ -128,5 +142,17 @@ def rank(
             final=combined,
         )
         entry = cands.entries[entry_id]
-        out.append(entry.model_copy(update={"relevance_score": combined, "score": breakdown}))
-    return out
+        ranked.append(entry.model_copy(update={"relevance_score": combined, "score": breakdown}))
+    if filter_strategy is not None:
+        ranked = apply_filter(filter_strategy, ranked, query_text=query_text)
+    if config.mmr_enabled and ranked:
+        vectors = {i: v for i, v in cands.vectors.items() if v is not None}
+        use_cosine = config.mmr_similarity == "cosine" and all(e.id in vectors for e in ranked)
+        ranked = mmr(
+            ranked,
+            lambda_=config.mmr_lambda,
+            k=limit,
+            similarity="cosine" if use_cosine else "bigram",
+            vectors=vectors if use_cosine else None,
+        )
+    return ranked[:limit]

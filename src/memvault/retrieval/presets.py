@@ -34,6 +34,7 @@ class RetrievalConfig(BaseModel):
     min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
     mmr_enabled: bool = False
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
+    mmr_similarity: Literal["bigram", "cosine"] = "bigram"
     # Conversation context: an entry inherits part of the lexical score of the entries stored
     # just before and after it in the same thread (a question's answer usually follows it).
     neighbour_prev_weight: float = Field(default=0.0, ge=0.0, le=2.0)

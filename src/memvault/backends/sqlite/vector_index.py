@@ -3,10 +3,10 @@
 Exact search over a contiguous matrix is one BLAS matrix-vector product, faster than sqlite-vec
 at the sizes an agent has and free of approximation. The matrix is kept transposed
 (``dim x capacity``): ``query @ M`` reads memory in the order BLAS streams it, which measured
-about twice as fast as ``M @ query`` at 100k rows (the product is memory-bandwidth bound). The index keeps the
-columns the filters need (category, times, supersession) beside the matrix so a query is
-masked in numpy without touching SQL. Deletions leave tombstones; the matrix is compacted when a
-quarter of it is dead.
+about twice as fast as ``M @ query`` at 100k rows (the product is memory-bandwidth bound).
+The index keeps the columns the filters need (category, times, supersession) beside the
+matrix so a query is masked in numpy without touching SQL. Deletions leave tombstones; the
+matrix is compacted when a quarter of it is dead.
 """
 
 from __future__ import annotations
