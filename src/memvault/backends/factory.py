@@ -78,8 +78,11 @@ def open_backend(
         return SQLiteBackend(
             Path(target).expanduser(), embedder, synchronous=cfg.storage.synchronous, **opts
         )
-    msg = "the PostgreSQL backend is not available yet in this build"
-    raise MemoryConfigError(msg)
+    # postgresql: imported here so that psycopg stays an optional extra (the import raises a
+    # MemoryConfigError naming ``memvault[postgres]`` when it is missing).
+    from memvault.backends.postgres import PostgresBackend
+
+    return PostgresBackend(target, embedder, **opts)
 
 
 def create_memory_backend(

@@ -32,12 +32,26 @@ from memvault.errors import MemoryConfigError
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["DEFAULT_QUERY_CACHE_SIZE", "MiniLMEmbedderBase", "QueryCache", "check_texts"]
+__all__ = [
+    "DEFAULT_MAX_BATCH_TOKENS",
+    "DEFAULT_QUERY_CACHE_SIZE",
+    "MiniLMEmbedderBase",
+    "QueryCache",
+    "check_texts",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_QUERY_CACHE_SIZE = 256
 """How many distinct query strings an embedder remembers by default."""
+
+DEFAULT_MAX_BATCH_TOKENS = 8192
+"""Cap on ``rows * padded width`` of one batch.
+
+Attention scores take ``rows * 12 * width**2`` floats, so 64 texts of 256 tokens would need
+~200 MB for them alone; capping the tokens per batch halves that for long texts while leaving
+batches of typical short texts untouched.
+"""
 
 _K = TypeVar("_K", bound=Hashable)
 
@@ -112,9 +126,13 @@ class MiniLMEmbedderBase(ABC):
         model_dir: str | os.PathLike[str] | None = None,
         batch_size: int = 64,
         query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     ) -> None:
         if batch_size < 1:
             raise MemoryConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if max_batch_tokens < 1:
+            raise MemoryConfigError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
+        self._max_batch_tokens = max_batch_tokens
         # Construction only records settings: loading weights and building graphs takes seconds,
         # and stores are often created (e.g. by a CLI listing them) without embedding anything.
         self._model_dir = model_dir
@@ -196,11 +214,15 @@ class MiniLMEmbedderBase(ABC):
         encodings = tokenizer.encode_batch(items)
         ids_list = [enc.ids for enc in encodings]
         lengths = np.fromiter((len(ids) for ids in ids_list), dtype=np.int64, count=len(ids_list))
-        # Longest first: the biggest batch is allocated up front, later ones reuse smaller shapes.
+        # Longest first: the biggest batch is allocated up front, later ones reuse smaller shapes,
+        # and the first row of each chunk gives its padded width.
         order = np.argsort(-lengths, kind="stable")
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            width = int(lengths[chunk].max())
+        start = 0
+        while start < len(order):
+            width = int(lengths[order[start]])
+            rows = min(self._batch_size, max(1, self._max_batch_tokens // width))
+            chunk = order[start : start + rows]
+            start += rows
             input_ids = np.zeros((len(chunk), width), dtype=np.int64)
             attention_mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, index in enumerate(chunk):

@@ -48,7 +48,7 @@ class HashingEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``hashing-v1-{dimension}``; vectors of different dimensions are different models."""
+        """The model id, ``hashing-v1-{dimension}`` (each dimension is a different model)."""
         return f"hashing-v1-{self._dimension}"
 
     @property

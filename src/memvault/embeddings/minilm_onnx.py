@@ -18,13 +18,18 @@ import logging
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault.embeddings._base import DEFAULT_QUERY_CACHE_SIZE, MiniLMEmbedderBase
+from memvault.embeddings._base import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_QUERY_CACHE_SIZE,
+    MiniLMEmbedderBase,
+)
 from memvault.embeddings._model_files import (
     MINILM_MODEL_ID,
     BertConfig,
@@ -49,7 +54,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 GRAPH_VERSION = 1
-"""Bumped whenever :func:`build_minilm_graph` changes, so stale cached graphs are not reused."""
+"""Part of every cache file name; bump it whenever the graph or the quantisation recipe changes."""
 
 CACHE_DIR_ENV = "MEMVAULT_CACHE_DIR"
 """Environment variable naming the directory where built ONNX graphs are cached."""
@@ -103,10 +108,12 @@ class _GraphBuilder:
         return f"{hint}_{self._counter}"
 
     def const(self, name: str, value: NDArray[Any]) -> str:
+        """Add an initializer and return its name."""
         self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
     def op(self, op_type: str, inputs: list[str], hint: str = "", **attrs: Any) -> str:
+        """Add a single-output node and return the name of its output."""
         out = self._name(hint or op_type.lower())
         self.nodes.append(
             self._helper.make_node(op_type, inputs, [out], name=f"{out}_node", **attrs)
@@ -114,6 +121,7 @@ class _GraphBuilder:
         return out
 
     def ops(self, op_type: str, inputs: list[str], n_out: int, **attrs: Any) -> list[str]:
+        """Add a node with ``n_out`` outputs and return their names."""
         outs = [self._name(op_type.lower()) for _ in range(n_out)]
         self.nodes.append(
             self._helper.make_node(op_type, inputs, outs, name=f"{outs[0]}_node", **attrs)
@@ -297,14 +305,18 @@ def _build_graph(
 class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
     """all-MiniLM-L6-v2 on onnxruntime, int8-quantised by default; memvault's default embedder.
 
-    Vectors match :class:`NumpyMiniLMEmbedder` (cosine >= 0.98 quantised, >= 0.9999 with
-    ``quantize=False``) and the ``model_id`` is the same, so stores built with either runtime
-    are interchangeable. The graph is built from the safetensors weights on first use and cached
-    in ``cache_dir`` (default :func:`default_cache_dir`); an unwritable cache directory falls
-    back to a per-user temporary directory with a warning.
+    Vectors match :class:`NumpyMiniLMEmbedder` (cosine ~0.99 on typical sentences quantised,
+    ~0.97 on one-word inputs, >= 0.9999 with ``quantize=False``) and the ``model_id`` is the
+    same, so stores built with either runtime are interchangeable. Quantised activations are
+    scaled per batch, so a text's vector moves very slightly (cosine > 0.98) with its batch
+    mates; use ``quantize=False`` where bit-for-bit batch independence matters.
 
-    Instances are thread-safe; share one per process (see :func:`memvault.embeddings.
-    default_embedder`) since each holds its own copy of the model.
+    The graph is built from the safetensors weights on first use and cached in ``cache_dir``
+    (default :func:`default_cache_dir`); an unwritable cache directory falls back to a per-user
+    temporary directory with a warning.
+
+    Instances are thread-safe; share one per process (see
+    :func:`memvault.embeddings.default_embedder`) since each holds its own copy of the model.
     """
 
     def __init__(
@@ -315,6 +327,7 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int = 64,
         query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         intra_op_threads: int | None = None,
     ) -> None:
         """Record settings; nothing is read or built until the first embed call or :meth:`load`.
@@ -323,7 +336,10 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         small for more threads to pay for their synchronisation.
         """
         super().__init__(
-            model_dir=model_dir, batch_size=batch_size, query_cache_size=query_cache_size
+            model_dir=model_dir,
+            batch_size=batch_size,
+            query_cache_size=query_cache_size,
+            max_batch_tokens=max_batch_tokens,
         )
         if intra_op_threads is not None and intra_op_threads < 1:
             raise MemoryConfigError(f"intra_op_threads must be >= 1, got {intra_op_threads}")
@@ -335,7 +351,7 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
 
     @property
     def runtime(self) -> str:
-        """``"onnx-int8"`` or ``"onnx-float32"``."""
+        """The runtime name: ``onnx-int8`` or ``onnx-float32``."""
         return "onnx-int8" if self._quantize else "onnx-float32"
 
     @property
@@ -364,42 +380,49 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         if fallback != primary:
             candidates.append(fallback)
 
-        # A previously cached file is used from whichever directory has one, even a read-only
-        # one (e.g. a cache baked into a container image).
+        built: list[bytes] = []
+
+        def model_bytes() -> bytes:
+            # Built at most once, and only when no usable cached file turns up.
+            if not built:
+                built.append(self._build(files, metadata))
+            return built[0]
+
+        # The temporary directory is only a fallback for a cache directory that cannot be
+        # written; a writable one always gets the (re)built file, so a corrupt entry is replaced.
+        last_error: OSError | None = None
         for directory in candidates:
             path = directory / file_name
             if path.is_file():
+                # A read-only cache (e.g. baked into a container image) is fine for reading.
                 session = self._try_session(path, metadata)
                 if session is not None:
                     self._session, self._model_path = session, path
                     return
-
-        model_bytes = self._build(files, metadata)
-        last_error: OSError | None = None
-        for directory in candidates:
             try:
-                path = _write_atomically(directory, file_name, model_bytes)
+                # Check the directory before building, so an unwritable cache whose fallback
+                # already holds the file costs no build.
+                directory.mkdir(parents=True, exist_ok=True)
+                if not os.access(directory, os.W_OK | os.X_OK):
+                    raise PermissionError(f"no write permission on {directory}")
+                path = _write_atomically(directory, file_name, model_bytes())
             except OSError as exc:
                 last_error = exc
-                logger.warning(
-                    "embedder.cache_unwritable dir=%s error=%s; trying a temporary directory",
-                    directory,
-                    exc,
-                )
+                logger.warning("embedder.cache_unwritable dir=%s error=%s", directory, exc)
                 continue
             session = self._try_session(path, metadata)
             if session is None:
                 raise EmbedderUnavailableError(
-                    f"onnxruntime cannot load the graph it was just given ({path})"
+                    f"onnxruntime cannot load the graph it has just built ({path})"
                 )
             self._session, self._model_path = session, path
             return
-        # Nowhere to cache: still work, from memory, at the cost of rebuilding every process.
+        # Nowhere to cache: still work, from memory, at the cost of rebuilding in every process.
         logger.warning(
             "embedder.cache_disabled error=%s; the graph will be rebuilt in every process",
             last_error,
         )
-        self._session = self._make_session(model_bytes)
+        self._session = self._make_session(model_bytes())
         self._model_path = None
 
     def _build(self, files: ModelFiles, metadata: dict[str, str]) -> bytes:
@@ -415,20 +438,30 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
 
         # quantize_dynamic only writes to a path; use a private temporary directory so a crash
         # never leaves a half-written file in the shared cache.
-        with tempfile.TemporaryDirectory(prefix="memvault-quant-") as tmp:
-            out = Path(tmp) / "model.int8.onnx"
-            quantize_dynamic(
-                model,
-                out,
-                op_types_to_quantize=["MatMul"],
-                weight_type=QuantType.QInt8,
-                # One scale per output column instead of per matrix: BERT weight columns differ
-                # a lot in range (and the query block is pre-scaled by 1/sqrt(d)), and per-tensor
-                # scales cost ~3 points of cosine to the float model against ~0.5 here.
-                per_channel=True,
-                extra_options={"MatMulConstBOnly": True},
-            )
-            quantized = onnx.load_model(str(out))
+        try:
+            with (
+                _quiet_root_logging(),
+                tempfile.TemporaryDirectory(prefix="memvault-quant-") as tmp,
+            ):
+                out = Path(tmp) / "model.int8.onnx"
+                quantize_dynamic(
+                    model,
+                    out,
+                    op_types_to_quantize=["MatMul"],
+                    weight_type=QuantType.QInt8,
+                    # One scale per output column instead of one per matrix: BERT's weight
+                    # columns differ a lot in range (and the query block is pre-scaled by
+                    # 1/sqrt(d)); per-tensor scales cost ~4 points of cosine to the float model
+                    # on typical sentences, per-channel ones under 1.
+                    per_channel=True,
+                    extra_options={"MatMulConstBOnly": True},
+                )
+                quantized = onnx.load_model(str(out))
+        except OSError as exc:
+            # Not a cache problem (the caller treats OSError as "cache unwritable").
+            raise EmbedderUnavailableError(
+                f"cannot quantise the model in a temporary directory: {exc}"
+            ) from exc
         # The quantiser may not carry our metadata over; restore it for the load-time check.
         present = {p.key for p in quantized.metadata_props}
         for key, value in metadata.items():
@@ -479,6 +512,28 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         except Exception as exc:  # pragma: no cover - only on onnxruntime internal failures
             raise EmbedderUnavailableError(f"onnxruntime failed to run the model: {exc}") from exc
         return np.asarray(out, dtype=np.float32)
+
+
+@contextlib.contextmanager
+def _quiet_root_logging() -> Iterator[None]:
+    """Stop onnxruntime's quantiser from configuring logging behind the application's back.
+
+    The quantiser logs through the module-level ``logging.info``/``logging.warning``, which call
+    :func:`logging.basicConfig` when the root logger has no handler - permanently attaching a
+    stderr handler to an application that never asked for one (and turning its own later
+    ``basicConfig`` call into a no-op). A temporary ``NullHandler`` prevents that; applications
+    that did configure logging are left exactly as they are.
+    """
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    guard = logging.NullHandler()
+    root.addHandler(guard)
+    try:
+        yield
+    finally:
+        root.removeHandler(guard)
 
 
 def _write_atomically(directory: Path, file_name: str, data: bytes) -> Path:

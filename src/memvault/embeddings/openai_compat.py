@@ -100,7 +100,7 @@ class OpenAICompatibleEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``openai-compat:{model}``."""
+        """The model id, ``openai-compat:{model}``."""
         return f"openai-compat:{self._model}"
 
     @property

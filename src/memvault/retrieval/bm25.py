@@ -45,7 +45,7 @@ def bm25_scores(
         for term, weight in weights.items():
             f = freqs.get(term, 0)
             if f:
-                total += weight * (f * (K1 + 1.0)) / (f + norm)
+                total += weight * ((f * (K1 + 1.0)) / (f + norm))
         if total > 0.0:
             scored.append((doc_id, total))
     # Best first; ties go to the larger id (the newer entry), as FTS5 ordering does in SQLite.

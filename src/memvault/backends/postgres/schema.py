@@ -1,0 +1,103 @@
+"""Named, ordered migrations of the PostgreSQL store (``m001_...``), applied once each.
+
+Every table lives in the backend's schema (the connection's ``search_path`` puts it first, then
+the schema holding the ``vector`` extension). Identifier-like text columns use the "C" collation
+so ids and agent ids sort bytewise, exactly as in SQLite, whatever the database's locale.
+
+The lexical index mirrors SQLite's FTS5 table: each memory keeps the analysed terms of its text
+(:func:`memvault.retrieval.text.index_text`) as a ``tsvector`` without positions (GIN-indexed, to
+find candidate rows) and as a ``term -> frequency`` map plus its length in terms (to score them).
+``term_stats`` (document frequency per term) and the single ``store_stats`` row (row count and
+total length) are the collection statistics FTS5 keeps; ``agent_stats`` counts rows per agent so
+the dense planner knows how selective an agent filter is. All of them are maintained in the
+transaction that inserts or deletes the rows.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+__all__ = ["HNSW_INDEX", "MIGRATIONS", "SCHEMA_VERSION", "hnsw_index_sql", "migration_sql"]
+
+# ``{dimension}`` is the only placeholder (filled with a literal integer); the text holds no other
+# braces, which psycopg.sql would read as placeholders too.
+M001_INITIAL = """
+CREATE TABLE IF NOT EXISTS store_meta (
+    key   text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    rowid            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id               text COLLATE "C" NOT NULL UNIQUE,
+    agent_id         text COLLATE "C" NOT NULL,
+    category         text COLLATE "C" NOT NULL,
+    content          text NOT NULL,
+    tags             text[] NOT NULL,
+    label            text COLLATE "C",
+    source           text,
+    confidence       double precision NOT NULL,
+    importance       double precision NOT NULL,
+    extra            text NOT NULL,
+    scope            text COLLATE "C" NOT NULL,
+    created_at       timestamptz NOT NULL,
+    updated_at       timestamptz NOT NULL,
+    expires_at       timestamptz,
+    valid_from       timestamptz,
+    valid_to         timestamptz,
+    superseded_by    text COLLATE "C",
+    consolidated_at  timestamptz,
+    access_count     integer NOT NULL DEFAULT 0,
+    last_accessed_at timestamptz,
+    embedding        vector({dimension}) NOT NULL,
+    lexemes          tsvector NOT NULL,
+    term_freqs       jsonb NOT NULL,
+    doc_len          integer NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_agent_created
+    ON memories (agent_id, created_at, id);
+CREATE INDEX IF NOT EXISTS memories_agent_category_created
+    ON memories (agent_id, category, created_at);
+CREATE INDEX IF NOT EXISTS memories_agent_rowid
+    ON memories (agent_id, rowid);
+CREATE INDEX IF NOT EXISTS memories_created
+    ON memories (created_at, id);
+CREATE INDEX IF NOT EXISTS memories_lexemes
+    ON memories USING gin (lexemes);
+CREATE INDEX IF NOT EXISTS memories_tags
+    ON memories USING gin (tags);
+CREATE TABLE IF NOT EXISTS term_stats (
+    term text COLLATE "C" PRIMARY KEY,
+    df   bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS store_stats (
+    id        smallint PRIMARY KEY CHECK (id = 1),
+    n         bigint NOT NULL,
+    total_len bigint NOT NULL
+);
+INSERT INTO store_stats (id, n, total_len) VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS agent_stats (
+    agent_id text COLLATE "C" PRIMARY KEY,
+    n        bigint NOT NULL
+)
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (("m001_initial", M001_INITIAL),)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+HNSW_INDEX = "memories_embedding_hnsw"
+
+# m and ef_construction are pgvector's defaults, spelled out so the index is the same everywhere.
+_HNSW = (
+    "CREATE INDEX IF NOT EXISTS {name} ON memories"
+    " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+)
+
+
+def migration_sql(template: str, dimension: int) -> sql.Composed:
+    """The statements of one migration with the embedding dimension filled in."""
+    return sql.SQL(template.strip()).format(dimension=sql.Literal(int(dimension)))
+
+
+def hnsw_index_sql() -> sql.Composed:
+    """The statement that creates the HNSW cosine index (if it does not exist)."""
+    return sql.SQL(_HNSW).format(name=sql.Identifier(HNSW_INDEX))
