@@ -385,7 +385,14 @@ class AsyncMemory:
             dense=cfg.use_dense,
             neighbours=cfg.neighbour_window(limit),
         )
-        results = rank(cands, cfg, now=utc_now(), limit=limit, min_relevance=min_relevance)
+        results = rank(
+            cands,
+            cfg,
+            now=utc_now(),
+            limit=limit,
+            min_relevance=min_relevance,
+            query_text=query,
+        )
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]
         if self._track_access and results:

@@ -12,7 +12,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from memvault.protocols import Embedder
 from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.retrieval.text import query_terms
+from memvault.retrieval.threads import same_thread, thread_key
 
 __all__ = [
     "BaseBackend",
@@ -87,37 +88,6 @@ def lexical_text(entry: MemoryEntry) -> str:
     date is indexed beside the words; it is analysed like any other text.
     """
     return f"{entry.content} {entry.created_at:%B %Y}"
-
-
-THREAD_KEYS = ("session", "session_id", "thread", "thread_id", "conversation_id")
-"""``metadata`` keys that name the conversation an entry belongs to."""
-
-THREAD_GAP = timedelta(hours=1)
-"""Without a thread key, entries stored this close together count as one conversation."""
-
-
-def thread_key(entry: MemoryEntry) -> str | None:
-    """The conversation thread an entry belongs to, from its metadata, or None."""
-    extra = entry.metadata.extra
-    for key in THREAD_KEYS:
-        value = extra.get(key)
-        if value is not None:
-            return f"{key}={value}"
-    return None
-
-
-def same_thread(a: MemoryEntry, b: MemoryEntry) -> bool:
-    """True if two entries stored one after the other belong to one conversation thread.
-
-    Same category, and the same thread key when either has one; otherwise created within
-    :data:`THREAD_GAP` of each other.
-    """
-    if a.category is not b.category:
-        return False
-    ta, tb = thread_key(a), thread_key(b)
-    if ta is not None or tb is not None:
-        return ta == tb
-    return abs(a.created_at - b.created_at) <= THREAD_GAP
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +291,7 @@ class BaseBackend(ABC):
             now=self._clock(),
             limit=query.limit,
             min_relevance=query.min_relevance,
+            query_text=query.text,
         )
         return tuple(ranked)
 

@@ -1,8 +1,8 @@
 """``memvault bench``: retrieval benchmarks on a dataset the user downloaded.
 
-Progress bars go to stderr; the result table (or ``--json``) goes to stdout, so
-``memvault bench locomo --data x.json --json > result.json`` keeps a clean file. The global
-``--db`` is ignored: every conversation or question gets its own fresh store.
+A progress bar goes to stderr when it is a terminal; the result table (or ``--json``) goes to
+stdout, so ``memvault bench locomo --data x.json --json > result.json`` keeps a clean file. The
+global ``--db`` is ignored: every conversation or question gets its own fresh store.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
 from memvault.bench import (
     BenchReport,
-    load_locomo,
-    load_longmemeval,
     render_report,
     run_locomo,
     run_longmemeval,
@@ -37,7 +36,7 @@ __all__ = ["bench_app", "register"]
 
 
 class BackendChoice(StrEnum):
-    """Where each benchmark store lives."""
+    """Names where each benchmark store lives."""
 
     SQLITE = "sqlite"
     MEMORY = "memory"
@@ -65,21 +64,35 @@ BackendOption = typer.Option(
 
 @contextmanager
 def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(label, total=None)
+    # The bar starts on the runner's first report, which comes after the data file, preset and
+    # options were checked: a bad input fails with its one-line message and no bar around it.
+    progress: Progress | None = None
+    task: TaskID | None = None
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    def update(done: int, total: int) -> None:
+        nonlocal progress, task
+        if not err_console.is_terminal:
+            return  # a bar cannot animate in a log file; it would only leave a blank line
+        if progress is None:
+            progress = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=err_console,
+                transient=True,
+            )
+            progress.start()
+            task = progress.add_task(label, total=total)
+        assert task is not None
+        progress.update(task, completed=done, total=total)
 
+    try:
         yield update
+    finally:
+        if progress is not None:
+            progress.stop()
 
 
 def _emit(report: BenchReport, json_out: bool) -> None:
@@ -103,13 +116,11 @@ def locomo(
         typer.Option("--max-conversations", min=1, help="Evaluate only the first N conversations."),
     ] = None,
 ) -> None:
-    """Evidence recall on LoCoMo: one store per conversation, one memory per turn."""
-    # Loaded before the progress bar starts, so a bad file fails with nothing but its message.
-    dataset = load_locomo(data)
+    """Measure evidence recall on LoCoMo (one store per conversation, a memory per turn)."""
     with _progress("conversations") as update:
         report = asyncio.run(
             run_locomo(
-                dataset,
+                data,
                 preset=preset,
                 limit=limit,
                 backend=backend.value,
@@ -131,12 +142,11 @@ def longmemeval(
         typer.Option("--max-questions", min=1, help="Evaluate only the first N questions."),
     ] = None,
 ) -> None:
-    """Session and turn recall on LongMemEval: one store per question, one memory per turn."""
-    dataset = load_longmemeval(data)
+    """Measure session and turn recall on LongMemEval (one store per question)."""
     with _progress("questions") as update:
         report = asyncio.run(
             run_longmemeval(
-                dataset,
+                data,
                 preset=preset,
                 backend=backend.value,
                 progress=update,

@@ -18,8 +18,10 @@ from memvault.retrieval.diversity import mmr
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.presets import RetrievalConfig
+from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
+from memvault.retrieval.threads import thread_id
 
-__all__ = ["fuse", "rank", "recency", "spread_to_neighbours"]
+__all__ = ["adjust", "fuse", "rank", "recency", "spread_to_neighbours"]
 
 
 def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
@@ -83,6 +85,53 @@ def fuse(cands: CandidateSet, config: RetrievalConfig) -> dict[str, float]:
     return min_max(dense or lexical)
 
 
+def adjust(
+    relevance: dict[str, float],
+    cands: CandidateSet,
+    config: RetrievalConfig,
+    *,
+    query_text: str,
+    now: datetime,
+) -> dict[str, float]:
+    """Apply the thread prior and temporal cues to fused relevance; result in [0, 1]."""
+    if not relevance:
+        return relevance
+    out = dict(relevance)
+    changed = False
+    if config.temporal_intent_boost > 0 and query_text and asks_when(query_text):
+        for entry_id in out:
+            entry = cands.entries.get(entry_id)
+            if entry is not None and mentions_time(entry.content):
+                out[entry_id] += config.temporal_intent_boost
+                changed = True
+    period = query_time_range(query_text, now) if config.time_range_boost > 0 else None
+    if period is not None:
+        for entry_id in out:
+            entry = cands.entries.get(entry_id)
+            if entry is not None and period.contains(entry.created_at):
+                out[entry_id] += config.time_range_boost
+                changed = True
+    if config.thread_boost > 0:
+        groups: dict[str, list[float]] = {}
+        owner: dict[str, str] = {}
+        for entry_id, score in out.items():
+            entry = cands.entries.get(entry_id)
+            if entry is None:
+                continue
+            key = thread_id(entry)
+            owner[entry_id] = key
+            groups.setdefault(key, []).append(score)
+        strength = {
+            key: sum(sorted(scores, reverse=True)[: config.thread_top_k]) / config.thread_top_k
+            for key, scores in groups.items()
+        }
+        prior = min_max(strength)
+        for entry_id, key in owner.items():
+            out[entry_id] += config.thread_boost * prior[key]
+        changed = True
+    return min_max(out) if changed else out
+
+
 def _by_score(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda i: (scores[i], i), reverse=True)
 
@@ -104,7 +153,7 @@ def rank(
     ``filter_strategy`` runs after ranking and before MMR, so entries it removes never act as
     MMR anchors; it fails closed (an exception yields no entries).
     """
-    relevance = fuse(cands, config)
+    relevance = adjust(fuse(cands, config), cands, config, query_text=query_text, now=now)
     threshold = max(min_relevance, config.min_relevance)
     scored: list[tuple[float, str, float, float, float]] = []
     for entry_id, rel in relevance.items():

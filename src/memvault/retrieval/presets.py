@@ -40,6 +40,14 @@ class RetrievalConfig(BaseModel):
     neighbour_prev_weight: float = Field(default=0.0, ge=0.0, le=2.0)
     neighbour_next_weight: float = Field(default=0.0, ge=0.0, le=2.0)
     neighbours_per_result: int = Field(default=2, ge=0, le=20)
+    # Thread prior: entries of a conversation whose best entries match well are more likely
+    # to hold the rest of the answer (multi-turn facts).
+    thread_boost: float = Field(default=0.0, ge=0.0, le=1.0)
+    thread_top_k: int = Field(default=3, ge=1, le=20)
+    # Temporal cues: "when ..." questions prefer entries that say when; a named period ("in May
+    # 2023", "last week") prefers entries created in it.
+    temporal_intent_boost: float = Field(default=0.0, ge=0.0, le=1.0)
+    time_range_boost: float = Field(default=0.0, ge=0.0, le=1.0)
 
     def pool_size(self, limit: int) -> int:
         """How many candidates each source contributes for a search of ``limit`` results."""

@@ -15,8 +15,8 @@ import functools
 import json
 import logging
 import sqlite3
-from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,6 +50,7 @@ from memvault.models import (
     MemoryQuery,
     MemoryScope,
     StoreStats,
+    trusted,
 )
 from memvault.protocols import Embedder
 from memvault.retrieval.text import index_text
@@ -62,6 +63,8 @@ T = TypeVar("T")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CATEGORY_CODE = {c: i for i, c in enumerate(MemoryCategory)}
+_CATEGORIES = {c.value: c for c in MemoryCategory}
+_SCOPES = {s.value: s for s in MemoryScope}
 _COLUMNS = (
     "m.rowid, m.id, m.agent_id, m.category, m.content, m.tags, m.label, m.source, m.confidence,"
     " m.importance, m.extra, m.scope, m.created_at, m.updated_at, m.expires_at, m.valid_from,"
@@ -86,36 +89,89 @@ def from_us(value: int | None) -> datetime | None:
     return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
+def _json(text: str, empty: Any) -> Any:
+    # Most rows carry no tags or extra metadata; skip the parser for the empty literals.
+    return empty if text in ("[]", "{}") else json.loads(text)
+
+
 def _row_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
-    # Rows were validated when written; model_construct skips re-validation on the read path,
-    # which would otherwise dominate search latency.
-    meta = MemoryMetadata.model_construct(
-        tags=tuple(json.loads(row[5])),
-        label=row[6],
-        source=row[7],
-        confidence=row[8],
-        importance=row[9],
-        extra=json.loads(row[10]),
+    # Rows were validated when written; `trusted` skips re-validation on the read path, which
+    # would otherwise dominate search latency.
+    meta = trusted(
+        MemoryMetadata,
+        {
+            "tags": tuple(_json(row[5], ())),
+            "source": row[7],
+            "label": row[6],
+            "confidence": row[8],
+            "importance": row[9],
+            "extra": _json(row[10], {}),
+        },
     )
-    return MemoryEntry.model_construct(
-        id=row[1],
-        agent_id=row[2],
-        category=MemoryCategory(row[3]),
-        content=row[4],
-        metadata=meta,
-        scope=MemoryScope(row[11]),
-        created_at=_EPOCH + timedelta(microseconds=row[12]),
-        updated_at=_EPOCH + timedelta(microseconds=row[13]),
-        expires_at=from_us(row[14]),
-        valid_from=from_us(row[15]),
-        valid_to=from_us(row[16]),
-        superseded_by=row[17],
-        consolidated_at=from_us(row[18]),
-        access_count=row[19],
-        last_accessed_at=from_us(row[20]),
-        relevance_score=None,
-        score=None,
+    return trusted(
+        MemoryEntry,
+        {
+            "id": row[1],
+            "agent_id": row[2],
+            "category": _CATEGORIES[row[3]],
+            "content": row[4],
+            "metadata": meta,
+            "created_at": _EPOCH + timedelta(microseconds=row[12]),
+            "updated_at": _EPOCH + timedelta(microseconds=row[13]),
+            "expires_at": from_us(row[14]),
+            "valid_from": from_us(row[15]),
+            "valid_to": from_us(row[16]),
+            "superseded_by": row[17],
+            "consolidated_at": from_us(row[18]),
+            "access_count": row[19],
+            "last_accessed_at": from_us(row[20]),
+            "scope": _SCOPES[row[11]],
+            "relevance_score": None,
+            "score": None,
+        },
     )
+
+
+class _EntryCache:
+    """A bounded LRU of hydrated entries by rowid (entries are immutable; writes invalidate).
+
+    Search hydrates hundreds of candidates per query and the same popular entries recur, so
+    keeping the parsed objects saves most of the read path. Access counters updated by
+    *another* process are not seen until that process's next write bumps the generation.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[int, MemoryEntry] = OrderedDict()
+        self._rowid: dict[str, int] = {}
+
+    def get(self, rowid: int) -> MemoryEntry | None:
+        entry = self._items.get(rowid)
+        if entry is not None:
+            self._items.move_to_end(rowid)
+        return entry
+
+    def put(self, rowid: int, entry: MemoryEntry) -> None:
+        if self._size <= 0:
+            return
+        self._items[rowid] = entry
+        self._rowid[entry.id] = rowid
+        if len(self._items) > self._size:
+            _, old = self._items.popitem(last=False)
+            self._rowid.pop(old.id, None)
+
+    def drop_rowids(self, rowids: Iterable[int]) -> None:
+        for rowid in rowids:
+            entry = self._items.pop(rowid, None)
+            if entry is not None:
+                self._rowid.pop(entry.id, None)
+
+    def drop_ids(self, ids: Iterable[str]) -> None:
+        self.drop_rowids([r for r in (self._rowid.get(i) for i in ids) if r is not None])
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._rowid.clear()
 
 
 def _fts_query(terms: Sequence[str]) -> str:
@@ -169,9 +225,11 @@ class SQLiteBackend(BaseBackend):
         *,
         synchronous: str = "normal",
         busy_timeout_ms: int = 10_000,
+        entry_cache_size: int = 20_000,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
+        self._cache = _EntryCache(entry_cache_size)
         self._path = Path(path).expanduser()
         self._synchronous = synchronous.upper()
         self._busy_timeout_ms = busy_timeout_ms
@@ -404,6 +462,7 @@ class SQLiteBackend(BaseBackend):
             if self._indexes:
                 logger.debug("memory.sqlite.refresh", extra={"path": str(self._path)})
             self._indexes.clear()
+            self._cache.clear()
 
     def _index_for(self, agent_id: str) -> AgentIndex:
         index = self._indexes.get(agent_id)
@@ -528,6 +587,7 @@ class SQLiteBackend(BaseBackend):
             if index is not None:
                 index.add([r for r, _ in items], vectors[[i for _, i in items]])
         for agent, rowid, when in superseded_rows:
+            self._cache.drop_rowids([rowid])
             index = self._indexes.get(agent)
             if index is not None:
                 index.supersede(rowid, when)
@@ -560,6 +620,7 @@ class SQLiteBackend(BaseBackend):
                 self._delete_rows(conn, [row[0]])
                 self._bump_generation(conn)
             self._generation += 1
+            self._cache.drop_rowids([row[0]])
             index = self._indexes.get(agent)
             if index is not None:
                 index.remove([row[0]])
@@ -599,6 +660,7 @@ class SQLiteBackend(BaseBackend):
             if rowids:
                 self._generation += 1
                 self._indexes.pop(agent, None)
+                self._cache.drop_rowids(rowids)
             return len(rowids)
 
         return await self._run(run, write=True)
@@ -618,6 +680,7 @@ class SQLiteBackend(BaseBackend):
                     f" WHERE agent_id = ? AND id IN ({marks})",
                     [when_us, agent, *ids],
                 )
+            self._cache.drop_ids(ids)
 
         await self._run(run, write=True)
 
@@ -733,15 +796,7 @@ class SQLiteBackend(BaseBackend):
             ).fetchall()
             # FTS5's bm25() is negated so that ORDER BY ascending puts the best first.
             lexical = [(int(r[0]), -float(r[1])) for r in rows]
-        rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
-        by_rowid: dict[int, MemoryEntry] = {}
-        for start in range(0, len(rowids), _PAGE):
-            chunk = rowids[start : start + _PAGE]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", chunk
-            ):
-                by_rowid[row[0]] = _row_entry(row)
+        by_rowid = self._load_rows({r for r, _ in dense} | {r for r, _ in lexical})
         cands = CandidateSet(query_vector=vector)
         cands.dense = [(by_rowid[r].id, s) for r, s in dense if r in by_rowid]
         cands.lexical = [(by_rowid[r].id, s) for r, s in lexical if r in by_rowid]
@@ -749,10 +804,31 @@ class SQLiteBackend(BaseBackend):
         loaded = self._indexes.get(agent_id) if vector is not None else None
         if loaded is not None:
             for rowid, entry in by_rowid.items():
-                vec = loaded.vector(rowid)
+                vec = loaded.vector(rowid, copy=False)
                 if vec is not None:
                     cands.vectors[entry.id] = vec
         return cands
+
+    def _load_rows(self, rowids: Iterable[int]) -> dict[int, MemoryEntry]:
+        """Entries by rowid, from the cache where possible, else from one query per page."""
+        out: dict[int, MemoryEntry] = {}
+        missing: list[int] = []
+        for rowid in rowids:
+            cached = self._cache.get(rowid)
+            if cached is None:
+                missing.append(rowid)
+            else:
+                out[rowid] = cached
+        for start in range(0, len(missing), _PAGE):
+            chunk = missing[start : start + _PAGE]
+            marks = ",".join("?" * len(chunk))
+            for row in self._db.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", chunk
+            ):
+                entry = _row_entry(row)
+                self._cache.put(row[0], entry)
+                out[row[0]] = entry
+        return out
 
     async def _adjacent(
         self, agent_id: str, ids: Sequence[str]
@@ -775,15 +851,7 @@ class SQLiteBackend(BaseBackend):
         pairs: dict[str, tuple[int | None, int | None]] = {
             entry_id: index.adjacent(rowid) for entry_id, rowid in own.items()
         }
-        wanted = sorted({r for pair in pairs.values() for r in pair if r is not None})
-        by_rowid: dict[int, MemoryEntry] = {}
-        for start in range(0, len(wanted), _PAGE):
-            chunk = wanted[start : start + _PAGE]
-            chunk_marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({chunk_marks})", chunk
-            ):
-                by_rowid[row[0]] = _row_entry(row)
+        by_rowid = self._load_rows({r for pair in pairs.values() for r in pair if r is not None})
         return {
             entry_id: (
                 None if prev is None else by_rowid.get(prev),

@@ -102,10 +102,16 @@ class AgentIndex:
         if self.dead and self.dead * 4 >= self.n:
             self._compact()
 
-    def vector(self, rowid: int) -> NDArray[np.float32] | None:
-        """A copy of the row's vector, or None if the row is not in the index."""
+    def vector(self, rowid: int, *, copy: bool = True) -> NDArray[np.float32] | None:
+        """The row's vector (a copy, or a read-only view), or None if the row is not indexed."""
         pos = self._pos.get(rowid)
-        return None if pos is None else self.matrix[:, pos].copy()
+        if pos is None:
+            return None
+        column = self.matrix[:, pos]
+        if copy:
+            return column.copy()
+        column.flags.writeable = False
+        return column
 
     def adjacent(self, rowid: int) -> tuple[int | None, int | None]:
         """Rowids of the live rows stored just before and after ``rowid`` (insertion order)."""
