@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from memvault._ids import utc_now
+from memvault._search import hybrid_search
 from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import MemvaultConfig, load_config
 from memvault.errors import (
@@ -45,7 +46,6 @@ from memvault.models import (
 from memvault.protocols import Embedder, MemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
-from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 
 __all__ = ["AsyncMemory", "Memory"]
@@ -378,21 +378,7 @@ class AsyncMemory:
         if include_shared:
             msg = f"the {backend.backend_name} backend has no shared knowledge store yet"
             raise MemoryCapabilityError(msg)
-        cands = await backend.search_candidates(
-            agent,
-            q,
-            pool=cfg.pool_size(limit),
-            dense=cfg.use_dense,
-            neighbours=cfg.neighbour_window(limit),
-        )
-        results = rank(
-            cands,
-            cfg,
-            now=utc_now(),
-            limit=limit,
-            min_relevance=min_relevance,
-            query_text=query,
-        )
+        results = await hybrid_search(backend, agent, q, cfg, now=utc_now())
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]
         if self._track_access and results:

@@ -403,9 +403,9 @@ class CandidateSet:
 
     ``dense`` and ``lexical`` are ``(entry_id, score)`` lists, best first; ``entries`` holds every
     entry named in either list or in ``neighbours``; ``vectors`` optionally maps ids to unit
-    vectors (for MMR). ``neighbours`` maps a candidate to the entries stored just before and
-    after it in the same conversation thread (``None`` where there is none), for context
-    expansion.
+    vectors (for MMR). ``neighbours`` maps a candidate to the ids of the entries stored just
+    before it and just after it in the same conversation thread (each tuple nearest first),
+    for context expansion.
     """
 
     dense: list[tuple[str, float]] = field(default_factory=list)
@@ -413,7 +413,7 @@ class CandidateSet:
     entries: dict[str, MemoryEntry] = field(default_factory=dict)
     query_vector: Any = None
     vectors: dict[str, Any] = field(default_factory=dict)
-    neighbours: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    neighbours: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
 
 class StoreStats(BaseModel):

@@ -228,11 +228,17 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         pool: int,
         dense: bool = True,
         neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
     ) -> CandidateSet:
         """Dense and lexical top-``pool`` candidates of ``query.text`` passing the filters.
 
-        ``dense=False`` skips the query embedding; ``neighbours`` > 0 fetches the thread
-        neighbours of that many top lexical candidates (``CandidateSet.neighbours``).
+        ``terms`` replaces the analysed words of ``query.text`` for the lexical side (already
+        analysed terms, e.g. from query expansion).
+
+        ``dense=False`` skips the query embedding; ``neighbours`` > 0 fetches up to ``hops``
+        thread neighbours on each side of that many top lexical candidates
+        (``CandidateSet.neighbours``).
         """
         ...
 

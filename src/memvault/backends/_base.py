@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from memvault._ids import new_id, utc_now
+from memvault._search import hybrid_search
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConnectionError,
@@ -39,7 +40,6 @@ from memvault.models import (
     validate_memory_id,
 )
 from memvault.protocols import Embedder
-from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.retrieval.text import query_terms
 from memvault.retrieval.threads import same_thread, thread_key
@@ -278,21 +278,7 @@ class BaseBackend(ABC):
         self._require_connected()
         if not query.text or not query.text.strip():
             return tuple(await self.list_entries(agent, query))
-        cands = await self.search_candidates(
-            agent,
-            query,
-            pool=self._preset.pool_size(query.limit),
-            dense=self._preset.use_dense,
-            neighbours=self._preset.neighbour_window(query.limit),
-        )
-        ranked = rank(
-            cands,
-            self._preset,
-            now=self._clock(),
-            limit=query.limit,
-            min_relevance=query.min_relevance,
-            query_text=query.text,
-        )
+        ranked = await hybrid_search(self, agent, query, self._preset, now=self._clock())
         return tuple(ranked)
 
     async def search_candidates(
@@ -303,11 +289,16 @@ class BaseBackend(ABC):
         pool: int,
         dense: bool = True,
         neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
     ) -> CandidateSet:
         """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
 
-        With ``neighbours`` > 0, the best that many lexical candidates also get their thread
-        neighbours (the entries stored just before and after them), for context expansion.
+        ``terms`` replaces the analysed words of the query on the lexical side.
+
+        With ``neighbours`` > 0, the best that many lexical candidates also get up to ``hops``
+        thread neighbours on each side (the entries stored just before and after them), for
+        context expansion.
         """
         agent = check_agent(agent_id)
         self._require_connected()
@@ -319,44 +310,48 @@ class BaseBackend(ABC):
             qvec = np.asarray(
                 await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
             )
-        terms = query_terms(text)
-        cands = await self._candidates(agent, query, qvec, terms, pool, self._clock())
-        if neighbours > 0 and cands.lexical:
+        words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
+        cands = await self._candidates(agent, query, qvec, words, pool, self._clock())
+        if neighbours > 0 and hops > 0 and cands.lexical:
             top = [i for i, _ in cands.lexical[:neighbours]]
-            await self._add_neighbours(agent, query, cands, top)
+            await self._add_neighbours(agent, query, cands, top, hops)
         return cands
 
     async def _add_neighbours(
-        self, agent_id: str, query: MemoryQuery, cands: CandidateSet, ids: list[str]
+        self, agent_id: str, query: MemoryQuery, cands: CandidateSet, ids: list[str], hops: int
     ) -> None:
         """Fill ``cands.neighbours`` for ``ids`` (and ``cands.entries`` for the neighbours).
 
-        Neighbours must pass the query's filters; adjacency is insertion order per agent.
+        Walking away from an entry stops at the first entry of another thread; neighbours that
+        fail the query's filters are skipped. Adjacency is insertion order per agent.
         """
-        adjacent = await self._adjacent(agent_id, ids)
+        adjacent = await self._adjacent(agent_id, ids, hops)
         now = self._clock()
         for entry_id in ids:
             entry = cands.entries.get(entry_id)
-            prev_e, next_e = adjacent.get(entry_id, (None, None))
-            pair: list[str | None] = []
-            for other in (prev_e, next_e):
-                if (
-                    entry is not None
-                    and other is not None
-                    and same_thread(entry, other)
-                    and query.matches(other, now)
-                ):
-                    cands.entries.setdefault(other.id, other)
-                    pair.append(other.id)
-                else:
-                    pair.append(None)
-            cands.neighbours[entry_id] = (pair[0], pair[1])
+            if entry is None:
+                continue
+            before, after = adjacent.get(entry_id, ((), ()))
+            sides: list[tuple[str, ...]] = []
+            for side in (before, after):
+                found: list[str] = []
+                for other in side:
+                    if not same_thread(entry, other):
+                        break
+                    if query.matches(other, now):
+                        cands.entries.setdefault(other.id, other)
+                        found.append(other.id)
+                sides.append(tuple(found))
+            cands.neighbours[entry_id] = (sides[0], sides[1])
 
     @abstractmethod
     async def _adjacent(
-        self, agent_id: str, ids: Sequence[str]
-    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
-        """The agent's entries stored just before and after each of ``ids``."""
+        self, agent_id: str, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        """Up to ``hops`` of the agent's entries stored before and after each of ``ids``.
+
+        Both lists are nearest first.
+        """
 
     @abstractmethod
     async def _candidates(

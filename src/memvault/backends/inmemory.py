@@ -207,18 +207,18 @@ class InMemoryBackend(BaseBackend):
         return cands
 
     async def _adjacent(
-        self, agent_id: str, ids: Sequence[str]
-    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        self, agent_id: str, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
         order = self._order.get(agent_id, [])
         position = {entry_id: i for i, entry_id in enumerate(order)}
-        out: dict[str, tuple[MemoryEntry | None, MemoryEntry | None]] = {}
+        out: dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]] = {}
         for entry_id in ids:
             i = position.get(entry_id)
             if i is None:
                 continue
-            prev_e = self._entries[order[i - 1]] if i > 0 else None
-            next_e = self._entries[order[i + 1]] if i + 1 < len(order) else None
-            out[entry_id] = (prev_e, next_e)
+            before = [self._entries[order[j]] for j in range(i - 1, max(i - 1 - hops, -1), -1)]
+            after = [self._entries[order[j]] for j in range(i + 1, min(i + 1 + hops, len(order)))]
+            out[entry_id] = (before, after)
         return out
 
     async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:

@@ -32,25 +32,28 @@ def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
 
 def spread_to_neighbours(
     scores: dict[str, float],
-    neighbours: dict[str, tuple[str | None, str | None]],
+    neighbours: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
     *,
-    prev_weight: float,
-    next_weight: float,
+    prev_weights: tuple[float, ...],
+    next_weights: tuple[float, ...],
 ) -> dict[str, float]:
-    """Add to each entry part of its thread neighbours' scores.
+    """Add to each entry part of the scores of the entries near it in its thread.
 
-    An entry gets ``prev_weight`` times the score of the entry stored just before it and
-    ``next_weight`` times the score of the one just after it. Neighbours without a score of
-    their own join the result with what they inherit.
+    An entry gets ``prev_weights[d-1]`` times the score of the entry ``d`` places before it and
+    ``next_weights[d-1]`` times the score of the one ``d`` places after it. Neighbours without
+    a score of their own join the result with what they inherit.
     """
     out = dict(scores)
     for entry_id, score in scores.items():
-        prev_id, next_id = neighbours.get(entry_id, (None, None))
-        # This entry is the "previous" of next_id and the "next" of prev_id.
-        if next_id is not None:
-            out[next_id] = out.get(next_id, 0.0) + prev_weight * score
-        if prev_id is not None:
-            out[prev_id] = out.get(prev_id, 0.0) + next_weight * score
+        before, after = neighbours.get(entry_id, ((), ()))
+        # This entry lies d places *before* each entry in `after`, so those inherit through
+        # their prev weights, and vice versa.
+        for distance, other in enumerate(after, start=1):
+            if distance <= len(prev_weights):
+                out[other] = out.get(other, 0.0) + prev_weights[distance - 1] * score
+        for distance, other in enumerate(before, start=1):
+            if distance <= len(next_weights):
+                out[other] = out.get(other, 0.0) + next_weights[distance - 1] * score
     return out
 
 
@@ -62,8 +65,8 @@ def fuse(cands: CandidateSet, config: RetrievalConfig) -> dict[str, float]:
         lexical = spread_to_neighbours(
             lexical,
             cands.neighbours,
-            prev_weight=config.neighbour_prev_weight,
-            next_weight=config.neighbour_next_weight,
+            prev_weights=config.neighbour_prev_weights,
+            next_weights=config.neighbour_next_weights,
         )
     if dense and lexical and config.fusion == "rrf":
         raw = rrf(

@@ -36,7 +36,7 @@ from memvault.models import (
 )
 from memvault.protocols import Embedder, MemoryBackend, MemoryCapabilities, MemoryStore
 
-__all__ = ["BackendContract", "BackendFactory"]
+__all__ = ["BackendContract", "BackendFactory", "NeighbourContract"]
 
 BackendFactory = Callable[[Embedder], MemoryStore]
 
@@ -57,7 +57,64 @@ def req(content: str, category: MemoryCategory = MemoryCategory.SEMANTIC, **kw: 
     return MemoryStoreRequest(content=content, category=category, **kw)
 
 
-class BackendContract:
+class NeighbourContract:
+    """Thread-neighbour lookups (context expansion), part of :class:`BackendContract`."""
+
+    async def test_neighbours_follow_insertion_order_within_a_thread(
+        self, backend: MemoryStore
+    ) -> None:
+        turns = [
+            req("Ana: did you finish the garden shed?", MemoryCategory.EPISODIC),
+            req("Ben: yes, painted it green on Sunday", MemoryCategory.EPISODIC),
+            req("Ana: nice, send me a photo", MemoryCategory.EPISODIC),
+            req("Ben: here it is", MemoryCategory.EPISODIC),
+        ]
+        first = [
+            t.model_copy(update={"metadata": MemoryMetadata(extra={"session": 1})}) for t in turns
+        ]
+        second = [
+            t.model_copy(update={"metadata": MemoryMetadata(extra={"session": 2})}) for t in turns
+        ]
+        ids1 = await backend.store_many("a", first)
+        ids2 = await backend.store_many("a", second)
+        await backend.store("b", req("garden shed of another agent", MemoryCategory.EPISODIC))
+        cands = await backend.search_candidates(
+            "a", MemoryQuery(text="garden shed"), pool=10, neighbours=10, hops=2
+        )
+        # ids1[0] is the lexical hit of session 1: two turns after it, none before.
+        before, after = cands.neighbours[ids1[0]]
+        assert before == ()
+        assert after == (ids1[1], ids1[2])
+        # The first turn of session 2 must not reach back into session 1.
+        before2, after2 = cands.neighbours[ids2[0]]
+        assert before2 == ()
+        assert after2 == (ids2[1], ids2[2])
+        for nid in (*after, *after2):
+            assert cands.entries[nid].agent_id == "a"
+
+    async def test_default_search_lifts_the_answer_after_a_question(
+        self, backend: MemoryStore
+    ) -> None:
+        turns = [
+            "Ana: what was the name of the hotel in Lisbon?",
+            "Ben: it was the Pestana, right by the river",
+            "Ana: did you like the food?",
+            "Ben: the custard tarts were amazing",
+        ] + [f"Ana: unrelated chat number {i} about work" for i in range(30)]
+        await backend.store_many(
+            "a",
+            [
+                req(t, MemoryCategory.EPISODIC).model_copy(
+                    update={"metadata": MemoryMetadata(extra={"session": 1 + i // 4})}
+                )
+                for i, t in enumerate(turns)
+            ],
+        )
+        hits = await backend.retrieve("a", MemoryQuery(text="name of the hotel in Lisbon", limit=3))
+        assert "Pestana" in " ".join(h.content for h in hits)
+
+
+class BackendContract(NeighbourContract):
     """Behaviour every backend must show. Subclass and provide ``make_backend``."""
 
     @pytest.fixture

@@ -825,6 +825,8 @@ class PostgresBackend(BaseBackend):
         pool: int,
         dense: bool = True,
         neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
         exact: bool = False,
     ) -> CandidateSet:
         """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
@@ -835,7 +837,13 @@ class PostgresBackend(BaseBackend):
         token = _EXACT.set(exact)
         try:
             return await super().search_candidates(
-                agent_id, query, pool=pool, dense=dense, neighbours=neighbours
+                agent_id,
+                query,
+                pool=pool,
+                dense=dense,
+                neighbours=neighbours,
+                hops=hops,
+                terms=terms,
             )
         finally:
             _EXACT.reset(token)
@@ -887,23 +895,26 @@ class PostgresBackend(BaseBackend):
         return cands
 
     async def _adjacent(
-        self, agent_id: str, ids: Sequence[str]
-    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        self, agent_id: str, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
         if not ids:
             return {}
         async with self._connection("search") as conn:
             # Insertion order per agent is rowid order (the identity column only grows).
             cur = await conn.execute(
                 "SELECT t.id,"
-                " (SELECT p.rowid FROM memories p WHERE p.agent_id = t.agent_id"
-                "  AND p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT 1),"
-                " (SELECT n.rowid FROM memories n WHERE n.agent_id = t.agent_id"
-                "  AND n.rowid > t.rowid ORDER BY n.rowid LIMIT 1)"
+                " ARRAY(SELECT p.rowid FROM memories p WHERE p.agent_id = t.agent_id"
+                "  AND p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT %s),"
+                " ARRAY(SELECT n.rowid FROM memories n WHERE n.agent_id = t.agent_id"
+                "  AND n.rowid > t.rowid ORDER BY n.rowid LIMIT %s)"
                 " FROM memories t WHERE t.agent_id = %s AND t.id = ANY(%s::text[])",
-                [agent_id, list(ids)],
+                [hops, hops, agent_id, list(ids)],
             )
-            pairs = {str(r[0]): (r[1], r[2]) for r in await cur.fetchall()}
-            wanted = sorted({r for pair in pairs.values() for r in pair if r is not None})
+            sides = {
+                str(r[0]): ([int(x) for x in r[1]], [int(x) for x in r[2]])
+                for r in await cur.fetchall()
+            }
+            wanted = sorted({r for b, a in sides.values() for r in (*b, *a)})
             by_rowid: dict[int, MemoryEntry] = {}
             if wanted:
                 cur = await conn.execute(
@@ -913,10 +924,10 @@ class PostgresBackend(BaseBackend):
                 by_rowid = {int(r[0]): _row_entry(r) for r in await cur.fetchall()}
         return {
             entry_id: (
-                None if prev is None else by_rowid.get(prev),
-                None if nxt is None else by_rowid.get(nxt),
+                [by_rowid[r] for r in before if r in by_rowid],
+                [by_rowid[r] for r in after if r in by_rowid],
             )
-            for entry_id, (prev, nxt) in pairs.items()
+            for entry_id, (before, after) in sides.items()
         }
 
     def _ef_search(self, *, exact: bool, n_total: int, n_agent: int, pool: int) -> int | None:

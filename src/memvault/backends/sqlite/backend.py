@@ -831,33 +831,30 @@ class SQLiteBackend(BaseBackend):
         return out
 
     async def _adjacent(
-        self, agent_id: str, ids: Sequence[str]
-    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
-        return await self._run(self._adjacent_sync, agent_id, list(ids))
+        self, agent_id: str, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        return await self._run(self._adjacent_sync, agent_id, list(ids), hops)
 
     def _adjacent_sync(
-        self, agent_id: str, ids: list[str]
-    ) -> dict[str, tuple[MemoryEntry | None, MemoryEntry | None]]:
+        self, agent_id: str, ids: list[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
         self._refresh()
-        conn = self._db
         index = self._index_for(agent_id)
         marks = ",".join("?" * len(ids))
         own = dict(
-            conn.execute(
+            self._db.execute(
                 f"SELECT id, rowid FROM memories WHERE agent_id = ? AND id IN ({marks})",
                 [agent_id, *ids],
             ).fetchall()
         )
-        pairs: dict[str, tuple[int | None, int | None]] = {
-            entry_id: index.adjacent(rowid) for entry_id, rowid in own.items()
-        }
-        by_rowid = self._load_rows({r for pair in pairs.values() for r in pair if r is not None})
+        sides = {entry_id: index.adjacent(rowid, hops) for entry_id, rowid in own.items()}
+        by_rowid = self._load_rows({r for b, a in sides.values() for r in (*b, *a)})
         return {
             entry_id: (
-                None if prev is None else by_rowid.get(prev),
-                None if nxt is None else by_rowid.get(nxt),
+                [by_rowid[r] for r in before if r in by_rowid],
+                [by_rowid[r] for r in after if r in by_rowid],
             )
-            for entry_id, (prev, nxt) in pairs.items()
+            for entry_id, (before, after) in sides.items()
         }
 
     async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:

@@ -113,21 +113,24 @@ class AgentIndex:
         column.flags.writeable = False
         return column
 
-    def adjacent(self, rowid: int) -> tuple[int | None, int | None]:
-        """Rowids of the live rows stored just before and after ``rowid`` (insertion order)."""
+    def adjacent(self, rowid: int, hops: int = 1) -> tuple[list[int], list[int]]:
+        """Rowids of up to ``hops`` live rows stored before and after ``rowid``, nearest first."""
         pos = self._pos.get(rowid)
         if pos is None:
-            return None, None
-        prev = pos - 1
-        while prev >= 0 and not self.alive[prev]:
-            prev -= 1
-        nxt = pos + 1
-        while nxt < self.n and not self.alive[nxt]:
-            nxt += 1
-        return (
-            int(self.rowids[prev]) if prev >= 0 else None,
-            int(self.rowids[nxt]) if nxt < self.n else None,
-        )
+            return [], []
+        before: list[int] = []
+        i = pos - 1
+        while i >= 0 and len(before) < hops:
+            if self.alive[i]:
+                before.append(int(self.rowids[i]))
+            i -= 1
+        after: list[int] = []
+        i = pos + 1
+        while i < self.n and len(after) < hops:
+            if self.alive[i]:
+                after.append(int(self.rowids[i]))
+            i += 1
+        return before, after
 
     def supersede(self, rowid: int, valid_to_us: int) -> None:
         """Mark a row superseded from ``valid_to_us`` on."""
