@@ -22,6 +22,8 @@ from pydantic import ValidationError
 from memvault._ids import new_id, utc_now
 from memvault._search import hybrid_search
 from memvault.errors import (
+    DimensionMismatchError,
+    EmbeddingModelChangedError,
     MemoryCapabilityError,
     MemoryConnectionError,
     MemoryNotFoundError,
@@ -49,6 +51,7 @@ __all__ = [
     "Supersede",
     "check_agent",
     "check_id",
+    "check_stored_model",
     "embedding_text",
     "lexical_text",
     "same_thread",
@@ -88,6 +91,46 @@ def lexical_text(entry: MemoryEntry) -> str:
     date is indexed beside the words; it is analysed like any other text.
     """
     return f"{entry.content} {entry.created_at:%B %Y}"
+
+
+def check_stored_model(
+    location: str,
+    embedder: Embedder,
+    *,
+    stored_model: str | None,
+    stored_dimension: int | None,
+    has_rows: bool,
+) -> None:
+    """Refuse to open a store whose vectors come from another model than ``embedder``.
+
+    An empty store may adopt any model (there are no vectors to mix up).
+
+    Raises:
+        DimensionMismatchError: the stored vectors have another dimension.
+        EmbeddingModelChangedError: same dimension, but another model.
+    """
+    if stored_model is None or not has_rows:
+        return
+    model, dim = embedder.model_id, embedder.dimension
+    if stored_dimension is not None and stored_dimension != dim:
+        msg = (
+            f"store {location} holds {stored_dimension}-dimensional vectors from "
+            f"{stored_model!r}, but the configured embedder {model!r} makes {dim}: "
+            "configure the original model or run `memvault reindex`"
+        )
+        raise DimensionMismatchError(
+            msg,
+            stored_model=stored_model,
+            configured_model=model,
+            stored_dimension=stored_dimension,
+            configured_dimension=dim,
+        )
+    if stored_model != model:
+        msg = (
+            f"store {location} was built with embedding model {stored_model!r}, "
+            f"not {model!r}: configure that model or run `memvault reindex`"
+        )
+        raise EmbeddingModelChangedError(msg, stored_model=stored_model, configured_model=model)
 
 
 @dataclass(frozen=True, slots=True)

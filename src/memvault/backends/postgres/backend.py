@@ -33,11 +33,10 @@ from memvault.backends._base import (
     Vectors,
     check_agent,
     check_id,
+    check_stored_model,
     lexical_text,
 )
 from memvault.errors import (
-    DimensionMismatchError,
-    EmbeddingModelChangedError,
     MemoryConfigError,
     MemoryConnectionError,
     MemoryError,
@@ -538,28 +537,13 @@ class PostgresBackend(BaseBackend):
         cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM memories)")
         row = await cur.fetchone()
         has_rows = bool(row and row[0])
-        if stored_model is not None and has_rows:
-            if stored_dim is not None and stored_dim != dim:
-                msg = (
-                    f"store {self.location} holds {stored_dim}-dimensional vectors from "
-                    f"{stored_model!r}, but the configured embedder {model!r} makes {dim}: "
-                    "configure the original model or run `memvault reindex`"
-                )
-                raise DimensionMismatchError(
-                    msg,
-                    stored_model=stored_model,
-                    configured_model=model,
-                    stored_dimension=stored_dim,
-                    configured_dimension=dim,
-                )
-            if stored_model != model:
-                msg = (
-                    f"store {self.location} was built with embedding model {stored_model!r}, "
-                    f"not {model!r}: configure that model or run `memvault reindex`"
-                )
-                raise EmbeddingModelChangedError(
-                    msg, stored_model=stored_model, configured_model=model
-                )
+        check_stored_model(
+            self.location,
+            self._embedder,
+            stored_model=stored_model,
+            stored_dimension=stored_dim,
+            has_rows=bool(has_rows),
+        )
         cur = await conn.execute(
             "SELECT atttypmod FROM pg_attribute"
             " WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"

@@ -30,13 +30,12 @@ from memvault.backends._base import (
     Vectors,
     check_agent,
     check_id,
+    check_stored_model,
     lexical_text,
 )
 from memvault.backends.sqlite.schema import SCHEMA_VERSION, apply_migrations
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 from memvault.errors import (
-    DimensionMismatchError,
-    EmbeddingModelChangedError,
     MemoryConnectionError,
     MemoryError,
     MemoryRetrievalError,
@@ -373,28 +372,13 @@ class SQLiteBackend(BaseBackend):
         stored_model = meta.get("embedding_model")
         stored_dim = int(meta["dimension"]) if "dimension" in meta else None
         has_rows = conn.execute("SELECT EXISTS (SELECT 1 FROM memories)").fetchone()[0]
-        if stored_model is not None and has_rows:
-            if stored_dim is not None and stored_dim != dim:
-                msg = (
-                    f"store {self._path} holds {stored_dim}-dimensional vectors from "
-                    f"{stored_model!r}, but the configured embedder {model!r} makes {dim}: "
-                    "configure the original model or run `memvault reindex`"
-                )
-                raise DimensionMismatchError(
-                    msg,
-                    stored_model=stored_model,
-                    configured_model=model,
-                    stored_dimension=stored_dim,
-                    configured_dimension=dim,
-                )
-            if stored_model != model:
-                msg = (
-                    f"store {self._path} was built with embedding model {stored_model!r}, "
-                    f"not {model!r}: configure that model or run `memvault reindex`"
-                )
-                raise EmbeddingModelChangedError(
-                    msg, stored_model=stored_model, configured_model=model
-                )
+        check_stored_model(
+            str(self._path),
+            self._embedder,
+            stored_model=stored_model,
+            stored_dimension=stored_dim,
+            has_rows=bool(has_rows),
+        )
         if stored_model != model or stored_dim != dim:
             with contextlib.closing(conn.cursor()) as cur:
                 cur.execute("BEGIN IMMEDIATE")
