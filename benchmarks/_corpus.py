@@ -8,7 +8,14 @@ PEOPLE = ["Priya", "Marco", "Chen", "Amara", "Lukas", "Sofia", "Kenji", "Fatima"
 SYSTEMS = ["billing", "auth", "search", "checkout", "ingest", "reporting", "notifications", "cache"]
 TOOLS = ["PostgreSQL", "Redis", "Kafka", "Litestar", "FastAPI", "Terraform", "Kubernetes", "React"]
 VERBS = ["deployed", "rolled back", "migrated", "profiled", "refactored", "reviewed", "debugged"]
-ISSUES = ["a memory leak", "slow queries", "a race condition", "a flaky test", "timeouts", "OOM kills"]
+ISSUES = [
+    "a memory leak",
+    "slow queries",
+    "a race condition",
+    "a flaky test",
+    "timeouts",
+    "OOM kills",
+]
 PREFS = ["dark mode", "short answers", "type hints", "small PRs", "tabs", "detailed test plans"]
 
 TEMPLATES = [

@@ -2,42 +2,83 @@
 
 It composes a store's candidate generation (I/O) with the pure ranking stages, so
 :meth:`AsyncMemory.search` and every backend's ``retrieve`` rank identically.
+
+Shared knowledge joins at the candidate stage: the agent's private candidates and the shared
+candidates are fetched in parallel, merged into one :class:`CandidateSet` and ranked once, with
+the shared ones exempt from the personal boost.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from datetime import datetime
 
+from memvault.errors import MemoryCapabilityError
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
-from memvault.protocols import MemoryStore
+from memvault.protocols import MemoryStore, SharedMemoryStore
 from memvault.retrieval.expansion import expansion_terms, merge_feedback
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig
 from memvault.retrieval.text import query_terms
 
-__all__ = ["hybrid_search"]
+__all__ = ["hybrid_search", "merge_candidates"]
 
 
 async def hybrid_search(
     store: MemoryStore,
-    agent_id: str,
+    agent_id: str | None,
     query: MemoryQuery,
     config: RetrievalConfig,
     *,
     now: datetime,
     shared_ids: Collection[str] = (),
     filter_strategy: MemoryFilterStrategy | None = None,
+    include_shared: bool = False,
+    exclude_agent: str | None = None,
 ) -> list[MemoryEntry]:
-    """Search ``store`` for ``query`` with ``config``; best first, at most ``query.limit``."""
+    """Search ``store`` for ``query`` with ``config``; best first, at most ``query.limit``.
+
+    ``agent_id`` None searches shared knowledge only. ``include_shared`` adds the store's
+    shared knowledge to the agent's memories; ``exclude_agent`` leaves one author's shared
+    entries out.
+
+    Raises:
+        MemoryCapabilityError: shared knowledge asked of a store that does not keep it.
+    """
+    shared_store: SharedMemoryStore | None = None
+    if include_shared or agent_id is None:
+        if not isinstance(store, SharedMemoryStore) or not store.supports_shared_access:
+            msg = f"the {store.backend_name} backend offers no shared knowledge"
+            raise MemoryCapabilityError(msg)
+        shared_store = store
+    shared = set(shared_ids)
     text = query.text or ""
-    cands = await _candidates(store, agent_id, query, config, terms=None)
+    cands = await _candidates(
+        store, agent_id, shared_store, exclude_agent, query, config, terms=None, shared=shared
+    )
     if config.feedback_weight > 0 and config.use_lexical and cands.lexical:
-        first = rank(cands, config, now=now, limit=config.feedback_docs, query_text=text)
+        first = rank(
+            cands,
+            config,
+            now=now,
+            limit=config.feedback_docs,
+            shared_ids=shared,
+            query_text=text,
+        )
         words = expansion_terms(first, query_terms(text), n_terms=config.feedback_terms)
         if words:
-            extra = await _candidates(store, agent_id, query, config, terms=words)
+            extra = await _candidates(
+                store,
+                agent_id,
+                shared_store,
+                exclude_agent,
+                query,
+                config,
+                terms=words,
+                shared=shared,
+            )
             merge_feedback(cands, extra, weight=config.feedback_weight)
     return rank(
         cands,
@@ -45,7 +86,7 @@ async def hybrid_search(
         now=now,
         limit=query.limit,
         min_relevance=query.min_relevance,
-        shared_ids=shared_ids,
+        shared_ids=shared,
         filter_strategy=filter_strategy,
         query_text=text,
     )
@@ -53,19 +94,73 @@ async def hybrid_search(
 
 async def _candidates(
     store: MemoryStore,
-    agent_id: str,
+    agent_id: str | None,
+    shared_store: SharedMemoryStore | None,
+    exclude_agent: str | None,
     query: MemoryQuery,
     config: RetrievalConfig,
     *,
     terms: list[str] | None,
+    shared: set[str],
 ) -> CandidateSet:
-    return await store.search_candidates(
-        agent_id,
+    """Private and/or shared candidates; the ids of shared ones are added to ``shared``."""
+    pool = config.pool_size(query.limit)
+    # The feedback pass is lexical only: the dense side does not change with new words.
+    dense = config.use_dense and terms is None
+    neighbours = config.neighbour_window(query.limit)
+    hops = config.neighbour_hops
+    private = None
+    if agent_id is not None:
+        private = store.search_candidates(
+            agent_id,
+            query,
+            pool=pool,
+            dense=dense,
+            neighbours=neighbours,
+            hops=hops,
+            terms=terms,
+        )
+    if shared_store is None:
+        assert private is not None  # hybrid_search sets one of the two
+        return await private
+    public = shared_store.search_shared_candidates(
         query,
-        pool=config.pool_size(query.limit),
-        # The feedback pass is lexical only: the dense side does not change with new words.
-        dense=config.use_dense and terms is None,
-        neighbours=config.neighbour_window(query.limit),
-        hops=config.neighbour_hops,
+        pool=pool,
+        dense=dense,
+        neighbours=neighbours,
+        hops=hops,
         terms=terms,
+        exclude_agent=exclude_agent,
     )
+    if private is None:
+        found = await public
+        shared.update(found.entries)
+        return found
+    # In parallel: on PostgreSQL these are two connections, each reading one snapshot.
+    mine, found = await asyncio.gather(private, public)
+    shared.update(found.entries)
+    return merge_candidates([mine, found], pool=pool)
+
+
+def merge_candidates(parts: list[CandidateSet], *, pool: int) -> CandidateSet:
+    """One candidate set from several disjoint ones (e.g. private and shared), top ``pool`` each.
+
+    Scores of the parts are comparable: the same embedder gives the cosines and every backend
+    computes BM25 over the statistics of the whole store. So the top ``pool`` of the merged
+    lists are exactly the candidates one query over the union of the scopes would return.
+    """
+    out = CandidateSet(
+        query_vector=next((p.query_vector for p in parts if p.query_vector is not None), None)
+    )
+    # Ties go to the larger id (the newer entry), as inside every backend.
+    out.dense = sorted((c for p in parts for c in p.dense), key=_score_id, reverse=True)[:pool]
+    out.lexical = sorted((c for p in parts for c in p.lexical), key=_score_id, reverse=True)[:pool]
+    for p in parts:
+        out.entries.update(p.entries)
+        out.vectors.update(p.vectors)
+        out.neighbours.update(p.neighbours)
+    return out
+
+
+def _score_id(candidate: tuple[str, float]) -> tuple[float, str]:
+    return candidate[1], candidate[0]

@@ -6,10 +6,13 @@ the design documents::
 
     memory:
       level: persistent            # none | session | project | persistent
-      backend: sqlite              # sqlite | postgresql | inmemory (default: from the URL)
+      backend: sqlite              # sqlite | postgresql | inmemory | composite (default: URL)
       storage:
         url: ~/.memvault/memvault.db
         data_dir: null
+      composite:                   # only with backend: composite
+        routes: {working: "memory://"}   # category -> storage URL
+        default: null              # every other category (null: the storage URL above)
       options:
         retention_days: null       # null = forever
         max_memories_per_agent: 10000
@@ -37,10 +40,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memvault.errors import MemoryConfigError
-from memvault.models import DEFAULT_MAX_CONTENT_CHARS, ConsolidationInterval, MemoryLevel
+from memvault.models import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    ConsolidationInterval,
+    MemoryCategory,
+    MemoryLevel,
+)
 
 __all__ = [
+    "COMPOSITE_URL",
     "DEFAULT_DB_PATH",
+    "CompositeStorageConfig",
     "InjectionStrategyName",
     "MemoryOptionsConfig",
     "MemoryStorageConfig",
@@ -74,6 +84,23 @@ class MemoryStorageConfig(BaseModel):
     history_store: str | None = None
 
 
+COMPOSITE_URL = "composite://"
+"""The pseudo-URL of a composite store; its children come from ``memory.composite``."""
+
+
+class CompositeStorageConfig(BaseModel):
+    """Children of ``backend: composite``: a storage URL per routed category, and a default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    routes: dict[MemoryCategory, str] = Field(default_factory=dict)
+    default: str | None = None
+
+    def __hash__(self) -> int:
+        # Configurations are hashable values; the routes dict alone would make this one not.
+        return hash((tuple(sorted(self.routes.items())), self.default))
+
+
 class MemoryOptionsConfig(BaseModel):
     """Behaviour tuning of the memory store."""
 
@@ -101,8 +128,11 @@ class MemvaultConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     level: MemoryLevel = MemoryLevel.PERSISTENT
-    backend: str | None = Field(default=None, pattern="^(sqlite|postgresql|postgres|inmemory)$")
+    backend: str | None = Field(
+        default=None, pattern="^(sqlite|postgresql|postgres|inmemory|composite)$"
+    )
     storage: MemoryStorageConfig = Field(default_factory=MemoryStorageConfig)
+    composite: CompositeStorageConfig = Field(default_factory=CompositeStorageConfig)
     options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
     embedder: str = "default"
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
@@ -111,6 +141,8 @@ class MemvaultConfig(BaseModel):
         """The storage URL implied by level, backend, url and data_dir."""
         if self.level in (MemoryLevel.SESSION, MemoryLevel.NONE) or self.backend == "inmemory":
             return "memory://"
+        if self.backend == "composite":
+            return COMPOSITE_URL
         if self.storage.url:
             return self.storage.url
         if self.storage.data_dir:
@@ -118,6 +150,12 @@ class MemvaultConfig(BaseModel):
         if self.level is MemoryLevel.PROJECT:
             return PROJECT_DB_PATH
         return DEFAULT_DB_PATH
+
+    def composite_default_url(self) -> str:
+        """The default child of a composite store: ``composite.default``, else the storage URL."""
+        if self.composite.default:
+            return self.composite.default
+        return self.model_copy(update={"backend": None}).resolved_url()
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:

@@ -39,11 +39,12 @@ from memvault.models import (
     MemoryEntry,
     MemoryMetadata,
     MemoryQuery,
+    MemoryScope,
     MemoryStoreRequest,
     StoreStats,
     aware_utc,
 )
-from memvault.protocols import Embedder, MemoryStore
+from memvault.protocols import Embedder, MemoryStore, SharedMemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
@@ -357,6 +358,10 @@ class AsyncMemory:
 
         With ``explain=True`` every result's ``score`` holds the breakdown (dense, BM25, fused,
         recency, boost, final).
+
+        ``include_shared=True`` also searches the store's shared knowledge (:meth:`publish`, any
+        author, the agent's own publications included) and ranks it together with the agent's
+        memories; shared entries get no personal boost.
         """
         agent = check_agent(agent_id)
         if not isinstance(query, str) or not query.strip():
@@ -374,15 +379,16 @@ class AsyncMemory:
             min_relevance=min_relevance,
         )
         cfg = self._resolve_preset(preset)
-        backend = await self._ready()
-        if include_shared:
-            msg = f"the {backend.backend_name} backend has no shared knowledge store yet"
-            raise MemoryCapabilityError(msg)
-        results = await hybrid_search(backend, agent, q, cfg, now=utc_now())
+        backend = await self._shared_store() if include_shared else await self._ready()
+        results = await hybrid_search(
+            backend, agent, q, cfg, now=utc_now(), include_shared=include_shared
+        )
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]
-        if self._track_access and results:
-            await backend.record_access(agent, [r.id for r in results], utc_now())
+        # Only the agent's own private memories count accesses: shared rows are append-only.
+        private = [r.id for r in results if r.scope is MemoryScope.PRIVATE]
+        if self._track_access and private:
+            await backend.record_access(agent, private, utc_now())
         return results
 
     def _resolve_preset(self, preset: str | RetrievalConfig | None) -> RetrievalConfig:
@@ -483,6 +489,70 @@ class AsyncMemory:
             return await self.search(text, agent_id=agent_id, limit=limit, categories=cats)
 
         return ContextInjectionStrategy(search, config)
+
+    # -- shared knowledge -------------------------------------------------------------------------
+
+    async def _shared_store(self) -> SharedMemoryStore:
+        """The backend, if it keeps shared knowledge and the configuration allows it."""
+        if not self._config.options.shared_knowledge_base:
+            msg = "shared knowledge is disabled (memory.options.shared_knowledge_base: false)"
+            raise MemoryCapabilityError(msg)
+        backend = await self._ready()
+        if not isinstance(backend, SharedMemoryStore) or not backend.supports_shared_access:
+            msg = f"the {backend.backend_name} backend offers no shared knowledge"
+            raise MemoryCapabilityError(msg)
+        return backend
+
+    async def publish(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Publish knowledge every agent of this store can find; returns its id.
+
+        ``agent_id`` is the author: only the author can :meth:`retract` it. Shared knowledge is
+        append-only and every publish is audited.
+
+        Raises:
+            MemoryCapabilityError: shared knowledge is disabled or the backend lacks it.
+            MemoryValidationError: blank/oversized/NUL content, unknown category.
+        """
+        agent = check_agent(agent_id)
+        request = _request(content, category=category, tags=tags, metadata=metadata)
+        backend = await self._shared_store()
+        return await backend.publish(agent, request)
+
+    async def search_shared(
+        self, query: str, *, limit: int = 10, exclude_agent: str | None = None
+    ) -> builtins.list[MemoryEntry]:
+        """Search the shared knowledge of the whole store, best first, ``relevance_score`` set.
+
+        ``exclude_agent`` leaves out that author's entries (e.g. an agent's own publications).
+        """
+        exclude = None if exclude_agent is None else check_agent(exclude_agent)
+        if not isinstance(query, str) or not query.strip():
+            msg = "search query is empty"
+            raise MemoryValidationError(msg)
+        q = self._query(query, limit=limit)
+        backend = await self._shared_store()
+        results = await backend.search_shared(q, exclude_agent=exclude)
+        return [r.model_copy(update={"score": None}) for r in results]
+
+    async def retract(self, memory_id: str, *, agent_id: str) -> bool:
+        """Retract shared knowledge ``agent_id`` published: hidden from every search from now on,
+        but kept (``get`` by the author shows ``retracted_at``) and audited.
+
+        Returns False if the id is not a live shared entry of this author (absent, private,
+        another agent's, or already retracted).
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        backend = await self._shared_store()
+        return await backend.retract(agent, mid)
 
     # -- bulk -----------------------------------------------------------------------------------
 
@@ -826,6 +896,32 @@ class Memory:
     ) -> ContextInjectionStrategy:
         """An async :class:`ContextInjectionStrategy` over this store (use it from async code)."""
         return self._core.context_strategy(categories=categories, config=config)
+
+    def publish(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Publish shared knowledge (see :meth:`AsyncMemory.publish`)."""
+        return self._run(
+            self._core.publish(
+                content, agent_id=agent_id, category=category, tags=tags, metadata=metadata
+            )
+        )
+
+    def search_shared(
+        self, query: str, *, limit: int = 10, exclude_agent: str | None = None
+    ) -> builtins.list[MemoryEntry]:
+        """Search shared knowledge (see :meth:`AsyncMemory.search_shared`)."""
+        return self._run(self._core.search_shared(query, limit=limit, exclude_agent=exclude_agent))
+
+    def retract(self, memory_id: str, *, agent_id: str) -> bool:
+        """Retract shared knowledge (see :meth:`AsyncMemory.retract`)."""
+        return self._run(self._core.retract(memory_id, agent_id=agent_id))
 
     def export(
         self, path: str | Path | None = None, *, agent_id: str | None = None

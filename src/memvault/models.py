@@ -26,6 +26,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
+    "AuditRecord",
     "CandidateSet",
     "ChatMessage",
     "ConsolidationInterval",
@@ -253,6 +254,8 @@ class MemoryEntry(BaseModel):
     access_count: int = Field(default=0, ge=0)
     last_accessed_at: AwareDatetime | None = None
     scope: MemoryScope = MemoryScope.PRIVATE
+    retracted_at: AwareDatetime | None = None
+    """When the author retracted this shared entry (kept for the audit trail, never searched)."""
     relevance_score: float | None = None
     score: ScoreBreakdown | None = None
 
@@ -262,7 +265,9 @@ class MemoryEntry(BaseModel):
         return self.metadata.tags
 
     def is_live(self, now: datetime) -> bool:
-        """True if the entry is neither expired nor superseded at ``now``."""
+        """True if the entry is neither expired, superseded nor retracted at ``now``."""
+        if self.retracted_at is not None:
+            return False
         if self.expires_at is not None and self.expires_at <= now:
             return False
         return self.superseded_by is None and (self.valid_to is None or self.valid_to > now)
@@ -290,6 +295,7 @@ class MemoryEntry(BaseModel):
             "valid_to",
             "consolidated_at",
             "last_accessed_at",
+            "retracted_at",
         ):
             value = getattr(self, name)
             data[name] = value.isoformat() if value is not None else None
@@ -336,6 +342,7 @@ class MemoryEntry(BaseModel):
             access_count=data.get("access_count", 0),
             last_accessed_at=data.get("last_accessed_at"),
             scope=MemoryScope(data.get("scope", "private")),
+            retracted_at=data.get("retracted_at"),
         )
 
 
@@ -387,6 +394,10 @@ class MemoryQuery(BaseModel):
             return False
         if entry.expires_at is not None and entry.expires_at <= now:
             return False
+        if entry.retracted_at is not None:
+            # Retraction withdraws shared knowledge for good, as-of queries included: the row
+            # is kept only for the audit trail.
+            return False
         if self.as_of is not None:
             start = entry.valid_from or entry.created_at
             if start > self.as_of:
@@ -414,6 +425,25 @@ class CandidateSet:
     query_vector: Any = None
     vectors: dict[str, Any] = field(default_factory=dict)
     neighbours: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+
+
+class AuditRecord(BaseModel):
+    """One entry of a store's append-only audit log (``audit`` table).
+
+    ``actor`` did ``action`` (e.g. ``shared.publish``, ``shared.retract``); ``agent_id`` and
+    ``memory_id`` name the memory it concerns (its owner/author and id) when there is one;
+    ``details`` holds action-specific JSON values.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    at: AwareDatetime
+    actor: str
+    action: str
+    agent_id: str | None = None
+    memory_id: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
 
 
 class StoreStats(BaseModel):

@@ -9,7 +9,7 @@ listing and bulk operations. Every built-in backend implements all of them; the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memvault.models import (
+    AuditRecord,
     CandidateSet,
     ChatMessage,
     LLMResponse,
@@ -39,7 +40,9 @@ __all__ = [
     "MemoryCapabilities",
     "MemoryInjectionStrategy",
     "MemoryStore",
+    "RowTableStore",
     "SharedKnowledgeStore",
+    "SharedMemoryStore",
 ]
 
 Vectors = NDArray[np.float32]
@@ -273,6 +276,95 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
 
     async def stats(self) -> StoreStats:
         """Counts for ``memvault stats``."""
+        ...
+
+    # -- bulk transfer (``memvault migrate``) -------------------------------------------------
+
+    async def export_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of ``ids`` (of any agent), bit-exact; unknown ids are left out.
+
+        Each vector is a float32 array of shape ``(embedder.dimension,)``.
+        """
+        ...
+
+    async def import_with_vectors(
+        self, entries: Sequence[MemoryEntry], vectors: Mapping[str, Vectors]
+    ) -> int:
+        """Like :meth:`import_entries`, but store ``vectors[entry.id]`` as-is (no re-embedding).
+
+        The caller guarantees the vectors come from this store's embedding model; every entry
+        needs one of the embedder's dimension (MemoryValidationError otherwise). Existing ids
+        are skipped; returns how many were inserted. All or nothing.
+        """
+        ...
+
+    def export_in_storage_order(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
+        """Every stored entry (of one agent, or all) in the order the store inserted them.
+
+        Thread adjacency (context expansion) and score tie-breaks follow insertion order, so a
+        copy inserted in this order searches exactly like the original.
+        """
+        ...
+
+
+@runtime_checkable
+class RowTableStore(Protocol):
+    """Optional extra tables of a store (archive, audit ...) that ``memvault migrate`` copies.
+
+    Rows are JSON-compatible dicts (the same shape on every backend) with a unique key column,
+    so a copy is idempotent. Migration copies every table both stores name, after the memories.
+    """
+
+    def row_tables(self) -> Sequence[str]:
+        """Names of the extra tables this store has."""
+        ...
+
+    def export_rows(self, table: str) -> AsyncIterator[dict[str, Any]]:
+        """Every row of ``table`` in key order."""
+        ...
+
+    async def import_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert rows keeping their keys; rows whose key exists are skipped; returns inserted."""
+        ...
+
+    async def count_rows(self, table: str) -> int:
+        """Number of rows in ``table``."""
+        ...
+
+
+# -- shared knowledge ---------------------------------------------------------------------------
+
+
+@runtime_checkable
+class SharedMemoryStore(MemoryStore, SharedKnowledgeStore, Protocol):
+    """A :class:`MemoryStore` that also keeps the tenant's shared knowledge (every built-in one).
+
+    Shared entries are memories with ``scope=SHARED`` whose ``agent_id`` is their author. They
+    never appear in an agent's private reads (``search_candidates``, ``list_entries``, ``count``,
+    ``clear``, ``delete``); ``get`` by the author still returns them, retracted or not.
+    """
+
+    async def search_shared_candidates(
+        self,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
+        exclude_agent: str | None = None,
+    ) -> CandidateSet:
+        """Like :meth:`MemoryStore.search_candidates`, over live shared entries of any author.
+
+        ``exclude_agent`` leaves out one author's entries.
+        """
+        ...
+
+    async def audit_log(
+        self, *, memory_id: str | None = None, limit: int = 100
+    ) -> list[AuditRecord]:
+        """Audit records (of one memory, or all), oldest first, at most ``limit``."""
         ...
 
 

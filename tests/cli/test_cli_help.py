@@ -11,7 +11,10 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from memvault.cli.app import app
 
-COMMANDS = ["add", "search", "list", "get", "delete", "clear", "export", "import", "stats"]
+COMMANDS = [
+    *("add", "search", "list", "get", "delete", "clear", "export", "import", "stats"),
+    "migrate",
+]
 
 
 def _root(typer_app: typer.Typer) -> TyperGroup:

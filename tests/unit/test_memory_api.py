@@ -22,6 +22,7 @@ from memvault import (
     MemoryValidationError,
     MemvaultConfig,
 )
+from memvault.config import MemoryOptionsConfig
 from memvault.protocols import Embedder
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -288,10 +289,14 @@ def test_context_packs_within_budget(mem: Memory) -> None:
         mem.context("x", agent_id="a", token_budget=0)
 
 
-def test_include_shared_without_shared_store_is_a_capability_error(mem: Memory) -> None:
-    mem.add("x", agent_id="a")
-    with pytest.raises(MemoryCapabilityError):
-        mem.search("x", agent_id="a", include_shared=True)
+def test_include_shared_when_shared_knowledge_is_disabled_is_a_capability_error(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    cfg = MemvaultConfig(options=MemoryOptionsConfig(shared_knowledge_base=False))
+    with Memory(str(tmp_path / "m.db"), config=cfg, embedder=minilm) as m:
+        m.add("x", agent_id="a")
+        with pytest.raises(MemoryCapabilityError):
+            m.search("x", agent_id="a", include_shared=True)
 
 
 def test_closed_memory_refuses_work(tmp_path: Path, minilm: Embedder) -> None:

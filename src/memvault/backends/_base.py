@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,10 +31,12 @@ from memvault.errors import (
 )
 from memvault.models import (
     DEFAULT_MAX_CONTENT_CHARS,
+    AuditRecord,
     CandidateSet,
     MemoryCategory,
     MemoryEntry,
     MemoryQuery,
+    MemoryScope,
     MemoryStoreRequest,
     StoreStats,
     check_content,
@@ -47,8 +49,10 @@ from memvault.retrieval.text import query_terms
 from memvault.retrieval.threads import same_thread, thread_key
 
 __all__ = [
+    "SHARED_KEY",
     "BaseBackend",
     "Supersede",
+    "append_only_error",
     "check_agent",
     "check_id",
     "check_stored_model",
@@ -133,6 +137,16 @@ def check_stored_model(
         raise EmbeddingModelChangedError(msg, stored_model=stored_model, configured_model=model)
 
 
+SHARED_KEY = "\x00shared"
+"""Key of the shared scope where backends keep per-scope state keyed by agent id (e.g. SQLite's
+vector matrices). Agent ids cannot contain control characters, so it never names a real agent."""
+
+PUBLISH = "shared.publish"
+"""Audit action of :meth:`BaseBackend.publish`."""
+RETRACT = "shared.retract"
+"""Audit action of :meth:`BaseBackend.retract`."""
+
+
 @dataclass(frozen=True, slots=True)
 class Supersede:
     """Mark ``old_id`` as replaced by ``new_id`` from ``when`` on (in the insert's transaction)."""
@@ -146,6 +160,8 @@ class BaseBackend(ABC):
     """Shared behaviour of memvault's backends (see module docstring)."""
 
     backend_name: str = "base"
+    _implements_shared: bool = False
+    """True in subclasses that implement the shared-knowledge primitives (``_insert_shared``...)."""
 
     def __init__(
         self,
@@ -155,7 +171,9 @@ class BaseBackend(ABC):
         max_memories_per_agent: int | None = None,
         preset: RetrievalConfig | str = "default",
         clock: Callable[[], datetime] = utc_now,
+        shared_knowledge: bool = True,
     ) -> None:
+        self._shared_enabled = shared_knowledge
         self._embedder = embedder
         self._max_content_chars = max_content_chars
         self._max_per_agent = max_memories_per_agent
@@ -197,8 +215,8 @@ class BaseBackend(ABC):
 
     @property
     def supports_shared_access(self) -> bool:
-        """Shared knowledge is not implemented by this backend yet."""
-        return False
+        """True if this backend keeps shared knowledge and it is enabled (the default)."""
+        return self._implements_shared and self._shared_enabled
 
     @property
     def max_memories_per_agent(self) -> int | None:
@@ -231,7 +249,13 @@ class BaseBackend(ABC):
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def _new_entry(self, agent_id: str, request: MemoryStoreRequest, now: datetime) -> MemoryEntry:
+    def _new_entry(
+        self,
+        agent_id: str,
+        request: MemoryStoreRequest,
+        now: datetime,
+        scope: MemoryScope = MemoryScope.PRIVATE,
+    ) -> MemoryEntry:
         try:
             check_content(request.content, max_chars=self._max_content_chars)
         except ValueError as exc:
@@ -250,7 +274,7 @@ class BaseBackend(ABC):
             updated_at=now,
             expires_at=request.expires_at,
             valid_from=request.valid_from,
-            scope=request.scope,
+            scope=scope,
         )
 
     async def store(self, agent_id: str, request: MemoryStoreRequest) -> str:
@@ -263,13 +287,18 @@ class BaseBackend(ABC):
         self._require_connected()
         if not requests:
             return []
+        for r in requests:
+            if r.scope is not MemoryScope.PRIVATE:
+                # Shared knowledge is append-only and audited: it goes through publish().
+                msg = f"store() writes private memories; use publish() for scope {r.scope.value!r}"
+                raise MemoryValidationError(msg)
         now = self._clock()
         entries = [self._new_entry(agent, r, now) for r in requests]
         supersedes: list[Supersede] = []
         for req, entry in zip(requests, entries, strict=True):
             if req.supersedes is not None:
                 old = await self.get(agent, req.supersedes)
-                if old is None:
+                if old is None or old.scope is not MemoryScope.PRIVATE:
                     msg = f"cannot supersede {req.supersedes!r}: no such memory for this agent"
                     raise MemoryNotFoundError(msg)
                 supersedes.append(Supersede(req.supersedes, entry.id, entry.created_at))
@@ -316,12 +345,29 @@ class BaseBackend(ABC):
     # -- reads ----------------------------------------------------------------------------------
 
     async def retrieve(self, agent_id: str, query: MemoryQuery) -> tuple[MemoryEntry, ...]:
-        """Hybrid search with the backend's preset; without text, the newest matching entries."""
+        """Hybrid search with the backend's preset; without text, the newest matching entries.
+
+        ``query.include_shared`` adds the tenant's shared knowledge (ranked together with the
+        agent's memories, without the personal boost).
+        """
         agent = check_agent(agent_id)
         self._require_connected()
+        if query.include_shared:
+            self._require_shared()
         if not query.text or not query.text.strip():
-            return tuple(await self.list_entries(agent, query))
-        ranked = await hybrid_search(self, agent, query, self._preset, now=self._clock())
+            rows = await self.list_entries(agent, query)
+            if query.include_shared:
+                rows.extend(await self._list_shared(None, query, 0))
+                rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+            return tuple(rows[: query.limit])
+        ranked = await hybrid_search(
+            self,
+            agent,
+            query,
+            self._preset,
+            now=self._clock(),
+            include_shared=query.include_shared,
+        )
         return tuple(ranked)
 
     async def search_candidates(
@@ -369,6 +415,16 @@ class BaseBackend(ABC):
         fail the query's filters are skipped. Adjacency is insertion order per agent.
         """
         adjacent = await self._adjacent(agent_id, ids, hops)
+        self._attach_neighbours(query, cands, ids, adjacent)
+
+    def _attach_neighbours(
+        self,
+        query: MemoryQuery,
+        cands: CandidateSet,
+        ids: list[str],
+        adjacent: Mapping[str, tuple[list[MemoryEntry], list[MemoryEntry]]],
+    ) -> None:
+        """Record the thread neighbours of ``ids`` found in ``adjacent`` (see _add_neighbours)."""
         now = self._clock()
         for entry_id in ids:
             entry = cands.entries.get(entry_id)
@@ -456,6 +512,267 @@ class BaseBackend(ABC):
     async def stats(self) -> StoreStats:
         """Counts for ``memvault stats``."""
 
+    # -- bulk transfer (``memvault migrate``) ---------------------------------------------------
+
+    async def import_with_vectors(
+        self, entries: Sequence[MemoryEntry], vectors: Mapping[str, Vectors]
+    ) -> int:
+        """Insert entries with the given vectors (no embedding); existing ids are skipped.
+
+        Everything is validated before anything is written: content limits, and one finite
+        vector of this embedder's dimension per entry. The vectors are stored as-is, so the
+        caller must have checked they come from the same model (``migrate`` does).
+        """
+        self._require_connected()
+        if not entries:
+            return 0
+        dim = self._embedder.dimension
+        checked: dict[str, Vectors] = {}
+        for e in entries:
+            try:
+                check_content(e.content, max_chars=self._max_content_chars)
+            except ValueError as exc:
+                raise MemoryValidationError(f"memory {e.id}: {exc}") from None
+            raw = vectors.get(e.id)
+            if raw is None:
+                msg = f"memory {e.id}: no vector given"
+                raise MemoryValidationError(msg)
+            vec = np.asarray(raw, dtype=np.float32)
+            if vec.shape != (dim,):
+                msg = f"memory {e.id}: vector has shape {vec.shape}, expected ({dim},)"
+                raise MemoryValidationError(msg)
+            if not np.isfinite(vec).all():
+                msg = f"memory {e.id}: vector has NaN or infinite values"
+                raise MemoryValidationError(msg)
+            checked[e.id] = vec
+        existing = await self._existing_ids([e.id for e in entries])
+        fresh: list[MemoryEntry] = []
+        for e in entries:
+            if e.id in existing:
+                continue
+            existing.add(e.id)  # a repeated id in the input is inserted once
+            fresh.append(e.model_copy(update={"relevance_score": None, "score": None}))
+        if not fresh:
+            return 0
+        matrix = np.stack([checked[e.id] for e in fresh]).astype(np.float32, copy=False)
+        await self._insert(fresh, matrix, [])
+        return len(fresh)
+
+    @abstractmethod
+    async def export_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of ``ids`` (any agent), bit-exact; unknown ids are left out."""
+
+    @abstractmethod
+    def export_in_storage_order(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all) in insertion order."""
+
+    # -- shared knowledge (SharedKnowledgeStore) ------------------------------------------------
+    #
+    # Shared entries live beside private ones (same tables, same indexes, same ranking) with
+    # ``scope=SHARED`` and ``agent_id`` = their author. They are append-only: publish inserts,
+    # retract only marks the row (``retracted_at``) and never deletes it, and both write an
+    # audit record in the same transaction. Private reads never see them (scope filter).
+
+    def _require_shared(self) -> None:
+        if not self._implements_shared:
+            msg = f"the {self.backend_name} backend has no shared knowledge store"
+            raise MemoryCapabilityError(msg)
+        if not self._shared_enabled:
+            msg = "shared knowledge is disabled (memory.options.shared_knowledge_base: false)"
+            raise MemoryCapabilityError(msg)
+
+    async def publish(self, agent_id: str, request: MemoryStoreRequest) -> str:
+        """Publish ``request`` as shared knowledge authored by ``agent_id``; returns its id.
+
+        The entry is visible to every agent of this store (tenant) through
+        :meth:`search_shared` and ``include_shared`` searches. ``request.supersedes`` may name
+        one of the author's own live shared entries, which then ends where this one starts.
+
+        Raises:
+            MemoryCapabilityError: shared knowledge is disabled.
+            MemoryValidationError: bad content, or ``request.scope`` is ``org``.
+            MemoryNotFoundError: ``supersedes`` names no live shared entry of this author.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        self._require_shared()
+        if request.scope is MemoryScope.ORG:
+            msg = "organisation memory cannot be published as shared knowledge"
+            raise MemoryValidationError(msg)
+        now = self._clock()
+        entry = self._new_entry(agent, request, now, scope=MemoryScope.SHARED)
+        supersedes: list[Supersede] = []
+        details: dict[str, Any] = {"category": entry.category.value}
+        if request.supersedes is not None:
+            old = await self.get(agent, request.supersedes)
+            if old is None or old.scope is not MemoryScope.SHARED or old.retracted_at is not None:
+                msg = (
+                    f"cannot supersede {request.supersedes!r}: no live shared memory of this author"
+                )
+                raise MemoryNotFoundError(msg)
+            supersedes.append(Supersede(old.id, entry.id, entry.created_at))
+            details["supersedes"] = old.id
+        vectors = await self._embed([embedding_text(entry)])
+        record = AuditRecord(
+            id=new_id(),
+            at=now,
+            actor=agent,
+            action=PUBLISH,
+            agent_id=agent,
+            memory_id=entry.id,
+            details=details,
+        )
+        await self._insert_shared([entry], vectors, supersedes, [record])
+        logger.debug("memory.publish", extra={"agent_id": agent, "memory_id": entry.id})
+        return entry.id
+
+    async def search_shared(
+        self, query: MemoryQuery, *, exclude_agent: str | None = None
+    ) -> tuple[MemoryEntry, ...]:
+        """Search the shared knowledge of the whole store, best first (newest first without text).
+
+        Ranked with the backend's preset like private memories, but without personal boost.
+        ``exclude_agent`` leaves out that author's entries; retracted entries never appear.
+        """
+        exclude = None if exclude_agent is None else check_agent(exclude_agent)
+        self._require_connected()
+        self._require_shared()
+        if not query.text or not query.text.strip():
+            return tuple(await self._list_shared(exclude, query, 0))
+        ranked = await hybrid_search(
+            self,
+            None,
+            query,
+            self._preset,
+            now=self._clock(),
+            include_shared=True,
+            exclude_agent=exclude,
+        )
+        return tuple(ranked)
+
+    async def retract(self, agent_id: str, memory_id: str) -> bool:
+        """Retract a shared entry ``agent_id`` published: hidden from search, kept, audited.
+
+        Returns False (and changes nothing) if the id is not a live shared entry of this
+        author: absent, private, another author's, or already retracted.
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+        self._require_shared()
+        now = self._clock()
+        record = AuditRecord(
+            id=new_id(), at=now, actor=agent, action=RETRACT, agent_id=agent, memory_id=mid
+        )
+        retracted = await self._retract(agent, mid, now, record)
+        if retracted:
+            logger.debug("memory.retract", extra={"agent_id": agent, "memory_id": mid})
+        return retracted
+
+    async def search_shared_candidates(
+        self,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
+        exclude_agent: str | None = None,
+    ) -> CandidateSet:
+        """Like :meth:`search_candidates`, over the live shared entries of every author.
+
+        Thread neighbours are the shared entries stored just before and after a candidate
+        (entries of ``exclude_agent`` are skipped as if absent).
+        """
+        exclude = None if exclude_agent is None else check_agent(exclude_agent)
+        self._require_connected()
+        self._require_shared()
+        text = (query.text or "").strip()
+        if not text:
+            return CandidateSet()
+        qvec: Vectors | None = None
+        if dense:
+            qvec = np.asarray(
+                await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
+            )
+        words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
+        cands = await self._shared_candidates(exclude, query, qvec, words, pool, self._clock())
+        if neighbours > 0 and hops > 0 and cands.lexical:
+            top = [i for i, _ in cands.lexical[:neighbours]]
+            adjacent = await self._shared_adjacent(top, hops)
+            if exclude is not None:
+                adjacent = {
+                    i: (
+                        [e for e in before if e.agent_id != exclude],
+                        [e for e in after if e.agent_id != exclude],
+                    )
+                    for i, (before, after) in adjacent.items()
+                }
+            self._attach_neighbours(query, cands, top, adjacent)
+        return cands
+
+    async def audit_log(
+        self, *, memory_id: str | None = None, limit: int = 100
+    ) -> list[AuditRecord]:
+        """Audit records (of one memory, or all), oldest first, at most ``limit``."""
+        mid = None if memory_id is None else check_id(memory_id)
+        if limit < 1:
+            msg = "limit must be >= 1"
+            raise MemoryValidationError(msg)
+        self._require_connected()
+        return await self._audit_records(mid, limit)
+
+    # Storage primitives of shared knowledge. They are not abstract so that a backend without
+    # shared knowledge (``_implements_shared = False``) needs none of them.
+
+    async def _insert_shared(
+        self,
+        entries: Sequence[MemoryEntry],
+        vectors: Vectors,
+        supersedes: Sequence[Supersede],
+        audit: Sequence[AuditRecord],
+    ) -> None:
+        """Like ``_insert``, plus the audit records, all in one transaction."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
+    async def _shared_candidates(
+        self,
+        exclude_agent: str | None,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        """Like ``_candidates`` over live (unretracted) shared entries, minus one author's."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
+    async def _shared_adjacent(
+        self, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        """Like ``_adjacent`` in the insertion order of live shared entries (any author)."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
+    async def _list_shared(
+        self, exclude_agent: str | None, query: MemoryQuery, offset: int
+    ) -> list[MemoryEntry]:
+        """Live shared entries passing the filters, newest first, at most ``query.limit``."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
+    async def _retract(
+        self, agent_id: str, memory_id: str, when: datetime, record: AuditRecord
+    ) -> bool:
+        """Set ``retracted_at`` of the author's live shared entry and write ``record``, atomically.
+
+        False (nothing written) if there is no such entry.
+        """
+        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
+    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
+        """Audit records, oldest first (by time, then id)."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
 
 def model_error(exc: ValidationError) -> MemoryValidationError:
     """A one-line :class:`MemoryValidationError` from a pydantic error."""
@@ -463,6 +780,12 @@ def model_error(exc: ValidationError) -> MemoryValidationError:
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     return MemoryValidationError(f"{loc}: {msg}" if loc else msg)
+
+
+def append_only_error(memory_id: str) -> MemoryValidationError:
+    """The error for deleting a shared entry: shared knowledge is append-only."""
+    msg = f"memory {memory_id} is shared knowledge, which is append-only: retract it instead"
+    return MemoryValidationError(msg)
 
 
 def as_dict(value: Any) -> dict[str, Any]:

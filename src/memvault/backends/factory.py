@@ -1,7 +1,8 @@
 """Build a backend from a storage URL or a configuration.
 
 URL forms: a plain path or ``sqlite:///path.db`` (SQLite), ``memory://`` (in process),
-``postgresql://user@host/db`` (PostgreSQL, extra ``memvault[postgres]``).
+``postgresql://user@host/db`` (PostgreSQL, extra ``memvault[postgres]``), ``composite://``
+(children by category from ``memory.composite`` in the configuration).
 """
 
 from __future__ import annotations
@@ -9,18 +10,25 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
-from memvault.backends._base import BaseBackend
-from memvault.config import MemvaultConfig
+from memvault.config import COMPOSITE_URL, MemvaultConfig
 from memvault.errors import MemoryConfigError
 from memvault.models import MemoryLevel
-from memvault.protocols import Embedder
+from memvault.protocols import Embedder, MemoryStore
 
-__all__ = ["create_memory_backend", "open_backend", "parse_url"]
+__all__ = [
+    "check_tenant",
+    "create_memory_backend",
+    "open_backend",
+    "parse_url",
+    "tenant_schema",
+    "tenant_slug",
+]
 
 
 def parse_url(url: str) -> tuple[str, str]:
-    """Split a storage URL into ``(kind, target)``: kind is sqlite, memory or postgresql.
+    """Split a storage URL into ``(kind, target)``: sqlite, memory, postgresql or composite.
 
     Raises:
         MemoryConfigError: an unknown scheme (http URLs are for the remote client).
@@ -31,6 +39,8 @@ def parse_url(url: str) -> tuple[str, str]:
         raise MemoryConfigError(msg)
     if text in ("memory://", "memory:", ":memory:") or text.startswith("memory://"):
         return "memory", ""
+    if text == COMPOSITE_URL:
+        return "composite", ""
     if text.startswith("sqlite:///"):
         # sqlite:///rel.db is relative, sqlite:////abs/path.db absolute (as in SQLAlchemy).
         return "sqlite", text[len("sqlite:///") :]
@@ -54,8 +64,12 @@ def open_backend(
     embedder: Embedder | None = None,
     config: MemvaultConfig | None = None,
     **kwargs: Any,
-) -> BaseBackend:
-    """A (not yet connected) backend for ``url``; the default embedder unless one is given."""
+) -> MemoryStore:
+    """A (not yet connected) backend for ``url``; the default embedder unless one is given.
+
+    ``composite://`` builds a :class:`~memvault.backends.composite.CompositeBackend` from
+    ``config.composite``; its children share one embedder (and ``kwargs``).
+    """
     cfg = config or MemvaultConfig()
     if embedder is None:
         from memvault.embeddings import create_embedder
@@ -65,9 +79,12 @@ def open_backend(
         "max_content_chars": cfg.options.max_content_chars,
         "max_memories_per_agent": cfg.options.max_memories_per_agent,
         "preset": cfg.retrieval.preset,
+        "shared_knowledge": cfg.options.shared_knowledge_base,
     }
     opts.update(kwargs)
     kind, target = parse_url(url)
+    if kind == "composite":
+        return _open_composite(cfg, embedder, kwargs)
     if kind == "memory":
         from memvault.backends.inmemory import InMemoryBackend
 
@@ -87,26 +104,139 @@ def open_backend(
 
 def create_memory_backend(
     config: MemvaultConfig, *, embedder: Embedder | None = None, tenant: str | None = None
-) -> BaseBackend:
+) -> MemoryStore:
     """An isolated backend for one company (tenant) built from ``config``.
 
     With ``tenant`` set, a SQLite store lives in its own file next to the configured one
-    (``<name>.<tenant>.db``), so no two tenants ever share a file.
+    (``<name>.<tenant slug>.db``, see :func:`tenant_slug`) and a PostgreSQL store in its own
+    schema (:func:`tenant_schema`), so no two tenants ever share a file or a schema; an
+    in-memory store is a fresh object anyway. Shared knowledge is per store, hence per tenant.
+
+    Raises:
+        MemoryConfigError: level ``none``, or an invalid tenant name (:func:`check_tenant`).
     """
     if config.level is MemoryLevel.NONE:
         msg = "memory level 'none' stores nothing: no backend to create"
         raise MemoryConfigError(msg)
     url = config.resolved_url()
     if tenant is not None:
-        from memvault.backends._base import check_agent
-
-        tenant = check_agent(tenant)
-        kind, target = parse_url(url)
-        if kind == "sqlite":
-            p = Path(target).expanduser()
-            safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in tenant)
-            if safe != tenant:
-                # Distinct tenant names must never map to one file ("a/b" vs "a_b").
-                safe += "-" + hashlib.sha256(tenant.encode()).hexdigest()[:10]
-            url = str(p.with_name(f"{p.stem}.{safe}{p.suffix or '.db'}"))
+        tenant = check_tenant(tenant)
+        if parse_url(url)[0] == "composite":
+            # Every child gets the tenant treatment a plain store of its URL would get.
+            comp = config.composite
+            config = config.model_copy(
+                update={
+                    "composite": comp.model_copy(
+                        update={
+                            "default": _tenant_url(config.composite_default_url(), tenant),
+                            "routes": {c: _tenant_url(u, tenant) for c, u in comp.routes.items()},
+                        }
+                    )
+                }
+            )
+        url = _tenant_url(url, tenant)
     return open_backend(url, embedder=embedder, config=config)
+
+
+def _tenant_url(url: str, tenant: str) -> str:
+    """``url`` for one tenant: its own SQLite file or PostgreSQL schema (memory:// is fresh)."""
+    kind, target = parse_url(url)
+    if kind == "postgresql":
+        return _tenant_postgres_url(target, tenant)
+    if kind != "sqlite":
+        return url
+    p = Path(target).expanduser()
+    return str(p.with_name(f"{p.stem}.{tenant_slug(tenant)}{p.suffix or '.db'}"))
+
+
+# -- tenants --------------------------------------------------------------------------------------
+
+_TENANT_MAX_CHARS = 100
+_SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def check_tenant(tenant: str) -> str:
+    """``tenant`` stripped, if it can name a tenant: 1-100 printable characters.
+
+    Raises:
+        MemoryConfigError: not a string, blank, too long, or with control characters.
+    """
+    if not isinstance(tenant, str):
+        msg = f"tenant must be a string, got {type(tenant).__name__}"
+        raise MemoryConfigError(msg)
+    name = tenant.strip()
+    if not name or len(name) > _TENANT_MAX_CHARS or not name.isprintable():
+        msg = f"invalid tenant {tenant!r}: use 1-{_TENANT_MAX_CHARS} printable characters"
+        raise MemoryConfigError(msg)
+    return name
+
+
+def _tenant_hash(tenant: str) -> str:
+    return hashlib.sha256(tenant.encode()).hexdigest()[:10]
+
+
+def tenant_slug(tenant: str) -> str:
+    """The file-name part of a tenant: the name itself if it is lowercase ASCII letters, digits,
+    ``-`` and ``_``; otherwise those characters of it plus ``.`` and a hash of the exact name.
+
+    Distinct tenants never share a slug: hashed slugs contain a ``.``, which plain ones cannot,
+    and the hash separates names that clean up alike ("a/b" and "a_b"), or that differ only in
+    case, which a case-insensitive file system (macOS, Windows) would otherwise merge.
+    """
+    if set(tenant) <= _SAFE_CHARS:
+        return tenant
+    clean = "".join(ch if ch in _SAFE_CHARS else "_" for ch in tenant.lower())[:40]
+    return f"{clean}.{_tenant_hash(tenant)}"
+
+
+def tenant_schema(tenant: str, base: str | None = None) -> str:
+    """The PostgreSQL schema of a tenant: ``<base or t>_<cleaned name>_<hash of the name>``.
+
+    Always hashed (so never shared by two tenants), lowercase (no quoting surprises) and at most
+    63 bytes (PostgreSQL would truncate longer names).
+    """
+    prefix = base if base is not None else "t"
+    budget = 63 - len(prefix.encode()) - 12  # two underscores and ten hex digits
+    if budget < 1:
+        msg = f"PostgreSQL schema {prefix!r} is too long to derive tenant schemas from"
+        raise MemoryConfigError(msg)
+    clean = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in tenant.lower())
+    return f"{prefix}_{clean[:budget]}_{_tenant_hash(tenant)}"
+
+
+def _tenant_postgres_url(url: str, tenant: str) -> str:
+    # parse_url only calls postgresql:// URLs PostgreSQL, so there is a query string to edit.
+    from memvault.backends.postgres._dsn import parse_dsn
+
+    schema = tenant_schema(tenant, parse_dsn(url).schema)
+    head, _, query = url.strip().partition("?")
+    # Edited piece by piece, as parse_dsn reads it: any schema= of the URL is the base, replaced.
+    kept = [p for p in query.split("&") if p and unquote(p.partition("=")[0]) != "schema"]
+    kept.append(f"schema={quote(schema, safe='')}")
+    return f"{head}?{'&'.join(kept)}"
+
+
+# -- composite ------------------------------------------------------------------------------------
+
+
+def _open_composite(cfg: MemvaultConfig, embedder: Embedder, kwargs: dict[str, Any]) -> MemoryStore:
+    """The composite store ``cfg.composite`` describes (children opened with ``open_backend``)."""
+    from memvault.backends.composite import CompositeBackend
+
+    children: dict[str, MemoryStore] = {}
+
+    def child(url: str, role: str) -> MemoryStore:
+        kind, _ = parse_url(url)
+        if kind == "composite":
+            msg = f"memory.composite.{role}: a composite store cannot contain {COMPOSITE_URL}"
+            raise MemoryConfigError(msg)
+        # One store per URL: two categories routed to the same URL share one child (two
+        # objects on one SQLite file would work, but two memory:// objects would not share).
+        key = "memory://" if kind == "memory" else url.strip()
+        if key not in children:
+            children[key] = open_backend(key, embedder=embedder, config=cfg, **kwargs)
+        return children[key]
+
+    default = child(cfg.composite_default_url(), "default")
+    routes = {cat: child(u, f"routes.{cat.value}") for cat, u in cfg.composite.routes.items()}
+    return CompositeBackend(routes, default, preset=kwargs.get("preset", cfg.retrieval.preset))

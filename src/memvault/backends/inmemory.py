@@ -2,6 +2,8 @@
 
 Nothing is persisted. BM25 uses the same terms and formula as SQLite's FTS5 (collection
 statistics over the whole store), so rankings agree with the SQLite backend on the same data.
+Shared knowledge lives in the same dictionaries with ``scope=SHARED``; every private read filters
+on the scope.
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ from memvault.backends._base import (
     BaseBackend,
     Supersede,
     Vectors,
+    append_only_error,
     check_agent,
     check_id,
     lexical_text,
 )
-from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryQuery, StoreStats
+from memvault.models import (
+    AuditRecord,
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryScope,
+    StoreStats,
+)
 from memvault.retrieval.bm25 import bm25_scores
 from memvault.retrieval.text import tokenize
 
@@ -33,6 +44,7 @@ class InMemoryBackend(BaseBackend):
     """Memories in dictionaries; vectors in a dict of numpy arrays."""
 
     backend_name = "inmemory"
+    _implements_shared = True
 
     def __init__(self, embedder: Any, **kwargs: Any) -> None:
         super().__init__(embedder, **kwargs)
@@ -43,6 +55,9 @@ class InMemoryBackend(BaseBackend):
         self._doc_freq: Counter[str] = Counter()
         self._total_len = 0
         self._order: dict[str, list[str]] = {}
+        # Insertion order of the live shared entries (thread adjacency of shared search).
+        self._shared_order: list[str] = []
+        self._audit: list[AuditRecord] = []
         self._lock = asyncio.Lock()
 
     @property
@@ -72,11 +87,14 @@ class InMemoryBackend(BaseBackend):
         self._lengths[entry.id] = sum(terms.values())
         self._doc_freq.update(terms.keys())
         self._total_len += self._lengths[entry.id]
-        self._order.setdefault(entry.agent_id, []).append(entry.id)
+        if entry.scope is MemoryScope.PRIVATE:
+            self._order.setdefault(entry.agent_id, []).append(entry.id)
+        elif entry.scope is MemoryScope.SHARED and entry.retracted_at is None:
+            self._shared_order.append(entry.id)
 
     def _unindex(self, entry_id: str) -> None:
         entry = self._entries.pop(entry_id, None)
-        if entry is not None:
+        if entry is not None and entry.scope is MemoryScope.PRIVATE:
             self._order[entry.agent_id].remove(entry_id)
         self._vectors.pop(entry_id, None)
         terms = self._terms.pop(entry_id, Counter())
@@ -88,14 +106,20 @@ class InMemoryBackend(BaseBackend):
         self, entries: Sequence[MemoryEntry], vectors: Vectors, supersedes: Sequence[Supersede]
     ) -> None:
         async with self._lock:
-            for entry, vector in zip(entries, vectors, strict=True):
-                self._index(entry, np.array(vector, dtype=np.float32))
-            for s in supersedes:
-                old = self._entries.get(s.old_id)
-                if old is not None:
-                    self._entries[s.old_id] = old.model_copy(
-                        update={"valid_to": s.when, "superseded_by": s.new_id}
-                    )
+            self._apply_insert(entries, vectors, supersedes)
+
+    def _apply_insert(
+        self, entries: Sequence[MemoryEntry], vectors: Vectors, supersedes: Sequence[Supersede]
+    ) -> None:
+        # No await inside: a concurrent search sees all of the insert or none of it.
+        for entry, vector in zip(entries, vectors, strict=True):
+            self._index(entry, np.array(vector, dtype=np.float32))
+        for s in supersedes:
+            old = self._entries.get(s.old_id)
+            if old is not None:
+                self._entries[s.old_id] = old.model_copy(
+                    update={"valid_to": s.when, "superseded_by": s.new_id}
+                )
 
     async def _existing_ids(self, ids: Sequence[str]) -> set[str]:
         return {i for i in ids if i in self._entries}
@@ -109,6 +133,8 @@ class InMemoryBackend(BaseBackend):
             entry = self._entries.get(mid)
             if entry is None or entry.agent_id != agent:
                 return False
+            if entry.scope is not MemoryScope.PRIVATE:
+                raise append_only_error(mid)
             self._unindex(mid)
             return True
 
@@ -120,7 +146,9 @@ class InMemoryBackend(BaseBackend):
             doomed = [
                 e.id
                 for e in self._entries.values()
-                if e.agent_id == agent and (category is None or e.category is category)
+                if e.agent_id == agent
+                and e.scope is MemoryScope.PRIVATE
+                and (category is None or e.category is category)
             ]
             for entry_id in doomed:
                 self._unindex(entry_id)
@@ -154,12 +182,16 @@ class InMemoryBackend(BaseBackend):
         return sum(
             1
             for e in self._entries.values()
-            if e.agent_id == agent and (category is None or e.category is category)
+            if e.agent_id == agent
+            and e.scope is MemoryScope.PRIVATE
+            and (category is None or e.category is category)
         )
 
     def _matching(self, agent_id: str, query: MemoryQuery, now: datetime) -> list[MemoryEntry]:
         return [
-            e for e in self._entries.values() if e.agent_id == agent_id and query.matches(e, now)
+            e
+            for e in self._entries.values()
+            if e.agent_id == agent_id and e.scope is MemoryScope.PRIVATE and query.matches(e, now)
         ]
 
     async def list_entries(
@@ -181,7 +213,12 @@ class InMemoryBackend(BaseBackend):
         pool: int,
         now: datetime,
     ) -> CandidateSet:
-        live = self._matching(agent_id, query, now)
+        return self._search_live(self._matching(agent_id, query, now), vector, terms, pool)
+
+    def _search_live(
+        self, live: list[MemoryEntry], vector: Vectors | None, terms: list[str], pool: int
+    ) -> CandidateSet:
+        """Dense and BM25 top ``pool`` among ``live`` (BM25 statistics of the whole store)."""
         cands = CandidateSet(query_vector=vector)
         if vector is not None and live:
             matrix = np.stack([self._vectors[e.id] for e in live])
@@ -246,3 +283,105 @@ class InMemoryBackend(BaseBackend):
             embedding_model=self._embedder.model_id,
             dimension=self._embedder.dimension,
         )
+
+    # -- bulk transfer (``memvault migrate``) ---------------------------------------------------
+
+    async def export_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """Copies of the stored vectors of ``ids`` (any agent); unknown ids are left out."""
+        self._require_connected()
+        return {i: self._vectors[i].copy() for i in dict.fromkeys(ids) if i in self._vectors}
+
+    async def export_in_storage_order(
+        self, agent_id: str | None = None
+    ) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all) in insertion order.
+
+        ``_entries`` is a dict, so it keeps insertion order; updates in place (supersession,
+        access counts) do not move an entry.
+        """
+        agent = check_agent(agent_id) if agent_id is not None else None
+        self._require_connected()
+        rows = [e for e in self._entries.values() if agent is None or e.agent_id == agent]
+        for e in rows:
+            yield e
+
+    # -- shared knowledge -----------------------------------------------------------------------
+
+    def _live_shared(self, exclude_agent: str | None) -> list[MemoryEntry]:
+        return [
+            e
+            for e in self._entries.values()
+            if e.scope is MemoryScope.SHARED
+            and e.retracted_at is None
+            and e.agent_id != exclude_agent
+        ]
+
+    async def _insert_shared(
+        self,
+        entries: Sequence[MemoryEntry],
+        vectors: Vectors,
+        supersedes: Sequence[Supersede],
+        audit: Sequence[AuditRecord],
+    ) -> None:
+        async with self._lock:
+            self._apply_insert(entries, vectors, supersedes)
+            self._audit.extend(audit)
+
+    async def _shared_candidates(
+        self,
+        exclude_agent: str | None,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        live = [e for e in self._live_shared(exclude_agent) if query.matches(e, now)]
+        return self._search_live(live, vector, terms, pool)
+
+    async def _shared_adjacent(
+        self, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        order = self._shared_order
+        position = {entry_id: i for i, entry_id in enumerate(order)}
+        out: dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]] = {}
+        for entry_id in ids:
+            i = position.get(entry_id)
+            if i is None:
+                continue
+            before = [self._entries[order[j]] for j in range(i - 1, max(i - 1 - hops, -1), -1)]
+            after = [self._entries[order[j]] for j in range(i + 1, min(i + 1 + hops, len(order)))]
+            out[entry_id] = (before, after)
+        return out
+
+    async def _list_shared(
+        self, exclude_agent: str | None, query: MemoryQuery, offset: int
+    ) -> list[MemoryEntry]:
+        now = self._clock()
+        rows = [e for e in self._live_shared(exclude_agent) if query.matches(e, now)]
+        rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+        return rows[offset : offset + query.limit]
+
+    async def _retract(
+        self, agent_id: str, memory_id: str, when: datetime, record: AuditRecord
+    ) -> bool:
+        async with self._lock:
+            entry = self._entries.get(memory_id)
+            if (
+                entry is None
+                or entry.agent_id != agent_id
+                or entry.scope is not MemoryScope.SHARED
+                or entry.retracted_at is not None
+            ):
+                return False
+            self._entries[memory_id] = entry.model_copy(
+                update={"retracted_at": when, "updated_at": when}
+            )
+            self._shared_order.remove(memory_id)
+            self._audit.append(record)
+            return True
+
+    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
+        rows = [r for r in self._audit if memory_id is None or r.memory_id == memory_id]
+        rows.sort(key=lambda r: (r.at, r.id))
+        return rows[:limit]

@@ -13,7 +13,7 @@ import typer
 from typer.exceptions import TyperException
 
 import memvault.cli.bench as bench
-from memvault.cli import memories, transfer
+from memvault.cli import memories, migrate, transfer
 from memvault.cli._common import close_memory, err_console, state
 from memvault.errors import MemoryError
 
@@ -48,6 +48,7 @@ def _global(
 
 memories.register(app)
 transfer.register(app)
+migrate.register(app)
 bench.register(app)
 
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memvault.errors import (
@@ -32,15 +33,24 @@ from memvault.models import (
     MemoryEntry,
     MemoryMetadata,
     MemoryQuery,
+    MemoryScope,
     MemoryStoreRequest,
 )
-from memvault.protocols import Embedder, MemoryBackend, MemoryCapabilities, MemoryStore
+from memvault.protocols import (
+    Embedder,
+    MemoryBackend,
+    MemoryCapabilities,
+    MemoryStore,
+    SharedKnowledgeStore,
+    SharedMemoryStore,
+)
 
-__all__ = ["BackendContract", "BackendFactory", "NeighbourContract"]
+__all__ = ["BackendContract", "BackendFactory", "NeighbourContract", "SharedKnowledgeContract"]
 
 BackendFactory = Callable[[Embedder], MemoryStore]
 
 T0 = datetime(2025, 1, 15, 9, 30, 0, 123456, tzinfo=UTC)
+DAY = timedelta(days=1)
 
 CORPUS = [
     ("The user prefers Litestar over Flask for new web services.", MemoryCategory.SEMANTIC),
@@ -114,7 +124,247 @@ class NeighbourContract:
         assert "Pestana" in " ".join(h.content for h in hits)
 
 
-class BackendContract(NeighbourContract):
+SHARED_FACTS = [
+    ("Deploys to production need a green canary for 30 minutes.", MemoryCategory.PROCEDURAL),
+    ("The billing service is written in Go and owned by team Atlas.", MemoryCategory.SEMANTIC),
+    ("Customer Globex wants every invoice in euros.", MemoryCategory.SOCIAL),
+]
+UNKNOWN_ID = "01900000-0000-7000-8000-000000000000"
+
+
+def _shared(backend: MemoryStore) -> SharedMemoryStore:
+    """``backend`` as a shared-knowledge store; the test is skipped if it offers none."""
+    if not backend.supports_shared_access:
+        pytest.skip("the backend does not offer shared knowledge (supports_shared_access)")
+    assert isinstance(backend, SharedMemoryStore), (
+        "supports_shared_access is True, but the backend does not implement SharedMemoryStore"
+    )
+    return backend
+
+
+class SharedKnowledgeContract:
+    """Shared knowledge (:class:`~memvault.protocols.SharedKnowledgeStore`), part of
+    :class:`BackendContract`: publish/search/retract, append-only rows with an audit trail,
+    and no leak between private and shared scopes."""
+
+    async def test_shared_access_flag_matches_the_protocol(self, backend: MemoryStore) -> None:
+        # Optional capability (the design documents: not every backend needs it), but the flag
+        # must tell the truth: callers check it before they publish.
+        if backend.supports_shared_access:
+            assert isinstance(backend, SharedKnowledgeStore)
+            assert isinstance(backend, SharedMemoryStore)
+
+    async def test_published_knowledge_is_found_by_shared_search(
+        self, backend: MemoryStore
+    ) -> None:
+        store = _shared(backend)
+        ids = [await store.publish("author", req(text, cat)) for text, cat in SHARED_FACTS]
+        hits = await store.search_shared(MemoryQuery(text="how do we deploy to production?"))
+        assert hits
+        top = hits[0]
+        assert top.id == ids[0]
+        assert top.scope is MemoryScope.SHARED
+        assert top.agent_id == "author"
+        assert (top.content, top.category) == SHARED_FACTS[0]
+        assert top.retracted_at is None
+        assert top.relevance_score is not None
+        newest_first = await store.search_shared(MemoryQuery(limit=10))
+        assert [e.id for e in newest_first] == list(reversed(ids))
+        published = await store.audit_log(memory_id=ids[0])
+        assert [(r.action, r.actor, r.agent_id) for r in published] == [
+            ("shared.publish", "author", "author")
+        ]
+        assert published[0].details["category"] == SHARED_FACTS[0][1].value
+
+    async def test_exclude_agent_leaves_out_one_author(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        alice = await store.publish("alice", req("The staging cluster runs in eu-west-1."))
+        bob = await store.publish("bob", req("The staging cluster is rebuilt every Monday."))
+        q = MemoryQuery(text="staging cluster", limit=20)
+        assert {h.id for h in await store.search_shared(q)} == {alice, bob}
+        assert [h.id for h in await store.search_shared(q, exclude_agent="alice")] == [bob]
+        listed = await store.search_shared(MemoryQuery(limit=20), exclude_agent="bob")
+        assert [e.id for e in listed] == [alice]
+        cands = await store.search_shared_candidates(
+            q, pool=20, neighbours=5, hops=2, exclude_agent="alice"
+        )
+        assert set(cands.entries) == {bob}
+
+    async def test_private_and_shared_never_mix(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        mine_a = await store.store("agent-a", req("Secret: the vault code is 4471."))
+        mine_b = await store.store("agent-b", req("Secret: the vault code is 9902."))
+        public = await store.publish("agent-a", req("Everyone: the vault is in room 12."))
+        q = MemoryQuery(text="vault code room", limit=50)
+        assert [h.id for h in await store.search_shared(q)] == [public]
+        assert [e.id for e in await store.search_shared(MemoryQuery(limit=50))] == [public]
+        cands = await store.search_shared_candidates(q, pool=50, neighbours=5, hops=2)
+        assert set(cands.entries) == {public}
+        for agent, own in (("agent-a", mine_a), ("agent-b", mine_b)):
+            # A private search returns the agent's private entries only: not another agent's,
+            # and not shared knowledge (the author's own publications included).
+            assert [h.id for h in await store.retrieve(agent, q)] == [own]
+            cands = await store.search_candidates(agent, q, pool=50, neighbours=5, hops=2)
+            assert set(cands.entries) == {own}
+            listed = await store.list_entries(agent, MemoryQuery(limit=100))
+            assert [e.id for e in listed] == [own]
+            assert await store.count(agent) == 1
+        assert await store.get("agent-b", mine_a) is None
+        assert await store.get("agent-b", public) is None
+        authored = await store.get("agent-a", public)
+        assert authored is not None
+        assert authored.scope is MemoryScope.SHARED
+
+    async def test_include_shared_merges_shared_knowledge(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        own = await store.store("agent-b", req("Agent b noted that the vault code changed."))
+        public = await store.publish("agent-a", req("Everyone: the vault is in room 12."))
+        await store.store("agent-a", req("Secret: the vault code is 4471."))
+        q = MemoryQuery(text="vault", limit=10, include_shared=True)
+        hits = await store.retrieve("agent-b", q)
+        assert {h.id for h in hits} == {own, public}
+        scores = [h.relevance_score or 0.0 for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        shared_hit = next(h for h in hits if h.id == public)
+        assert shared_hit.score is not None
+        assert shared_hit.score.boost == 0.0
+        assert len(await store.retrieve("agent-b", q.model_copy(update={"limit": 1}))) == 1
+        listed = await store.retrieve("agent-b", MemoryQuery(limit=10, include_shared=True))
+        assert [e.id for e in listed] == [public, own]
+        private_only = await store.retrieve("agent-b", MemoryQuery(text="vault", limit=10))
+        assert [h.id for h in private_only] == [own]
+
+    async def test_retract_by_author_hides_keeps_and_audits(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        keep = await store.publish("alice", req("The on-call rota rotates on Tuesdays."))
+        gone = await store.publish("alice", req("The on-call phone number is 555-0100."))
+        private = await store.store("alice", req("My own on-call notes."))
+        q = MemoryQuery(text="on-call phone number rota", limit=20)
+        assert gone in {h.id for h in await store.search_shared(q)}
+        assert not await store.retract("bob", gone)  # only the author may retract
+        assert not await store.retract("alice", UNKNOWN_ID)
+        assert not await store.retract("alice", private)  # not shared knowledge
+        assert await store.retract("alice", gone)
+        assert not await store.retract("alice", gone)  # already retracted
+        assert [h.id for h in await store.search_shared(q)] == [keep]
+        everything = await store.search_shared(MemoryQuery(limit=100))
+        assert [e.id for e in everything] == [keep]
+        for variant in (
+            q.model_copy(update={"include_superseded": True}),
+            q.model_copy(update={"as_of": datetime.now(UTC) - timedelta(seconds=1)}),
+        ):
+            assert gone not in {h.id for h in await store.search_shared(variant)}
+        cands = await store.search_shared_candidates(q, pool=20, neighbours=5, hops=2)
+        assert gone not in cands.entries
+        merged = await store.retrieve("carol", q.model_copy(update={"include_shared": True}))
+        assert [h.id for h in merged] == [keep]
+        kept = await store.get("alice", gone)  # the row stays, marked, for the author
+        assert kept is not None
+        assert kept.content == "The on-call phone number is 555-0100."
+        assert kept.retracted_at is not None
+        assert not kept.is_live(datetime.now(UTC))
+        trail = await store.audit_log(memory_id=gone)
+        assert [(r.action, r.actor, r.agent_id, r.memory_id) for r in trail] == [
+            ("shared.publish", "alice", "alice", gone),
+            ("shared.retract", "alice", "alice", gone),
+        ]
+        assert trail[1].at == kept.retracted_at
+        assert {r.memory_id for r in await store.audit_log()} == {keep, gone}
+        assert await store.audit_log(memory_id=private) == []
+
+    async def test_shared_knowledge_is_append_only(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        public = await store.publish("alice", req("Shared: builds run on Buildkite."))
+        private = await store.store("alice", req("Private: builds are slow."))
+        with pytest.raises(MemoryValidationError, match="append-only"):
+            await store.delete("alice", public)
+        assert not await store.delete("bob", public)
+        assert await store.count("alice") == 1
+        assert await store.clear("alice") == 1
+        assert await store.get("alice", private) is None
+        with pytest.raises(MemoryValidationError, match="publish"):
+            await store.store("alice", req("sneaky", scope=MemoryScope.SHARED))
+        assert [e.id for e in await store.search_shared(MemoryQuery(limit=10))] == [public]
+        assert [h.id for h in await store.search_shared(MemoryQuery(text="builds"))] == [public]
+
+    async def test_publish_supersedes_only_own_shared_knowledge(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        old = await store.publish("alice", req("The release train leaves on Thursdays."))
+        theirs = await store.publish("bob", req("Bob's notes on the release train."))
+        private = await store.store("alice", req("Private notes on the release train."))
+        for target in (theirs, private, UNKNOWN_ID):
+            with pytest.raises(MemoryNotFoundError):
+                await store.publish("alice", req("never stored", supersedes=target))
+        with pytest.raises(MemoryNotFoundError):
+            await store.store("alice", req("never stored", supersedes=old))
+        assert {e.id for e in await store.search_shared(MemoryQuery(limit=10))} == {old, theirs}
+        new = await store.publish(
+            "alice", req("The release train leaves on Fridays now.", supersedes=old)
+        )
+        ids = {h.id for h in await store.search_shared(MemoryQuery(text="release train day"))}
+        assert new in ids
+        assert old not in ids
+        replaced = await store.get("alice", old)
+        assert replaced is not None
+        assert replaced.superseded_by == new
+        trail = await store.audit_log(memory_id=new)
+        assert trail[0].details["supersedes"] == old
+
+    async def test_concurrent_publish_and_search_see_whole_entries(
+        self, backend: MemoryStore
+    ) -> None:
+        store = _shared(backend)
+        meta = MemoryMetadata(tags=("runbook",), extra={"team": "ingest"})
+        texts = [f"Runbook step {i}: restart the ingest workers in zone {i}." for i in range(8)]
+        q = MemoryQuery(text="restart the ingest workers", tags=("runbook",), limit=20)
+        problems: list[str] = []
+        published: dict[str, str] = {}
+
+        async def writer(i: int, text: str) -> None:
+            published[await store.publish(f"agent-{i % 3}", req(text, metadata=meta))] = text
+
+        async def reader() -> None:
+            for _ in range(12):
+                for hit in await store.search_shared(q):
+                    # Visible means complete: content, tags, metadata and the audit record
+                    # were written in the same transaction.
+                    if hit.content not in texts or hit.metadata != meta:
+                        problems.append(f"partial entry {hit.id}")
+                    if not await store.audit_log(memory_id=hit.id):
+                        problems.append(f"entry {hit.id} visible before its audit record")
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(writer(i, t) for i, t in enumerate(texts)), reader(), reader())
+        assert problems == []
+        final = await store.search_shared(q)
+        assert {h.id: h.content for h in final} == published
+
+    async def test_export_import_keeps_shared_state(
+        self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
+    ) -> None:
+        store = _shared(backend)
+        live = await store.publish("alice", req("Shared: the VPN uses WireGuard."))
+        gone = await store.publish("alice", req("Shared: the VPN password rotates monthly."))
+        assert await store.retract("alice", gone)
+        exported = [e async for e in backend.export_entries()]
+        target = make_backend(embedder)
+        await target.connect()
+        try:
+            if target.location == backend.location and target.location != "memory://":
+                pytest.skip("factory returns the same store; cannot test a second one")
+            assert await target.import_entries(exported) == 2
+            copy = _shared(target)
+            assert [h.id for h in await copy.search_shared(MemoryQuery(text="VPN"))] == [live]
+            kept = await copy.get("alice", gone)
+            original = await store.get("alice", gone)
+            assert kept is not None and original is not None
+            assert kept.to_json() == original.to_json()
+            assert await copy.count("alice") == 0
+        finally:
+            await target.disconnect()
+
+
+class BackendContract(NeighbourContract, SharedKnowledgeContract):
     """Behaviour every backend must show. Subclass and provide ``make_backend``."""
 
     @pytest.fixture
@@ -467,3 +717,76 @@ class BackendContract(NeighbourContract):
         assert isinstance(got, MemoryEntry)
         with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError
             got.content = "changed"  # type: ignore[misc]
+
+    # -- bulk transfer (memvault migrate) ---------------------------------------------------
+
+    async def _second_store(
+        self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
+    ) -> MemoryStore:
+        target = make_backend(embedder)
+        await target.connect()
+        if target.location == backend.location and target.location != "memory://":
+            await target.disconnect()
+            pytest.skip("factory returns the same store; cannot test a second one")
+        return target
+
+    async def test_export_in_storage_order_is_insertion_order(self, backend: MemoryStore) -> None:
+        first = await backend.store("a", req("written first, dated last", created_at=T0 + DAY * 2))
+        second = await backend.store("a", req("written second, dated first", created_at=T0))
+        third = await backend.store("b", req("another agent's note", created_at=T0 + DAY))
+        assert [e.id async for e in backend.export_in_storage_order()] == [first, second, third]
+        assert [e.id async for e in backend.export_in_storage_order("a")] == [first, second]
+        assert [e.id async for e in backend.export_entries()] == [second, third, first]
+
+    async def test_vectors_round_trip_bit_exactly(
+        self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
+    ) -> None:
+        ids = await self._seed(backend, "agent-a")
+        other = await backend.store("agent-b", req("b's note", created_at=T0))
+        unknown = "01900000-0000-7000-8000-000000000000"
+        vectors = await backend.export_vectors([*ids, other, unknown])
+        assert set(vectors) == {*ids, other}
+        for vec in vectors.values():
+            assert vec.dtype == np.float32
+            assert vec.shape == (embedder.dimension,)
+        # The stored vectors are the content's embeddings (same batch, so the same numbers).
+        fresh = embedder.embed_documents([text for text, _ in CORPUS])
+        assert np.allclose(np.stack([vectors[i] for i in ids]), fresh, atol=1e-5)
+        entries = [e async for e in backend.export_in_storage_order()]
+        target = await self._second_store(backend, make_backend, embedder)
+        try:
+            assert await target.import_with_vectors(entries, vectors) == len(entries)
+            copied = await target.export_vectors(list(vectors))
+            assert set(copied) == set(vectors)
+            for mid, vec in vectors.items():
+                assert copied[mid].dtype == np.float32
+                assert copied[mid].tobytes() == vec.tobytes()
+            theirs = [e.to_json() async for e in target.export_entries()]
+            assert theirs == [e.to_json() async for e in backend.export_entries()]
+            assert [e.id async for e in target.export_in_storage_order()] == [e.id for e in entries]
+            assert await target.import_with_vectors(entries, vectors) == 0
+            q = MemoryQuery(text="which web framework?")
+            hits = [h.id for h in await target.retrieve("agent-a", q)]
+            assert hits == [h.id for h in await backend.retrieve("agent-a", q)]
+        finally:
+            await target.disconnect()
+
+    async def test_import_with_vectors_validates_everything_first(
+        self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
+    ) -> None:
+        ids = await self._seed(backend)
+        entries = [e async for e in backend.export_in_storage_order()]
+        vectors = await backend.export_vectors(ids)
+        target = await self._second_store(backend, make_backend, embedder)
+        try:
+            missing = {k: v for k, v in vectors.items() if k != ids[-1]}
+            short = {**vectors, ids[-1]: np.zeros(3, dtype=np.float32)}
+            nan = vectors[ids[-1]].copy()
+            nan[0] = np.nan
+            for bad in (missing, short, {**vectors, ids[-1]: nan}):
+                with pytest.raises(MemoryValidationError):
+                    await target.import_with_vectors(entries, bad)
+            assert await target.count("agent-a") == 0
+            assert await target.import_with_vectors([], {}) == 0
+        finally:
+            await target.disconnect()

@@ -31,6 +31,7 @@ from memvault.backends._base import (
     BaseBackend,
     Supersede,
     Vectors,
+    append_only_error,
     check_agent,
     check_id,
     check_stored_model,
@@ -67,6 +68,7 @@ from memvault.backends.postgres.schema import (
     migration_sql,
 )
 from memvault.models import (
+    AuditRecord,
     CandidateSet,
     MemoryCategory,
     MemoryEntry,
@@ -89,7 +91,8 @@ Conn = psycopg.AsyncConnection[TupleRow]
 _COLUMNS = (
     "m.rowid, m.id, m.agent_id, m.category, m.content, m.tags, m.label, m.source, m.confidence,"
     " m.importance, m.extra, m.scope, m.created_at, m.updated_at, m.expires_at, m.valid_from,"
-    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at"
+    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at,"
+    " m.retracted_at"
 )
 _PAGE = 500
 # Longer terms cannot be tsvector lexemes (2 KiB) or btree keys (~2.7 KiB): such "words" (think
@@ -114,9 +117,9 @@ _EXACT: ContextVar[bool] = ContextVar("memvault_postgres_exact", default=False)
 _INSERT = (
     "INSERT INTO memories (id, agent_id, category, content, tags, label, source, confidence,"
     " importance, extra, scope, created_at, updated_at, expires_at, valid_from, valid_to,"
-    " superseded_by, consolidated_at, access_count, last_accessed_at, embedding, lexemes,"
-    " term_freqs, doc_len) VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s, %s, %s, %s, %s, %s,"
-    " %s, %s, %s, %s, %s, %s, %s, %s::vector, array_to_tsvector(%s::text[]), %s, %s)"
+    " superseded_by, consolidated_at, access_count, last_accessed_at, retracted_at, embedding,"
+    " lexemes, term_freqs, doc_len) VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s, %s, %s, %s,"
+    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, array_to_tsvector(%s::text[]), %s, %s)"
     " ON CONFLICT (id) DO NOTHING RETURNING id"
 )
 # Statistics rows are locked in one global order (terms sorted, then agents sorted, then the
@@ -150,17 +153,28 @@ _STATS = (
     " LEFT JOIN term_stats t ON t.term = q.term ORDER BY q.ord)"
     " FROM store_stats s WHERE s.id = 1"
 )
+# The same for the shared scope: its row count instead of an agent's.
+_SHARED_STATS = (
+    "SELECT s.n, s.total_len, s.shared_n,"
+    " ARRAY(SELECT COALESCE(t.df, 0) FROM unnest(%s::text[]) WITH ORDINALITY AS q(term, ord)"
+    " LEFT JOIN term_stats t ON t.term = q.term ORDER BY q.ord)"
+    " FROM store_stats s WHERE s.id = 1"
+)
+# Which rows a per-scope query covers (alias m). Literals, not parameters, so the planner can
+# match the partial indexes on scope = 'shared'.
+_PRIVATE_SCOPE = "m.agent_id = %s AND m.scope = 'private'"
+_SHARED_SCOPE = "m.scope = 'shared' AND m.retracted_at IS NULL"
 # FTS5's bm25(), term for term: score = sum over query terms, in query order, of
 #   idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)))
 # with the same operation order, so the double-precision result is identical to SQLite's.
-# Parameters: k1 + 1, k1, 1 - b, b, avgdl, terms, idfs, agent, tsquery, filters, limit.
+# Parameters: k1 + 1, k1, 1 - b, b, avgdl, terms, idfs, tsquery, scope and filters, limit.
 _BM25 = (
     "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * m.doc_len / %s)))"
     " ORDER BY q.ord) AS score"
     " FROM memories m CROSS JOIN LATERAL ("
     " SELECT t.ord, t.idf, (m.term_freqs ->> t.term)::float8 AS tf"
     " FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS t(term, idf, ord)) q"
-    " WHERE m.agent_id = %s AND m.lexemes @@ %s::tsquery AND {where} AND q.tf IS NOT NULL"
+    " WHERE m.lexemes @@ %s::tsquery AND {where} AND q.tf IS NOT NULL"
     " GROUP BY m.rowid ORDER BY score DESC, m.rowid DESC LIMIT %s"
 )
 
@@ -191,6 +205,7 @@ def _row_entry(row: Sequence[Any]) -> MemoryEntry:
         consolidated_at=row[18],
         access_count=row[19],
         last_accessed_at=row[20],
+        retracted_at=row[21],
         relevance_score=None,
         score=None,
     )
@@ -251,6 +266,21 @@ def _where(query: MemoryQuery, now: datetime) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+async def _insert_audit(conn: Conn, records: Sequence[AuditRecord]) -> None:
+    """Write audit records (in the caller's transaction)."""
+    if not records:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO audit (id, at, actor, action, agent_id, memory_id, details)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                (r.id, r.at, r.actor, r.action, r.agent_id, r.memory_id, Jsonb(r.details))
+                for r in records
+            ],
+        )
+
+
 def _is_connection_error(exc: psycopg.Error) -> bool:
     if isinstance(exc, psycopg.InterfaceError):
         return True
@@ -280,6 +310,7 @@ class PostgresBackend(BaseBackend):
     """
 
     backend_name = "postgresql"
+    _implements_shared = True
 
     def __init__(
         self,
@@ -601,8 +632,19 @@ class PostgresBackend(BaseBackend):
     async def _insert(
         self, entries: Sequence[MemoryEntry], vectors: Vectors, supersedes: Sequence[Supersede]
     ) -> None:
+        await self._insert_rows(entries, vectors, supersedes, ())
+
+    async def _insert_rows(
+        self,
+        entries: Sequence[MemoryEntry],
+        vectors: Vectors,
+        supersedes: Sequence[Supersede],
+        audit: Sequence[AuditRecord],
+    ) -> None:
+        """Insert entries, apply supersessions and write audit records in one transaction."""
         rows: list[tuple[Any, ...]] = []
         analysed: dict[str, tuple[str, Counter[str], int]] = {}
+        shared_ids = {e.id for e in entries if e.scope is MemoryScope.SHARED}
         for i, e in enumerate(entries):
             m = e.metadata
             freqs, length = _analysed(lexical_text(e))
@@ -629,6 +671,7 @@ class PostgresBackend(BaseBackend):
                     e.consolidated_at,
                     e.access_count,
                     e.last_accessed_at,
+                    e.retracted_at,
                     _vector_literal(vectors[i]),
                     sorted(freqs),
                     Jsonb(dict(freqs)),
@@ -659,6 +702,12 @@ class PostgresBackend(BaseBackend):
                 agents[agent] += 1
                 total_len += length
             await self._apply_stats(conn, terms, agents, len(inserted), total_len)
+            shared = sum(1 for mid in inserted if mid in shared_ids)
+            if shared:
+                await conn.execute(
+                    "UPDATE store_stats SET shared_n = shared_n + %s WHERE id = 1", [shared]
+                )
+            await _insert_audit(conn, audit)
 
         await self._write("insert", run)
 
@@ -718,6 +767,14 @@ class PostgresBackend(BaseBackend):
         self._require_connected()
 
         async def run(conn: Conn) -> int:
+            cur = await conn.execute(
+                "SELECT scope FROM memories WHERE id = %s AND agent_id = %s", [mid, agent]
+            )
+            found = await cur.fetchone()
+            if found is None:
+                return 0
+            if found[0] != MemoryScope.PRIVATE.value:
+                raise append_only_error(mid)
             return await self._delete_where(conn, "m.id = %s AND m.agent_id = %s", [mid, agent])
 
         return await self._write("delete", run) > 0
@@ -728,10 +785,11 @@ class PostgresBackend(BaseBackend):
         self._require_connected()
 
         async def run(conn: Conn) -> int:
+            # Private rows only: shared knowledge is append-only (retract, never delete).
             if category is None:
-                return await self._delete_where(conn, "m.agent_id = %s", [agent])
+                return await self._delete_where(conn, _PRIVATE_SCOPE, [agent])
             return await self._delete_where(
-                conn, "m.agent_id = %s AND m.category = %s", [agent, category.value]
+                conn, f"{_PRIVATE_SCOPE} AND m.category = %s", [agent, category.value]
             )
 
         return await self._write("clear", run)
@@ -775,11 +833,11 @@ class PostgresBackend(BaseBackend):
         async with self._connection("count") as conn:
             if category is None:
                 cur = await conn.execute(
-                    "SELECT count(*) FROM memories WHERE agent_id = %s", [agent]
+                    f"SELECT count(*) FROM memories m WHERE {_PRIVATE_SCOPE}", [agent]
                 )
             else:
                 cur = await conn.execute(
-                    "SELECT count(*) FROM memories WHERE agent_id = %s AND category = %s",
+                    f"SELECT count(*) FROM memories m WHERE {_PRIVATE_SCOPE} AND m.category = %s",
                     [agent, category.value],
                 )
             row = await cur.fetchone()
@@ -794,7 +852,7 @@ class PostgresBackend(BaseBackend):
         where, params = _where(query, self._clock())
         async with self._connection("list") as conn:
             cur = await conn.execute(
-                f"SELECT {_COLUMNS} FROM memories m WHERE m.agent_id = %s AND {where}"
+                f"SELECT {_COLUMNS} FROM memories m WHERE {_PRIVATE_SCOPE} AND {where}"
                 " ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s",
                 [agent, *params, query.limit, offset],
             )
@@ -841,24 +899,44 @@ class PostgresBackend(BaseBackend):
         pool: int,
         now: datetime,
     ) -> CandidateSet:
+        return await self._scoped_candidates(
+            _PRIVATE_SCOPE, [agent_id], _STATS, [agent_id, terms], query, vector, terms, pool, now
+        )
+
+    async def _scoped_candidates(
+        self,
+        scope: str,
+        scope_params: list[Any],
+        stats_sql: str,
+        stats_params: list[Any],
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        """Candidates among the rows ``scope`` selects; ``stats_sql`` gives the collection
+        statistics and the scope's row count (for the dense planner)."""
         exact = _EXACT.get()
         where, params = _where(query, now)
+        where, params = f"{scope} AND {where}", [*scope_params, *params]
         async with self._connection("search") as conn, conn.transaction():
-            # One snapshot for the statistics and the rows they score, as FTS5 has.
+            # One snapshot for the statistics and the rows they score, as FTS5 has; the dense
+            # side reads the same snapshot, so no search sees half of a write.
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cur = await conn.execute(_STATS, [agent_id, terms])
+            cur = await conn.execute(stats_sql, stats_params)
             stats = await cur.fetchone()
             assert stats is not None
             n_total, total_len, n_agent, dfs = int(stats[0]), int(stats[1]), int(stats[2]), stats[3]
             dense: list[tuple[int, float]] = []
             if vector is not None and n_agent:
                 dense = await self._dense(
-                    conn, agent_id, where, params, vector, pool, n_total, n_agent, exact
+                    conn, where, params, vector, pool, n_total, n_agent, exact
                 )
             lexical: list[tuple[int, float]] = []
             if terms and any(dfs):
                 lexical = await self._lexical(
-                    conn, agent_id, where, params, terms, dfs, pool, n_total, total_len
+                    conn, where, params, terms, dfs, pool, n_total, total_len
                 )
             rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
             by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
@@ -869,7 +947,7 @@ class PostgresBackend(BaseBackend):
                     [rowids],
                 )
                 for row in await cur.fetchall():
-                    by_rowid[int(row[0])] = (_row_entry(row), _vector_from_send(row[21]))
+                    by_rowid[int(row[0])] = (_row_entry(row), _vector_from_send(row[-1]))
         cands = CandidateSet(query_vector=vector)
         cands.dense = [(by_rowid[r][0].id, s) for r, s in dense if r in by_rowid]
         cands.lexical = [(by_rowid[r][0].id, s) for r, s in lexical if r in by_rowid]
@@ -888,10 +966,11 @@ class PostgresBackend(BaseBackend):
             cur = await conn.execute(
                 "SELECT t.id,"
                 " ARRAY(SELECT p.rowid FROM memories p WHERE p.agent_id = t.agent_id"
-                "  AND p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT %s),"
+                "  AND p.scope = 'private' AND p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT %s),"
                 " ARRAY(SELECT n.rowid FROM memories n WHERE n.agent_id = t.agent_id"
-                "  AND n.rowid > t.rowid ORDER BY n.rowid LIMIT %s)"
-                " FROM memories t WHERE t.agent_id = %s AND t.id = ANY(%s::text[])",
+                "  AND n.scope = 'private' AND n.rowid > t.rowid ORDER BY n.rowid LIMIT %s)"
+                " FROM memories t"
+                " WHERE t.agent_id = %s AND t.scope = 'private' AND t.id = ANY(%s::text[])",
                 [hops, hops, agent_id, list(ids)],
             )
             sides = {
@@ -930,7 +1009,6 @@ class PostgresBackend(BaseBackend):
     async def _dense(
         self,
         conn: Conn,
-        agent_id: str,
         where: str,
         params: list[Any],
         vector: Vectors,
@@ -941,11 +1019,11 @@ class PostgresBackend(BaseBackend):
     ) -> list[tuple[int, float]]:
         literal = _vector_literal(vector)
         ef = self._ef_search(exact=exact, n_total=n_total, n_agent=n_agent, pool=pool)
-        rows = await self._dense_query(conn, agent_id, where, params, literal, pool, ef)
+        rows = await self._dense_query(conn, where, params, literal, pool, ef)
         if ef is not None and len(rows) < min(pool, n_agent):
             # The other filters (category, time, tags, supersession) cut the graph walk's rows
             # below the pool: rows may be missing, so scan exactly instead.
-            rows = await self._dense_query(conn, agent_id, where, params, literal, pool, None)
+            rows = await self._dense_query(conn, where, params, literal, pool, None)
         scored = [(int(r[0]), 1.0 - float(r[1])) for r in rows]
         # Best first; ties go to the newer row, as in the other backends.
         scored.sort(key=lambda p: (-p[1], -p[0]))
@@ -954,7 +1032,6 @@ class PostgresBackend(BaseBackend):
     @staticmethod
     async def _dense_query(
         conn: Conn,
-        agent_id: str,
         where: str,
         params: list[Any],
         literal: str,
@@ -962,8 +1039,9 @@ class PostgresBackend(BaseBackend):
         ef: int | None,
     ) -> list[tuple[Any, ...]]:
         # SET LOCAL through set_config(), which takes parameters (SET does not). Exact: with
-        # index scans off the planner reads the agent's rows through the btree on agent_id (a
-        # bitmap scan) and sorts them by distance. HNSW: sorting is switched off instead, so
+        # index scans off the planner reads the agent's rows through the btree on agent_id (or
+        # the shared rows through their partial index) in a bitmap scan and sorts them by
+        # distance. HNSW: sorting is switched off instead, so
         # the plan that walks the index (which yields rows in distance order) wins even when
         # the table's statistics are stale; agent_stats already told us the index fits.
         exact = ef is None
@@ -976,8 +1054,8 @@ class PostgresBackend(BaseBackend):
         # one mode would be reused for the other.
         cur = await conn.execute(
             "SELECT m.rowid, m.embedding <=> %s::vector AS distance FROM memories m"
-            f" WHERE m.agent_id = %s AND {where} ORDER BY distance LIMIT %s",
-            [literal, agent_id, *params, pool],
+            f" WHERE {where} ORDER BY distance LIMIT %s",
+            [literal, *params, pool],
             prepare=False,
         )
         return await cur.fetchall()
@@ -985,7 +1063,6 @@ class PostgresBackend(BaseBackend):
     @staticmethod
     async def _lexical(
         conn: Conn,
-        agent_id: str,
         where: str,
         params: list[Any],
         terms: list[str],
@@ -1009,7 +1086,6 @@ class PostgresBackend(BaseBackend):
                 avgdl,
                 terms,
                 weights,
-                agent_id,
                 _tsquery(searchable),
                 *params,
                 pool,
@@ -1077,3 +1153,173 @@ class PostgresBackend(BaseBackend):
             dimension=self._embedder.dimension,
             size_bytes=size,
         )
+
+    # -- bulk transfer (``memvault migrate``) ---------------------------------------------------
+
+    async def export_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of ``ids`` (any agent), bit-exact; unknown ids are left out."""
+        self._require_connected()
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, Vectors] = {}
+        async with self._connection("export") as conn:
+            for start in range(0, len(wanted), _PAGE):
+                # vector_send() is pgvector's binary form: exact float32 values, no text parsing.
+                cur = await conn.execute(
+                    "SELECT id, vector_send(embedding) FROM memories WHERE id = ANY(%s::text[])",
+                    [wanted[start : start + _PAGE]],
+                )
+                for mid, data in await cur.fetchall():
+                    out[str(mid)] = _vector_from_send(data)
+        return out
+
+    async def export_in_storage_order(
+        self, agent_id: str | None = None
+    ) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all) in insertion (rowid) order, in keyset pages."""
+        agent = check_agent(agent_id) if agent_id is not None else None
+        self._require_connected()
+        last = 0
+        while True:
+            params: list[Any] = [last]
+            where = "m.rowid > %s"
+            if agent is not None:
+                where += " AND m.agent_id = %s"
+                params.append(agent)
+            async with self._connection("export") as conn:
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY m.rowid LIMIT %s",
+                    [*params, _PAGE],
+                )
+                rows = await cur.fetchall()
+            for row in rows:
+                yield _row_entry(row)
+            if len(rows) < _PAGE:
+                return
+            last = int(rows[-1][0])
+
+    # -- shared knowledge -----------------------------------------------------------------------
+    #
+    # Shared entries are rows of ``memories`` with scope 'shared' (agent_id = author), indexed
+    # and scored like private ones. Retraction sets ``retracted_at``; rows are never deleted,
+    # so the lexical statistics keep counting them, as they keep superseded rows.
+
+    async def _insert_shared(
+        self,
+        entries: Sequence[MemoryEntry],
+        vectors: Vectors,
+        supersedes: Sequence[Supersede],
+        audit: Sequence[AuditRecord],
+    ) -> None:
+        await self._insert_rows(entries, vectors, supersedes, audit)
+
+    async def _shared_candidates(
+        self,
+        exclude_agent: str | None,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        scope, scope_params = _SHARED_SCOPE, []
+        if exclude_agent is not None:
+            scope, scope_params = f"{scope} AND m.agent_id <> %s", [exclude_agent]
+        return await self._scoped_candidates(
+            scope, scope_params, _SHARED_STATS, [terms], query, vector, terms, pool, now
+        )
+
+    async def _shared_adjacent(
+        self, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        if not ids:
+            return {}
+        live = "scope = 'shared' AND {0}.retracted_at IS NULL"
+        async with self._connection("search") as conn:
+            # Insertion order of the live shared entries (any author) is rowid order.
+            cur = await conn.execute(
+                "SELECT t.id,"
+                " ARRAY(SELECT p.rowid FROM memories p WHERE p."
+                + live.format("p")
+                + " AND p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT %s),"
+                " ARRAY(SELECT n.rowid FROM memories n WHERE n."
+                + live.format("n")
+                + " AND n.rowid > t.rowid ORDER BY n.rowid LIMIT %s)"
+                " FROM memories t WHERE t." + live.format("t") + " AND t.id = ANY(%s::text[])",
+                [hops, hops, list(ids)],
+            )
+            sides = {
+                str(r[0]): ([int(x) for x in r[1]], [int(x) for x in r[2]])
+                for r in await cur.fetchall()
+            }
+            wanted = sorted({r for b, a in sides.values() for r in (*b, *a)})
+            by_rowid: dict[int, MemoryEntry] = {}
+            if wanted:
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
+                    [wanted],
+                )
+                by_rowid = {int(r[0]): _row_entry(r) for r in await cur.fetchall()}
+        return {
+            entry_id: (
+                [by_rowid[r] for r in before if r in by_rowid],
+                [by_rowid[r] for r in after if r in by_rowid],
+            )
+            for entry_id, (before, after) in sides.items()
+        }
+
+    async def _list_shared(
+        self, exclude_agent: str | None, query: MemoryQuery, offset: int
+    ) -> list[MemoryEntry]:
+        where, params = _where(query, self._clock())
+        scope, scope_params = _SHARED_SCOPE, []
+        if exclude_agent is not None:
+            scope, scope_params = f"{scope} AND m.agent_id <> %s", [exclude_agent]
+        async with self._connection("list") as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE {scope} AND {where}"
+                " ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s",
+                [*scope_params, *params, query.limit, offset],
+            )
+            rows = await cur.fetchall()
+        return [_row_entry(r) for r in rows]
+
+    async def _retract(
+        self, agent_id: str, memory_id: str, when: datetime, record: AuditRecord
+    ) -> bool:
+        async def run(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE memories SET retracted_at = %s, updated_at = %s"
+                " WHERE id = %s AND agent_id = %s AND scope = 'shared' AND retracted_at IS NULL"
+                " RETURNING rowid",
+                [when, when, memory_id, agent_id],
+            )
+            if await cur.fetchone() is None:
+                return False
+            await _insert_audit(conn, [record])
+            return True
+
+        return await self._write("retract", run)
+
+    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
+        sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit"
+        params: list[Any] = []
+        if memory_id is not None:
+            sql += " WHERE memory_id = %s"
+            params.append(memory_id)
+        sql += " ORDER BY at, id LIMIT %s"
+        params.append(limit)
+        async with self._connection("audit") as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return [
+            AuditRecord(
+                id=r[0],
+                at=r[1],
+                actor=r[2],
+                action=r[3],
+                agent_id=r[4],
+                memory_id=r[5],
+                details=dict(r[6]),
+            )
+            for r in rows
+        ]

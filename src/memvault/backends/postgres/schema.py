@@ -81,7 +81,36 @@ CREATE TABLE IF NOT EXISTS agent_stats (
 )
 """
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (("m001_initial", M001_INITIAL),)
+# Shared knowledge: retraction marks a row (``retracted_at``) instead of deleting it, and every
+# publish and retraction leaves a row in ``audit``, the store's general append-only log, written
+# in the transaction of the change. ``store_stats.shared_n`` counts shared rows for the dense
+# planner (as ``agent_stats`` does per agent); partial indexes serve the shared-scope scans.
+M002_SHARED_KNOWLEDGE = """
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS retracted_at timestamptz;
+ALTER TABLE store_stats ADD COLUMN IF NOT EXISTS shared_n bigint NOT NULL DEFAULT 0;
+UPDATE store_stats SET shared_n = (SELECT count(*) FROM memories WHERE scope = 'shared')
+    WHERE id = 1;
+CREATE INDEX IF NOT EXISTS memories_shared_rowid
+    ON memories (rowid) WHERE scope = 'shared';
+CREATE INDEX IF NOT EXISTS memories_shared_created
+    ON memories (created_at, id) WHERE scope = 'shared';
+CREATE TABLE IF NOT EXISTS audit (
+    id        text COLLATE "C" PRIMARY KEY,
+    at        timestamptz NOT NULL,
+    actor     text COLLATE "C" NOT NULL,
+    action    text COLLATE "C" NOT NULL,
+    agent_id  text COLLATE "C",
+    memory_id text COLLATE "C",
+    details   jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_memory ON audit (memory_id, at);
+CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id)
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("m001_initial", M001_INITIAL),
+    ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 HNSW_INDEX = "memories_embedding_hnsw"

@@ -25,9 +25,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memvault.backends._base import (
+    SHARED_KEY,
     BaseBackend,
     Supersede,
     Vectors,
+    append_only_error,
     check_agent,
     check_id,
     check_stored_model,
@@ -42,6 +44,7 @@ from memvault.errors import (
     MemoryStoreError,
 )
 from memvault.models import (
+    AuditRecord,
     CandidateSet,
     MemoryCategory,
     MemoryEntry,
@@ -67,7 +70,8 @@ _SCOPES = {s.value: s for s in MemoryScope}
 _COLUMNS = (
     "m.rowid, m.id, m.agent_id, m.category, m.content, m.tags, m.label, m.source, m.confidence,"
     " m.importance, m.extra, m.scope, m.created_at, m.updated_at, m.expires_at, m.valid_from,"
-    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at"
+    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at,"
+    " m.retracted_at"
 )
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _PAGE = 500
@@ -125,6 +129,7 @@ def _row_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
             "access_count": row[19],
             "last_accessed_at": from_us(row[20]),
             "scope": _SCOPES[row[11]],
+            "retracted_at": from_us(row[21]),
             "relevance_score": None,
             "score": None,
         },
@@ -212,10 +217,49 @@ def _where(query: MemoryQuery, now_us: int) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def _scope_sql(key: str, exclude_agent: str | None = None) -> tuple[str, list[Any]]:
+    """The rows a per-scope query covers (alias ``m``): an agent's private memories, or the
+    live shared knowledge of every author but ``exclude_agent`` when ``key`` is SHARED_KEY."""
+    if key != SHARED_KEY:
+        return "m.agent_id = ? AND m.scope = 'private'", [key]
+    if exclude_agent is None:
+        return "m.scope = 'shared' AND m.retracted_at IS NULL", []
+    return "m.scope = 'shared' AND m.retracted_at IS NULL AND m.agent_id <> ?", [exclude_agent]
+
+
+def _index_key(agent_id: str, scope: str, retracted_at: Any) -> str | None:
+    """Which in-process matrix holds a row: its agent's, the shared one, or none (retracted)."""
+    if scope == MemoryScope.PRIVATE.value:
+        return agent_id
+    if scope == MemoryScope.SHARED.value and retracted_at is None:
+        return SHARED_KEY
+    return None
+
+
+def _insert_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> None:
+    conn.executemany(
+        "INSERT INTO audit (id, at, actor, action, agent_id, memory_id, details)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.id,
+                to_us(r.at),
+                r.actor,
+                r.action,
+                r.agent_id,
+                r.memory_id,
+                json.dumps(r.details, sort_keys=True),
+            )
+            for r in records
+        ],
+    )
+
+
 class SQLiteBackend(BaseBackend):
     """memvault's embedded store in one SQLite file (WAL mode)."""
 
     backend_name = "sqlite"
+    _implements_shared = True
 
     def __init__(
         self,
@@ -449,15 +493,17 @@ class SQLiteBackend(BaseBackend):
             self._cache.clear()
 
     def _index_for(self, agent_id: str) -> AgentIndex:
+        """The vector matrix of an agent's private memories, or of shared knowledge (SHARED_KEY)."""
         index = self._indexes.get(agent_id)
         if index is not None:
             return index
+        scope, scope_params = _scope_sql(agent_id)
         rows = self._db.execute(
             "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
             " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector"
             " FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid"
-            " WHERE m.agent_id = ? ORDER BY m.rowid",
-            (agent_id,),
+            f" WHERE {scope} ORDER BY m.rowid",
+            scope_params,
         ).fetchall()
         dim = self._embedder.dimension
         index = AgentIndex(dim, capacity=len(rows))
@@ -488,10 +534,14 @@ class SQLiteBackend(BaseBackend):
         await self._run(self._insert_sync, list(entries), vectors, list(supersedes), write=True)
 
     def _insert_sync(
-        self, entries: list[MemoryEntry], vectors: Vectors, supersedes: list[Supersede]
+        self,
+        entries: list[MemoryEntry],
+        vectors: Vectors,
+        supersedes: list[Supersede],
+        audit: Sequence[AuditRecord] = (),
     ) -> None:
         self._refresh()
-        inserted: list[tuple[str, IndexRow, int]] = []
+        inserted: list[tuple[str | None, IndexRow, int]] = []
         with self._transaction() as conn:
             for i, e in enumerate(entries):
                 m = e.metadata
@@ -499,7 +549,8 @@ class SQLiteBackend(BaseBackend):
                     "INSERT INTO memories (id, agent_id, category, content, tags, label, source,"
                     " confidence, importance, extra, scope, created_at, updated_at, expires_at,"
                     " valid_from, valid_to, superseded_by, consolidated_at, access_count,"
-                    " last_accessed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " last_accessed_at, retracted_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         e.id,
                         e.agent_id,
@@ -521,6 +572,7 @@ class SQLiteBackend(BaseBackend):
                         _opt_us(e.consolidated_at),
                         e.access_count,
                         _opt_us(e.last_accessed_at),
+                        _opt_us(e.retracted_at),
                     ),
                 )
                 rowid = int(cur.lastrowid or 0)
@@ -545,11 +597,12 @@ class SQLiteBackend(BaseBackend):
                     expires_us=NEVER if e.expires_at is None else to_us(e.expires_at),
                     superseded=e.superseded_by is not None,
                 )
-                inserted.append((e.agent_id, row, i))
-            superseded_rows: list[tuple[str, int, int]] = []
+                inserted.append((_index_key(e.agent_id, e.scope.value, e.retracted_at), row, i))
+            superseded_rows: list[tuple[str | None, int, int]] = []
             for s in supersedes:
                 found = conn.execute(
-                    "SELECT rowid, agent_id FROM memories WHERE id = ?", (s.old_id,)
+                    "SELECT rowid, agent_id, scope, retracted_at FROM memories WHERE id = ?",
+                    (s.old_id,),
                 ).fetchone()
                 if found is None:
                     continue
@@ -559,20 +612,22 @@ class SQLiteBackend(BaseBackend):
                     " WHERE rowid = ?",
                     (when, s.new_id, when, found[0]),
                 )
-                superseded_rows.append((found[1], found[0], when))
+                superseded_rows.append((_index_key(found[1], found[2], found[3]), found[0], when))
+            _insert_audit(conn, audit)
             self._bump_generation(conn)
         self._generation += 1
         # The transaction committed: mirror it in the loaded matrices (unloaded ones load later).
         by_agent: dict[str, list[tuple[IndexRow, int]]] = {}
         for agent, row, i in inserted:
-            by_agent.setdefault(agent, []).append((row, i))
+            if agent is not None:
+                by_agent.setdefault(agent, []).append((row, i))
         for agent, items in by_agent.items():
             index = self._indexes.get(agent)
             if index is not None:
                 index.add([r for r, _ in items], vectors[[i for _, i in items]])
-        for agent, rowid, when in superseded_rows:
+        for key, rowid, when in superseded_rows:
             self._cache.drop_rowids([rowid])
-            index = self._indexes.get(agent)
+            index = self._indexes.get(key) if key is not None else None
             if index is not None:
                 index.supersede(rowid, when)
 
@@ -597,10 +652,12 @@ class SQLiteBackend(BaseBackend):
             self._refresh()
             with self._transaction() as conn:
                 row = conn.execute(
-                    "SELECT rowid FROM memories WHERE id = ? AND agent_id = ?", (mid, agent)
+                    "SELECT rowid, scope FROM memories WHERE id = ? AND agent_id = ?", (mid, agent)
                 ).fetchone()
                 if row is None:
                     return False
+                if row[1] != MemoryScope.PRIVATE.value:
+                    raise append_only_error(mid)
                 self._delete_rows(conn, [row[0]])
                 self._bump_generation(conn)
             self._generation += 1
@@ -630,11 +687,13 @@ class SQLiteBackend(BaseBackend):
             with self._transaction() as conn:
                 if category is None:
                     rows = conn.execute(
-                        "SELECT rowid FROM memories WHERE agent_id = ?", (agent,)
+                        "SELECT rowid FROM memories WHERE agent_id = ? AND scope = 'private'",
+                        (agent,),
                     ).fetchall()
                 else:
                     rows = conn.execute(
-                        "SELECT rowid FROM memories WHERE agent_id = ? AND category = ?",
+                        "SELECT rowid FROM memories"
+                        " WHERE agent_id = ? AND scope = 'private' AND category = ?",
                         (agent, category.value),
                     ).fetchall()
                 rowids = [r[0] for r in rows]
@@ -693,11 +752,13 @@ class SQLiteBackend(BaseBackend):
         def run() -> int:
             if category is None:
                 row = self._db.execute(
-                    "SELECT COUNT(*) FROM memories WHERE agent_id = ?", (agent,)
+                    "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND scope = 'private'",
+                    (agent,),
                 ).fetchone()
             else:
                 row = self._db.execute(
-                    "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND category = ?",
+                    "SELECT COUNT(*) FROM memories"
+                    " WHERE agent_id = ? AND scope = 'private' AND category = ?",
                     (agent, category.value),
                 ).fetchone()
             return int(row[0])
@@ -715,7 +776,8 @@ class SQLiteBackend(BaseBackend):
         def run() -> list[MemoryEntry]:
             where, params = _where(query, now_us)
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM memories m WHERE m.agent_id = ? AND {where}"
+                f"SELECT {_COLUMNS} FROM memories m"
+                f" WHERE m.agent_id = ? AND m.scope = 'private' AND {where}"
                 " ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
                 [agent, *params, query.limit, offset],
             ).fetchall()
@@ -742,19 +804,23 @@ class SQLiteBackend(BaseBackend):
         terms: list[str],
         pool: int,
         now: datetime,
+        exclude_agent: str | None = None,
     ) -> CandidateSet:
+        """Candidates among the agent's private entries, or shared ones if ``agent_id`` is
+        ``SHARED_KEY`` (minus ``exclude_agent``'s)."""
         self._refresh()
         conn = self._db
         now_us = to_us(now)
         where, params = _where(query, now_us)
+        scope, scope_params = _scope_sql(agent_id, exclude_agent)
         dense: list[tuple[int, float]] = []
         if vector is not None:
             index = self._index_for(agent_id)
             allowed = None
             if query.tags or query.label is not None:
                 rows = conn.execute(
-                    f"SELECT m.rowid FROM memories m WHERE m.agent_id = ? AND {where}",
-                    [agent_id, *params],
+                    f"SELECT m.rowid FROM memories m WHERE {scope} AND {where}",
+                    [*scope_params, *params],
                 ).fetchall()
                 allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             mask = index.mask(
@@ -768,15 +834,24 @@ class SQLiteBackend(BaseBackend):
                 include_superseded=query.include_superseded,
                 allowed_rowids=allowed,
             )
+            if exclude_agent is not None and allowed is None:
+                # The shared matrix holds every author; mask out the excluded one's rows.
+                excluded = conn.execute(
+                    "SELECT rowid FROM memories WHERE agent_id = ? AND scope = 'shared'",
+                    (exclude_agent,),
+                ).fetchall()
+                if excluded:
+                    gone = np.fromiter((r[0] for r in excluded), dtype=np.int64)
+                    mask &= ~np.isin(index.rowids[: index.n], gone)
             dense = index.search(vector, mask, pool)
         lexical: list[tuple[int, float]] = []
         if terms:
             rows = conn.execute(
                 "SELECT m.rowid, bm25(memories_fts) AS s FROM memories_fts"
                 " JOIN memories m ON m.rowid = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND m.agent_id = ? AND {where}"
+                f" WHERE memories_fts MATCH ? AND {scope} AND {where}"
                 " ORDER BY s, m.rowid DESC LIMIT ?",
-                [_fts_query(terms), agent_id, *params, pool],
+                [_fts_query(terms), *scope_params, *params, pool],
             ).fetchall()
             # FTS5's bm25() is negated so that ORDER BY ascending puts the best first.
             lexical = [(int(r[0]), -float(r[1])) for r in rows]
@@ -825,10 +900,11 @@ class SQLiteBackend(BaseBackend):
         self._refresh()
         index = self._index_for(agent_id)
         marks = ",".join("?" * len(ids))
+        scope, scope_params = _scope_sql(agent_id)
         own = dict(
             self._db.execute(
-                f"SELECT id, rowid FROM memories WHERE agent_id = ? AND id IN ({marks})",
-                [agent_id, *ids],
+                f"SELECT m.id, m.rowid FROM memories m WHERE {scope} AND m.id IN ({marks})",
+                [*scope_params, *ids],
             ).fetchall()
         )
         sides = {entry_id: index.adjacent(rowid, hops) for entry_id, rowid in own.items()}
@@ -896,5 +972,163 @@ class SQLiteBackend(BaseBackend):
                 dimension=self._embedder.dimension,
                 size_bytes=size,
             )
+
+        return await self._run(run)
+
+    # -- bulk transfer (``memvault migrate``) ---------------------------------------------------
+
+    async def export_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of ``ids`` (any agent), bit-exact; unknown ids are left out."""
+        self._require_connected()
+        wanted = list(dict.fromkeys(ids))
+
+        def run() -> dict[str, Vectors]:
+            out: dict[str, Vectors] = {}
+            for start in range(0, len(wanted), _PAGE):
+                chunk = wanted[start : start + _PAGE]
+                rows = self._db.execute(
+                    "SELECT m.id, v.vector FROM memories m"
+                    " JOIN memory_vectors v ON v.memory_rowid = m.rowid"
+                    f" WHERE m.id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+                for mid, blob in rows:
+                    # Copied out of the BLOB's buffer: callers may keep or modify the arrays.
+                    out[mid] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+            return out
+
+        return await self._run(run)
+
+    async def export_in_storage_order(
+        self, agent_id: str | None = None
+    ) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all) in insertion (rowid) order, read in pages."""
+        agent = check_agent(agent_id) if agent_id is not None else None
+        self._require_connected()
+        last = 0
+        while True:
+
+            def page(after: int = last) -> list[tuple[int, MemoryEntry]]:
+                sql = f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid > ?"
+                params: list[Any] = [after]
+                if agent is not None:
+                    sql += " AND m.agent_id = ?"
+                    params.append(agent)
+                sql += " ORDER BY m.rowid LIMIT ?"
+                params.append(_PAGE)
+                return [(int(r[0]), _row_entry(r)) for r in self._db.execute(sql, params)]
+
+            rows = await self._run(page)
+            for _, entry in rows:
+                yield entry
+            if len(rows) < _PAGE:
+                return
+            last = rows[-1][0]
+
+    # -- shared knowledge -----------------------------------------------------------------------
+    #
+    # Shared entries are rows of ``memories`` with scope 'shared' (agent_id = author), indexed
+    # like private ones (FTS5, vectors) but kept in their own in-process matrix (SHARED_KEY).
+    # Retraction sets ``retracted_at`` and drops the row from that matrix; the row stays.
+
+    async def _insert_shared(
+        self,
+        entries: Sequence[MemoryEntry],
+        vectors: Vectors,
+        supersedes: Sequence[Supersede],
+        audit: Sequence[AuditRecord],
+    ) -> None:
+        await self._run(
+            self._insert_sync, list(entries), vectors, list(supersedes), list(audit), write=True
+        )
+
+    async def _shared_candidates(
+        self,
+        exclude_agent: str | None,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        return await self._run(
+            self._candidates_sync, SHARED_KEY, query, vector, terms, pool, now, exclude_agent
+        )
+
+    async def _shared_adjacent(
+        self, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        if not ids:
+            return {}
+        return await self._run(self._adjacent_sync, SHARED_KEY, list(ids), hops)
+
+    async def _list_shared(
+        self, exclude_agent: str | None, query: MemoryQuery, offset: int
+    ) -> list[MemoryEntry]:
+        now_us = to_us(self._clock())
+
+        def run() -> list[MemoryEntry]:
+            where, params = _where(query, now_us)
+            scope, scope_params = _scope_sql(SHARED_KEY, exclude_agent)
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE {scope} AND {where}"
+                " ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
+                [*scope_params, *params, query.limit, offset],
+            ).fetchall()
+            return [_row_entry(r) for r in rows]
+
+        return await self._run(run)
+
+    async def _retract(
+        self, agent_id: str, memory_id: str, when: datetime, record: AuditRecord
+    ) -> bool:
+        when_us = to_us(when)
+
+        def run() -> bool:
+            self._refresh()
+            with self._transaction() as conn:
+                row = conn.execute(
+                    "SELECT rowid FROM memories WHERE id = ? AND agent_id = ?"
+                    " AND scope = 'shared' AND retracted_at IS NULL",
+                    (memory_id, agent_id),
+                ).fetchone()
+                if row is None:
+                    return False
+                conn.execute(
+                    "UPDATE memories SET retracted_at = ?, updated_at = ? WHERE rowid = ?",
+                    (when_us, when_us, row[0]),
+                )
+                _insert_audit(conn, [record])
+                self._bump_generation(conn)
+            self._generation += 1
+            self._cache.drop_rowids([row[0]])
+            index = self._indexes.get(SHARED_KEY)
+            if index is not None:
+                index.remove([row[0]])
+            return True
+
+        return await self._run(run, write=True)
+
+    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
+        def run() -> list[AuditRecord]:
+            sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit"
+            params: list[Any] = []
+            if memory_id is not None:
+                sql += " WHERE memory_id = ?"
+                params.append(memory_id)
+            sql += " ORDER BY at, id LIMIT ?"
+            params.append(limit)
+            return [
+                AuditRecord(
+                    id=r[0],
+                    at=_EPOCH + timedelta(microseconds=r[1]),
+                    actor=r[2],
+                    action=r[3],
+                    agent_id=r[4],
+                    memory_id=r[5],
+                    details=json.loads(r[6]),
+                )
+                for r in self._db.execute(sql, params)
+            ]
 
         return await self._run(run)

@@ -59,7 +59,30 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (
 );
 """
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (("m001_initial", M001_INITIAL),)
+# Shared knowledge: retraction marks a row instead of deleting it; every publish and retraction
+# leaves a row in ``audit``, the store's general append-only log (actor did action, on which
+# memory of which agent, with JSON details), written in the transaction of the change itself.
+M002_SHARED_KNOWLEDGE = """
+ALTER TABLE memories ADD COLUMN retracted_at INTEGER;
+CREATE INDEX IF NOT EXISTS idx_memories_scope_created
+    ON memories (scope, created_at);
+CREATE TABLE IF NOT EXISTS audit (
+    id        TEXT PRIMARY KEY,
+    at        INTEGER NOT NULL,
+    actor     TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    agent_id  TEXT,
+    memory_id TEXT,
+    details   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_audit_memory ON audit (memory_id, at);
+CREATE INDEX IF NOT EXISTS idx_audit_at ON audit (at, id);
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("m001_initial", M001_INITIAL),
+    ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

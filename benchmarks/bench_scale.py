@@ -1,0 +1,251 @@
+"""Search latency at scale (10k .. 1M memories) on SQLite or PostgreSQL, default preset.
+
+    python benchmarks/bench_scale.py --backend sqlite --sizes 10000,100000,1000000
+    python benchmarks/bench_scale.py --backend postgres --sizes 1000000 [--url postgresql://...]
+
+Embedding a million texts would take most of an hour on 2 cores, so the corpus is built the way
+the scale benchmark asks ("vectors may be synthetic but realistic in distribution"): ``--real``
+texts are embedded with the bundled model, and every other memory gets a template-generated
+text and the vector of a random real memory plus Gaussian noise (renormalised; mean cosine to
+its source about 0.85), which keeps the clustered shape of real sentence embeddings. Queries
+are embedded for real, and their time is part of every search.
+
+PostgreSQL: rows are loaded without the HNSW index (bulk load), the index is then built, and
+every query runs twice, through HNSW and exactly, giving latency for both and the recall@10 of
+HNSW against the exact top 10. Without ``--url`` a private server is started with pgserver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _corpus import memories, queries
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from memvault import AsyncMemory, MemoryEntry, MemoryQuery
+from memvault._ids import new_id
+from memvault.embeddings import default_embedder
+from memvault.models import MemoryCategory
+
+AGENT = "bench"
+BATCH = 5_000
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def corpus(size: int, n_real: int, console: Console) -> tuple[list[str], np.ndarray]:
+    """Texts and unit vectors for ``size`` memories (``n_real`` of them embedded for real)."""
+    texts = memories(size, seed=size)
+    emb = default_embedder()
+    n_real = min(n_real, size)
+    with console.status(f"embedding {n_real:,} real texts"):
+        real = emb.embed_documents(texts[:n_real])
+    rng = np.random.default_rng(size)
+    vectors = np.empty((size, real.shape[1]), dtype=np.float32)
+    vectors[:n_real] = real
+    for start in range(n_real, size, 100_000):
+        stop = min(start + 100_000, size)
+        src = real[rng.integers(0, n_real, stop - start)]
+        noise = rng.normal(scale=0.028, size=src.shape).astype(np.float32)
+        block = src + noise
+        vectors[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return texts, vectors
+
+
+async def load(mem: AsyncMemory, texts: list[str], vectors: np.ndarray, console: Console) -> float:
+    """Bulk-load through ``import_with_vectors``; returns rows per second."""
+    store = mem.backend
+    if not store.is_connected:
+        await store.connect()
+    start = time.perf_counter()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"loading {len(texts):,}", total=len(texts))
+        for i in range(0, len(texts), BATCH):
+            chunk = texts[i : i + BATCH]
+            entries = [
+                MemoryEntry(
+                    id=new_id(),
+                    agent_id=AGENT,
+                    category=MemoryCategory.EPISODIC,
+                    content=t,
+                    created_at=T0 + timedelta(minutes=i + j),
+                    updated_at=T0 + timedelta(minutes=i + j),
+                )
+                for j, t in enumerate(chunk)
+            ]
+            vecs = {e.id: vectors[i + j] for j, e in enumerate(entries)}
+            await store.import_with_vectors(entries, vecs)
+            progress.advance(task, len(chunk))
+    return len(texts) / (time.perf_counter() - start)
+
+
+async def time_searches(mem: AsyncMemory, qs: list[str], preset: str) -> list[float]:
+    """Milliseconds of each end-to-end ``search`` (query embedding included)."""
+    await mem.search("warm up", agent_id=AGENT, preset=preset)
+    out = []
+    for q in qs:
+        t = time.perf_counter()
+        await mem.search(q, agent_id=AGENT, limit=10, preset=preset)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
+    """One fresh SQLite store per size."""
+    rows = []
+    qs = queries(args.queries)
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            texts, vectors = corpus(size, args.real, console)
+            path = Path(args.db_dir or tmp) / f"scale-{size}.db"
+            path.unlink(missing_ok=True)
+            mem = AsyncMemory(str(path), embedder=default_embedder(), track_access=False)
+            rate = await load(mem, texts, vectors, console)
+            for preset in ("default", "fast"):
+                lat = await time_searches(mem, qs, preset)
+                rows.append(
+                    {
+                        "size": size,
+                        "engine": f"sqlite exact ({preset})",
+                        "load": rate,
+                        "p50": statistics.median(lat),
+                        "p95": pct(lat, 95),
+                        "recall": None,
+                    }
+                )
+            await mem.close()
+            path.unlink(missing_ok=True)
+    return rows
+
+
+async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
+    """HNSW versus exact on one PostgreSQL schema per size."""
+    from memvault.backends.postgres import PostgresBackend
+
+    server = None
+    url = args.url
+    if url is None:
+        import pgserver
+
+        tmp = tempfile.mkdtemp(prefix="memvault-pg-")
+        server = pgserver.get_server(tmp, cleanup_mode="stop")
+        url = server.get_uri()
+    rows = []
+    qs = queries(args.queries)
+    emb = default_embedder()
+    try:
+        for size in args.sizes:
+            texts, vectors = corpus(size, args.real, console)
+            schema = f"scale_{size}"
+            bulk = PostgresBackend(url, emb, schema=schema, hnsw=False)
+            await bulk.connect()
+            mem = AsyncMemory(backend=bulk, track_access=False)
+            rate = await load(mem, texts, vectors, console)
+            await bulk.disconnect()
+            t = time.perf_counter()
+            with console.status("building the HNSW index"):
+                indexed = PostgresBackend(url, emb, schema=schema, hnsw=True, exact_below=0)
+                await indexed.connect()
+            build_s = time.perf_counter() - t
+            for exact in (False, True):
+                lat = []
+                tops: list[list[str]] = []
+                for q in qs:
+                    t = time.perf_counter()
+                    cands = await indexed.search_candidates(
+                        AGENT, MemoryQuery(text=q), pool=10, dense=True, exact=exact
+                    )
+                    lat.append((time.perf_counter() - t) * 1000)
+                    tops.append([i for i, _ in cands.dense[:10]])
+                if exact:
+                    exact_tops = tops
+                    exact_lat = lat
+                else:
+                    hnsw_tops = tops
+                    hnsw_lat = lat
+            recall = statistics.mean(
+                len(set(h) & set(e)) / max(len(e), 1)
+                for h, e in zip(hnsw_tops, exact_tops, strict=True)
+            )
+            for name, lat, rec in (("hnsw", hnsw_lat, recall), ("exact", exact_lat, 1.0)):
+                rows.append(
+                    {
+                        "size": size,
+                        "engine": f"postgres {name} (candidates)",
+                        "load": rate,
+                        "p50": statistics.median(lat),
+                        "p95": pct(lat, 95),
+                        "recall": rec,
+                        "build_s": build_s,
+                    }
+                )
+            full = AsyncMemory(backend=indexed, track_access=False)
+            lat = await time_searches(full, qs, "default")
+            rows.append(
+                {
+                    "size": size,
+                    "engine": "postgres hnsw (default search)",
+                    "load": rate,
+                    "p50": statistics.median(lat),
+                    "p95": pct(lat, 95),
+                    "recall": None,
+                }
+            )
+            await indexed.disconnect()
+    finally:
+        if server is not None:
+            server.cleanup()
+    return rows
+
+
+def main() -> None:
+    """Parse arguments, run, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--real", type=int, default=20_000, help="texts embedded for real")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--url", default=None, help="PostgreSQL URL (default: private pgserver)")
+    ap.add_argument("--db-dir", default=None, help="where SQLite files go (default: temp)")
+    args = ap.parse_args()
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    console = Console(stderr=True)
+    runner = run_sqlite if args.backend == "sqlite" else run_postgres
+    rows = asyncio.run(runner(args, console))
+    table = Table(title=f"memvault search at scale ({args.backend}, 2 cores)")
+    for col in ("memories", "engine", "load rows/s", "p50 ms", "p95 ms", "recall@10"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            f"{r['size']:,}",
+            r["engine"],
+            f"{r['load']:.0f}",
+            f"{r['p50']:.1f}",
+            f"{r['p95']:.1f}",
+            "-" if r["recall"] is None else f"{r['recall']:.3f}",
+        )
+    Console().print(table)
+    for r in rows:
+        if "build_s" in r:
+            Console().print(f"HNSW build at {r['size']:,} rows: {r['build_s']:.0f} s")
+            break
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,629 @@
+"""A store made of other stores: each memory category is routed to one child backend.
+
+The typical use keeps SESSION-level working memory in process and everything else durable::
+
+    CompositeBackend({MemoryCategory.WORKING: InMemoryBackend(e)}, default=SQLiteBackend(p, e))
+
+or, from ``memvault.yaml``::
+
+    memory:
+      backend: composite
+      composite:
+        routes: {working: "memory://"}
+        default: ~/.memvault/memvault.db
+
+How each operation maps onto the children:
+
+* ``store``/``store_many``/``import_*`` go to the child of each entry's category. A batch that
+  spans several children has no shared transaction, so it is made all-or-nothing by hand: what
+  can be checked without writing is checked first (agent, expiry, supersession targets), then
+  the children write one after another, and if one fails, the memories earlier children stored
+  are deleted again before the error propagates. A supersession an earlier child already applied
+  cannot be undone through the protocol, so groups carrying supersessions are written last.
+* ``get``/``delete`` ask every child (ids are UUIDv7 strings, unique across children).
+* ``count``/``list_entries``/``export_entries``/``clear``/``agent_ids``/``stats`` aggregate over
+  every child, not only the routed one, so memories stored before a routing change stay
+  visible. Lists merge newest first (exports oldest first) on the children's own sort key.
+* ``search_candidates`` asks the children owning the query's categories and merges their
+  candidate lists by score. Dense scores are cosines of one embedding model (checked when the
+  composite is built: every child must share the embedder's model id and dimension). BM25
+  scores use each child's own collection statistics, so across children they are comparable in
+  scale rather than identical to what one store holding everything would give.
+* Capabilities are the intersection: a category is supported if the child it routes to stores
+  it, flags are ANDed, ``max_memories_per_agent`` is the smallest cap any child has. Shared
+  knowledge is not routed yet, so ``supports_shared_access`` is False whatever the children say.
+
+Extra tables (archive, audit: :class:`~memvault.protocols.RowTableStore`) are not routed yet: a
+composite has none, so ``memvault migrate`` copies only memories into or out of one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memvault._ids import utc_now
+from memvault._search import hybrid_search
+from memvault.backends._base import Vectors, check_agent, check_id
+from memvault.errors import (
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryConnectionError,
+    MemoryNotFoundError,
+    MemoryValidationError,
+)
+from memvault.models import (
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryStoreRequest,
+    StoreStats,
+)
+from memvault.protocols import Embedder, MemoryStore
+from memvault.retrieval.presets import RetrievalConfig, get_preset
+
+__all__ = ["CompositeBackend"]
+
+logger = logging.getLogger(__name__)
+
+# MemoryQuery.limit's ceiling: longer listings are read from a child in pages of this size.
+_MAX_PAGE = 1000
+
+
+class CompositeBackend:
+    """Routes memories by category to child stores (see the module docstring).
+
+    Args:
+        routes: the child store of each routed category.
+        default: the child store of every other category.
+        preset: the retrieval preset :meth:`retrieve` ranks with.
+        clock: the current time (for :meth:`retrieve` and expiry checks).
+
+    Raises:
+        MemoryConfigError: a child is not a :class:`MemoryStore`, or the children do not share
+            one embedding model (id and dimension).
+    """
+
+    backend_name = "composite"
+
+    def __init__(
+        self,
+        routes: Mapping[MemoryCategory, MemoryStore],
+        default: MemoryStore,
+        *,
+        preset: RetrievalConfig | str = "default",
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._routes = {MemoryCategory(c): s for c, s in routes.items()}
+        self._default = default
+        children: list[MemoryStore] = []
+        for store in (*self._routes.values(), default):
+            if not isinstance(store, MemoryStore):
+                msg = f"composite backend: {type(store).__name__} is not a MemoryStore"
+                raise MemoryConfigError(msg)
+            if not any(store is c for c in children):
+                children.append(store)
+        self._children = tuple(children)
+        self._check_embedders()
+        try:
+            self._preset = get_preset(preset) if isinstance(preset, str) else preset
+        except KeyError as exc:
+            raise MemoryConfigError(str(exc.args[0])) from None
+        self._clock = clock
+
+    def _check_embedders(self) -> None:
+        # Merged dense candidates are compared by score, which only means something when every
+        # child embeds with the same model; a mismatch is a configuration error, caught early.
+        base = self._default.embedder
+        for child in self._children:
+            other = child.embedder
+            if other.model_id != base.model_id or other.dimension != base.dimension:
+                msg = (
+                    f"composite backend: child {child.location} embeds with {other.model_id!r} "
+                    f"({other.dimension} dims) but the default child {self._default.location} "
+                    f"with {base.model_id!r} ({base.dimension} dims); every child must share one "
+                    "embedding model"
+                )
+                raise MemoryConfigError(msg)
+
+    # -- structure ------------------------------------------------------------------------------
+
+    @property
+    def routes(self) -> dict[MemoryCategory, MemoryStore]:
+        """The routed categories and their child stores."""
+        return dict(self._routes)
+
+    @property
+    def default(self) -> MemoryStore:
+        """The child store of every category without a route."""
+        return self._default
+
+    @property
+    def children(self) -> tuple[MemoryStore, ...]:
+        """Every distinct child store (routed ones in route order, then the default)."""
+        return self._children
+
+    def route(self, category: MemoryCategory) -> MemoryStore:
+        """The child store memories of ``category`` go to.
+
+        Raises:
+            MemoryCapabilityError: that child does not store this category.
+        """
+        child = self._routes.get(category, self._default)
+        if category not in child.supported_categories:
+            msg = (
+                f"composite backend: {category.value} memories route to {child.location} "
+                f"({child.backend_name}), which does not store them"
+            )
+            raise MemoryCapabilityError(msg)
+        return child
+
+    def _owners(self, categories: Iterable[MemoryCategory] | None) -> list[MemoryStore]:
+        """The children holding ``categories`` (every child for None), in child order."""
+        if categories is None:
+            return list(self._children)
+        wanted = [self._routes.get(c, self._default) for c in categories]
+        return [c for c in self._children if any(c is w for w in wanted)]
+
+    def _index(self, child: MemoryStore) -> int:
+        return next(i for i, c in enumerate(self._children) if c is child)
+
+    # -- capabilities ---------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder every child shares (the default child's)."""
+        return self._default.embedder
+
+    @property
+    def location(self) -> str:
+        """Each routed category's child location, then the default's."""
+        parts = [f"{c.value}={s.location}" for c, s in sorted(self._routes.items())]
+        parts.append(f"default={self._default.location}")
+        return f"composite({', '.join(parts)})"
+
+    @property
+    def is_connected(self) -> bool:
+        """True when every child is connected."""
+        return all(c.is_connected for c in self._children)
+
+    @property
+    def supported_categories(self) -> frozenset[MemoryCategory]:
+        """Categories whose child stores them."""
+        return frozenset(
+            c
+            for c in MemoryCategory
+            if c in self._routes.get(c, self._default).supported_categories
+        )
+
+    @property
+    def supports_graph(self) -> bool:
+        """True if every child keeps an entity graph."""
+        return all(c.supports_graph for c in self._children)
+
+    @property
+    def supports_temporal(self) -> bool:
+        """True if every child supports validity intervals and as-of queries."""
+        return all(c.supports_temporal for c in self._children)
+
+    @property
+    def supports_vector_search(self) -> bool:
+        """True if every child supports dense search."""
+        return all(c.supports_vector_search for c in self._children)
+
+    @property
+    def supports_shared_access(self) -> bool:
+        """False: the composite does not route shared knowledge (publish/search_shared) yet.
+
+        Its children may keep shared knowledge, but this class does not implement
+        :class:`~memvault.protocols.SharedKnowledgeStore`, so claiming it would mislead callers
+        that check the flag before they ask.
+        """
+        return False
+
+    @property
+    def max_memories_per_agent(self) -> int | None:
+        """The smallest per-agent cap of any child, or None if none has one."""
+        caps = [c.max_memories_per_agent for c in self._children]
+        known = [c for c in caps if c is not None]
+        return min(known) if known else None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Connect every child; if one fails, the ones connected here are disconnected again."""
+        opened: list[MemoryStore] = []
+        try:
+            for child in self._children:
+                if not child.is_connected:
+                    await child.connect()
+                    opened.append(child)
+        except BaseException:
+            for child in reversed(opened):
+                with contextlib.suppress(Exception):
+                    await child.disconnect()
+            raise
+
+    async def disconnect(self) -> None:
+        """Disconnect every child (all are tried; the first failure is raised afterwards)."""
+        first: BaseException | None = None
+        for child in self._children:
+            try:
+                await child.disconnect()
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
+    async def health_check(self) -> bool:
+        """True if every child answers."""
+        if not self.is_connected:
+            return False
+        results = await asyncio.gather(*(c.health_check() for c in self._children))
+        return all(results)
+
+    def _require_connected(self) -> None:
+        if not self.is_connected:
+            msg = "composite backend is not connected: call connect() first"
+            raise MemoryConnectionError(msg)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def store(self, agent_id: str, request: MemoryStoreRequest) -> str:
+        """Store one memory in the child of its category; returns its id."""
+        return (await self.store_many(agent_id, [request]))[0]
+
+    async def store_many(self, agent_id: str, requests: Sequence[MemoryStoreRequest]) -> list[str]:
+        """Store memories in their categories' children; ids in input order. All or nothing.
+
+        One child: its own transaction. Several: checked first, then written child by child,
+        and undone (deleted) in earlier children if a later child fails.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        if not requests:
+            return []
+        groups: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(self._index(self.route(r.category)), []).append(i)
+        await self._check_supersedes(agent, requests)
+        if len(groups) == 1:
+            (k,) = groups
+            return await self._children[k].store_many(agent, requests)
+        now = self._clock()
+        for r in requests:
+            # The check every child makes, repeated here so the common invalid batch fails
+            # before any child has written anything.
+            if r.expires_at is not None and r.expires_at <= (r.created_at or now):
+                msg = "expires_at must be later than created_at"
+                raise MemoryValidationError(msg)
+        # Supersessions cannot be rolled back by deleting, so their groups are written last.
+        order = sorted(groups, key=lambda k: any(requests[i].supersedes for i in groups[k]))
+        ids: list[str] = [""] * len(requests)
+        done: list[tuple[MemoryStore, list[tuple[str, str]]]] = []
+        for k in order:
+            child, idx = self._children[k], groups[k]
+            try:
+                new = await child.store_many(agent, [requests[i] for i in idx])
+            except BaseException as exc:
+                await self._undo(done, exc)
+                raise
+            done.append((child, [(agent, mid) for mid in new]))
+            for i, mid in zip(idx, new, strict=True):
+                ids[i] = mid
+        return ids
+
+    async def _check_supersedes(self, agent: str, requests: Sequence[MemoryStoreRequest]) -> None:
+        """Supersession targets must exist in the child the new memory goes to."""
+        for r in requests:
+            if r.supersedes is None:
+                continue
+            target = self.route(r.category)
+            if await target.get(agent, r.supersedes) is not None:
+                continue
+            for other in self._children:
+                if other is not target and await other.get(agent, r.supersedes) is not None:
+                    msg = (
+                        f"cannot supersede {r.supersedes!r} with a {r.category.value} memory: it "
+                        f"lives in {other.location}, the new one would go to {target.location}; "
+                        "a composite store cannot supersede across child stores"
+                    )
+                    raise MemoryCapabilityError(msg)
+            msg = f"cannot supersede {r.supersedes!r}: no such memory for this agent"
+            raise MemoryNotFoundError(msg)
+
+    @staticmethod
+    async def _undo(
+        done: Sequence[tuple[MemoryStore, Sequence[tuple[str, str]]]], cause: BaseException
+    ) -> None:
+        """Delete what earlier children stored for a batch that failed in a later child."""
+        left: list[str] = []
+        for child, written in done:
+            for agent, mid in written:
+                try:
+                    await child.delete(agent, mid)
+                except Exception:
+                    left.append(f"{mid} in {child.location}")
+        if left:
+            note = f"composite backend: could not undo {len(left)} stored memories: {left}"
+            logger.error(note)
+            cause.add_note(note)
+
+    async def import_entries(self, entries: Sequence[MemoryEntry]) -> int:
+        """Insert entries (re-embedded by their children) keeping ids; existing ids skipped."""
+        return await self._import(entries, None)
+
+    async def import_with_vectors(
+        self, entries: Sequence[MemoryEntry], vectors: Mapping[str, Vectors]
+    ) -> int:
+        """Insert entries with their vectors as-is; existing ids skipped. All or nothing."""
+        dim = self.embedder.dimension
+        for e in entries:
+            # Checked here, before any child writes, so a bad vector never leaves half a batch.
+            raw = vectors.get(e.id)
+            if raw is None:
+                msg = f"memory {e.id}: no vector given"
+                raise MemoryValidationError(msg)
+            vec = np.asarray(raw)
+            if vec.shape != (dim,) or not np.isfinite(vec).all():
+                msg = f"memory {e.id}: vector must be {dim} finite numbers, got shape {vec.shape}"
+                raise MemoryValidationError(msg)
+        return await self._import(entries, vectors)
+
+    async def _import(
+        self, entries: Sequence[MemoryEntry], vectors: Mapping[str, Vectors] | None
+    ) -> int:
+        self._require_connected()
+        if not entries:
+            return 0
+        # An id is skipped if *any* child has it (a memory stored before a routing change), so
+        # ids stay unique across children; what remains is exactly what this call inserts,
+        # which is what an undo must delete. export_vectors doubles as an existence probe.
+        ids = list(dict.fromkeys(e.id for e in entries))
+        present: set[str] = set()
+        for child in self._children:
+            present.update(await child.export_vectors(ids))
+        groups: dict[int, list[MemoryEntry]] = {}
+        for e in entries:
+            if e.id in present:
+                continue
+            present.add(e.id)
+            groups.setdefault(self._index(self.route(e.category)), []).append(e)
+        done: list[tuple[MemoryStore, list[tuple[str, str]]]] = []
+        added = 0
+        for k, group in groups.items():
+            child = self._children[k]
+            try:
+                if vectors is None:
+                    added += await child.import_entries(group)
+                else:
+                    added += await child.import_with_vectors(group, vectors)
+            except BaseException as exc:
+                await self._undo(done, exc)
+                raise
+            done.append((child, [(e.agent_id, e.id) for e in group]))
+        return added
+
+    async def delete(self, agent_id: str, memory_id: str) -> bool:
+        """Delete one memory of the agent from whichever child holds it."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+        for child in self._children:
+            if await child.delete(agent, mid):
+                return True
+        return False
+
+    async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Delete the agent's memories (of one category) in every child; returns how many.
+
+        Each child clears in its own transaction; there is none spanning the children.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        total = 0
+        for child in self._children:
+            total += await child.clear(agent, category=category)
+        return total
+
+    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Bump access counters; every child ignores the ids it does not hold."""
+        agent = check_agent(agent_id)
+        if not ids:
+            return
+        for child in self._children:
+            await child.record_access(agent, ids, when)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:
+        """One memory of the agent from whichever child holds it, or None."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+        for child in self._children:
+            entry = await child.get(agent, mid)
+            if entry is not None:
+                return entry
+        return None
+
+    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
+        """Number of the agent's memories over every child."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        total = 0
+        for child in self._children:
+            total += await child.count(agent, category=category)
+        return total
+
+    async def list_entries(
+        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+    ) -> list[MemoryEntry]:
+        """Entries passing the filters over every child, newest first, ``limit`` from ``offset``.
+
+        Each child contributes its newest ``offset + limit`` matches (read in pages), which is
+        all the merged page can need.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        if len(self._children) == 1:
+            return await self._children[0].list_entries(agent, query, offset=offset)
+        need = offset + query.limit
+        page = min(need, _MAX_PAGE)
+        paged = query.model_copy(update={"limit": page})
+        rows: list[MemoryEntry] = []
+        for child in self._children:
+            got = 0
+            while got < need:
+                batch = await child.list_entries(agent, paged, offset=got)
+                rows.extend(batch)
+                got += len(batch)
+                if len(batch) < page:
+                    break
+        # The children's own order (created_at, then id, descending), over the union.
+        rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+        return rows[offset:need]
+
+    async def retrieve(self, agent_id: str, query: MemoryQuery) -> tuple[MemoryEntry, ...]:
+        """Hybrid search over the owning children; without text, the newest matching entries."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        if not query.text or not query.text.strip():
+            return tuple(await self.list_entries(agent, query))
+        ranked = await hybrid_search(self, agent, query, self._preset, now=self._clock())
+        return tuple(ranked)
+
+    async def search_candidates(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
+    ) -> CandidateSet:
+        """Candidates from the children owning the query's categories, merged by score.
+
+        With one owning child this is exactly that child's answer. Otherwise each list is the
+        top ``pool`` of the union (ties to the larger, i.e. newer, id as in every backend);
+        entries, vectors and thread neighbours are the union of the children's.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        owners = self._owners(query.categories)
+
+        async def one(child: MemoryStore) -> CandidateSet:
+            return await child.search_candidates(
+                agent, query, pool=pool, dense=dense, neighbours=neighbours, hops=hops, terms=terms
+            )
+
+        if len(owners) == 1:
+            return await one(owners[0])
+        sets = await asyncio.gather(*(one(c) for c in owners))
+        merged = CandidateSet()
+        for cs in sets:
+            if merged.query_vector is None:
+                merged.query_vector = cs.query_vector
+            merged.entries.update(cs.entries)
+            merged.vectors.update(cs.vectors)
+            merged.neighbours.update(cs.neighbours)
+        merged.dense = _top([p for cs in sets for p in cs.dense], pool)
+        merged.lexical = _top([p for cs in sets for p in cs.lexical], pool)
+        return merged
+
+    async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
+        """Every entry (of one agent, or all) over every child, oldest first."""
+        agent = check_agent(agent_id) if agent_id is not None else None
+        self._require_connected()
+        streams = [c.export_entries(agent) for c in self._children]
+        async for entry in _merge_oldest_first(streams):
+            yield entry
+
+    async def export_in_storage_order(
+        self, agent_id: str | None = None
+    ) -> AsyncIterator[MemoryEntry]:
+        """Each child's entries in its insertion order, child after child.
+
+        Children hold disjoint categories and a thread never spans categories, so this keeps
+        every thread's adjacency when the entries are inserted elsewhere in this order.
+        """
+        agent = check_agent(agent_id) if agent_id is not None else None
+        self._require_connected()
+        for child in self._children:
+            async for entry in child.export_in_storage_order(agent):
+                yield entry
+
+    async def export_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of ``ids`` from whichever child holds them."""
+        self._require_connected()
+        out: dict[str, Vectors] = {}
+        for child in self._children:
+            out.update(await child.export_vectors(ids))
+        return out
+
+    async def agent_ids(self) -> list[str]:
+        """Every agent id with a memory in any child."""
+        found: set[str] = set()
+        for child in self._children:
+            found.update(await child.agent_ids())
+        return sorted(found)
+
+    async def stats(self) -> StoreStats:
+        """Counts summed over the children (agents counted once)."""
+        parts = [await c.stats() for c in self._children]
+        by_cat: Counter[str] = Counter()
+        for p in parts:
+            by_cat.update(p.by_category)
+        sizes = [p.size_bytes for p in parts if p.size_bytes is not None]
+        return StoreStats(
+            backend=self.backend_name,
+            location=self.location,
+            total=sum(p.total for p in parts),
+            by_category=dict(by_cat),
+            agents=len(await self.agent_ids()),
+            embedding_model=self.embedder.model_id,
+            dimension=self.embedder.dimension,
+            size_bytes=sum(sizes) if sizes else None,
+        )
+
+
+def _top(pairs: list[tuple[str, float]], pool: int) -> list[tuple[str, float]]:
+    """The best ``pool`` ``(id, score)`` pairs; ties go to the larger (newer) id."""
+    return sorted(pairs, key=lambda p: (p[1], p[0]), reverse=True)[:pool]
+
+
+async def _merge_oldest_first(
+    streams: Sequence[AsyncIterator[MemoryEntry]],
+) -> AsyncIterator[MemoryEntry]:
+    """Merge streams that are each oldest first ((created_at, id) ascending) into one."""
+    heap: list[tuple[datetime, str, int, MemoryEntry]] = []
+    try:
+        for i, stream in enumerate(streams):
+            first = await anext(stream, None)
+            if first is not None:
+                heapq.heappush(heap, (first.created_at, first.id, i, first))
+        while heap:
+            _, _, i, entry = heapq.heappop(heap)
+            yield entry
+            nxt = await anext(streams[i], None)
+            if nxt is not None:
+                heapq.heappush(heap, (nxt.created_at, nxt.id, i, nxt))
+    finally:
+        # A consumer that stops early must not leave the children's generators (and, for
+        # SQLite, their pages in flight) open.
+        for stream in streams:
+            close: Any = getattr(stream, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
