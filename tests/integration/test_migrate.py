@@ -504,7 +504,18 @@ class TabledStore(InMemoryBackend):
 
 async def test_extra_tables_both_stores_have_are_copied() -> None:
     embedder = HashingEmbedder(32)
-    audit = [{"id": f"a{i:03d}", "action": "shared.publish", "n": i} for i in range(25)]
+    audit = [
+        {
+            "id": f"a{i:03d}",
+            "at": f"2026-01-01T00:00:{i:02d}+00:00",
+            "actor": "agent-a",
+            "action": "shared.publish",
+            "agent_id": "agent-a",
+            "memory_id": None,
+            "details": {"n": i},
+        }
+        for i in range(25)
+    ]
     archive = [{"id": f"r{i:03d}", "memory": {"content": "old"}} for i in range(3)]
     src = TabledStore(embedder, {"audit": audit, "archive": archive})
     dest = TabledStore(embedder, {"audit": audit[:5]})
@@ -518,10 +529,11 @@ async def test_extra_tables_both_stores_have_are_copied() -> None:
     assert dest.batches == [10, 10, 5]
     assert "audit: 20 rows copied" in report.summary()
     assert "archive" in report.summary()
-    # A store without extra tables as the destination: memories are copied, tables named.
+    # A destination with only an audit log: the audit rows are copied, archive is named.
     plain = InMemoryBackend(embedder)
     report = await migrate(src, plain)
-    assert report.tables == () and report.tables_not_copied == ("archive", "audit")
+    assert [t.name for t in report.tables] == ["audit"]
+    assert report.tables_not_copied == ("archive",)
     assert isinstance(report, MigrationReport)
 
 

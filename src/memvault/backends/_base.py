@@ -769,9 +769,65 @@ class BaseBackend(ABC):
         """
         raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
 
-    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
-        """Audit records, oldest first (by time, then id)."""
-        raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+    async def _audit_records(
+        self,
+        memory_id: str | None,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[AuditRecord]:
+        """Audit records, oldest first (by time, then id), after the ``(at, id)`` key if given."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no audit log")
+
+    async def _import_audit(self, records: Sequence[AuditRecord]) -> int:
+        """Insert audit records keeping their ids; known ids are skipped; returns inserted."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no audit log")
+
+    async def _count_audit(self) -> int:
+        """Number of audit records."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no audit log")
+
+    # -- extra tables for `memvault migrate` (RowTableStore) ------------------------------------
+
+    def row_tables(self) -> Sequence[str]:
+        """The extra tables ``memvault migrate`` copies: the audit log where there is one."""
+        return ("audit",) if self._implements_shared else ()
+
+    async def export_rows(self, table: str) -> AsyncIterator[dict[str, Any]]:
+        """Every audit record as a JSON object, oldest first, read in pages."""
+        self._check_table(table)
+        self._require_connected()
+        after: tuple[datetime, str] | None = None
+        while True:
+            page = await self._audit_records(None, _ROW_PAGE, after)
+            for record in page:
+                yield record.model_dump(mode="json")
+            if len(page) < _ROW_PAGE:
+                return
+            after = (page[-1].at, page[-1].id)
+
+    async def import_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert audit records (as written by :meth:`export_rows`); known ids are skipped."""
+        self._check_table(table)
+        self._require_connected()
+        try:
+            records = [AuditRecord.model_validate(dict(r)) for r in rows]
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        return await self._import_audit(records) if records else 0
+
+    async def count_rows(self, table: str) -> int:
+        """Number of rows of ``table``."""
+        self._check_table(table)
+        self._require_connected()
+        return await self._count_audit()
+
+    def _check_table(self, table: str) -> None:
+        if table not in self.row_tables():
+            msg = f"{self.backend_name} store has no table {table!r}"
+            raise MemoryCapabilityError(msg)
+
+
+_ROW_PAGE = 1_000
 
 
 def model_error(exc: ValidationError) -> MemoryValidationError:

@@ -381,7 +381,27 @@ class InMemoryBackend(BaseBackend):
             self._audit.append(record)
             return True
 
-    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
-        rows = [r for r in self._audit if memory_id is None or r.memory_id == memory_id]
+    async def _audit_records(
+        self,
+        memory_id: str | None,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[AuditRecord]:
+        rows = [
+            r
+            for r in self._audit
+            if (memory_id is None or r.memory_id == memory_id)
+            and (after is None or (r.at, r.id) > after)
+        ]
         rows.sort(key=lambda r: (r.at, r.id))
         return rows[:limit]
+
+    async def _import_audit(self, records: Sequence[AuditRecord]) -> int:
+        async with self._lock:
+            known = {r.id for r in self._audit}
+            fresh = [r for r in records if r.id not in known]
+            self._audit.extend(fresh)
+            return len(fresh)
+
+    async def _count_audit(self) -> int:
+        return len(self._audit)

@@ -41,6 +41,7 @@ from memvault.protocols import (
     MemoryBackend,
     MemoryCapabilities,
     MemoryStore,
+    RowTableStore,
     SharedKnowledgeStore,
     SharedMemoryStore,
 )
@@ -233,6 +234,27 @@ class SharedKnowledgeContract:
         assert [e.id for e in listed] == [public, own]
         private_only = await store.retrieve("agent-b", MemoryQuery(text="vault", limit=10))
         assert [h.id for h in private_only] == [own]
+
+    async def test_audit_log_travels_as_a_row_table(
+        self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
+    ) -> None:
+        store = _shared(backend)
+        assert isinstance(store, RowTableStore)
+        assert "audit" in store.row_tables()
+        mid = await store.publish("alice", req("Deploys freeze on Fridays."))
+        await store.retract("alice", mid)
+        rows = [r async for r in store.export_rows("audit")]
+        assert [r["action"] for r in rows] == ["shared.publish", "shared.retract"]
+        assert await store.count_rows("audit") == 2
+        other = make_backend(embedder)
+        await other.connect()
+        try:
+            assert isinstance(other, RowTableStore)
+            assert await other.import_rows("audit", rows) == 2
+            assert await other.import_rows("audit", rows) == 0  # idempotent
+            assert [r async for r in other.export_rows("audit")] == rows
+        finally:
+            await other.disconnect()
 
     async def test_retract_by_author_hides_keeps_and_audits(self, backend: MemoryStore) -> None:
         store = _shared(backend)

@@ -1300,12 +1300,20 @@ class PostgresBackend(BaseBackend):
 
         return await self._write("retract", run)
 
-    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
-        sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit"
+    async def _audit_records(
+        self,
+        memory_id: str | None,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[AuditRecord]:
+        sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit WHERE true"
         params: list[Any] = []
         if memory_id is not None:
-            sql += " WHERE memory_id = %s"
+            sql += " AND memory_id = %s"
             params.append(memory_id)
+        if after is not None:
+            sql += " AND (at, id) > (%s, %s)"
+            params.extend([after[0], after[1]])
         sql += " ORDER BY at, id LIMIT %s"
         params.append(limit)
         async with self._connection("audit") as conn:
@@ -1323,3 +1331,23 @@ class PostgresBackend(BaseBackend):
             )
             for r in rows
         ]
+
+    async def _import_audit(self, records: Sequence[AuditRecord]) -> int:
+        async def run(conn: Conn) -> int:
+            inserted = 0
+            for r in records:
+                cur = await conn.execute(
+                    "INSERT INTO audit (id, at, actor, action, agent_id, memory_id, details)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                    (r.id, r.at, r.actor, r.action, r.agent_id, r.memory_id, Jsonb(r.details)),
+                )
+                inserted += max(cur.rowcount, 0)
+            return inserted
+
+        return await self._write("audit.import", run)
+
+    async def _count_audit(self) -> int:
+        async with self._connection("audit") as conn:
+            cur = await conn.execute("SELECT COUNT(*) FROM audit")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0

@@ -1109,13 +1109,21 @@ class SQLiteBackend(BaseBackend):
 
         return await self._run(run, write=True)
 
-    async def _audit_records(self, memory_id: str | None, limit: int) -> list[AuditRecord]:
+    async def _audit_records(
+        self,
+        memory_id: str | None,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[AuditRecord]:
         def run() -> list[AuditRecord]:
-            sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit"
+            sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit WHERE 1=1"
             params: list[Any] = []
             if memory_id is not None:
-                sql += " WHERE memory_id = ?"
+                sql += " AND memory_id = ?"
                 params.append(memory_id)
+            if after is not None:
+                sql += " AND (at, id) > (?, ?)"
+                params.extend([to_us(after[0]), after[1]])
             sql += " ORDER BY at, id LIMIT ?"
             params.append(limit)
             return [
@@ -1132,3 +1140,32 @@ class SQLiteBackend(BaseBackend):
             ]
 
         return await self._run(run)
+
+    async def _import_audit(self, records: Sequence[AuditRecord]) -> int:
+        def run() -> int:
+            with self._transaction() as conn:
+                before = conn.total_changes
+                conn.executemany(
+                    "INSERT OR IGNORE INTO audit"
+                    " (id, at, actor, action, agent_id, memory_id, details)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            r.id,
+                            to_us(r.at),
+                            r.actor,
+                            r.action,
+                            r.agent_id,
+                            r.memory_id,
+                            json.dumps(r.details, sort_keys=True),
+                        )
+                        for r in records
+                    ],
+                )
+                return conn.total_changes - before
+
+        return await self._run(run, write=True)
+
+    async def _count_audit(self) -> int:
+        row = await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM audit").fetchone())
+        return int(row[0])
