@@ -34,7 +34,7 @@ from memvault.models import (
     MemoryScope,
     StoreStats,
 )
-from memvault.retrieval.bm25 import bm25_scores
+from memvault.retrieval.bm25 import bm25_scores, prune_common_terms
 from memvault.retrieval.text import tokenize
 
 __all__ = ["InMemoryBackend"]
@@ -227,6 +227,7 @@ class InMemoryBackend(BaseBackend):
             id_rank = np.argsort(np.argsort(np.array([e.id for e in live])))
             order = np.lexsort((-id_rank, -sims))[:pool]
             cands.dense = [(live[i].id, float(sims[i])) for i in order]
+        terms = prune_common_terms(terms, self._doc_freq, len(self._entries))
         if terms and live:
             n = len(self._entries)
             docs = ((e.id, self._terms[e.id], self._lengths[e.id]) for e in live)

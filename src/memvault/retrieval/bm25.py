@@ -10,10 +10,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["K1", "B", "bm25_scores", "idf"]
+__all__ = [
+    "K1",
+    "PRUNE_MAX_RATIO",
+    "PRUNE_MIN_DOCS",
+    "B",
+    "bm25_scores",
+    "idf",
+    "prune_common_terms",
+]
 
 K1 = 1.2
 B = 0.75
+
+PRUNE_MIN_DOCS = 20_000
+"""Stores smaller than this are searched with every query term."""
+
+PRUNE_MAX_RATIO = 0.05
+"""In larger stores, a term found in more than this share of documents is dropped."""
 
 
 def idf(doc_count: int, doc_freq: int) -> float:
@@ -52,3 +66,28 @@ def bm25_scores(
     scored.sort(key=lambda pair: pair[0], reverse=True)
     scored.sort(key=lambda pair: -pair[1])
     return scored
+
+
+def prune_common_terms(
+    terms: Sequence[str],
+    doc_freq: Mapping[str, int],
+    doc_count: int,
+    *,
+    max_ratio: float = PRUNE_MAX_RATIO,
+    min_docs: int = PRUNE_MIN_DOCS,
+) -> list[str]:
+    """Drop query terms so common that scoring them would cost more than they tell.
+
+    BM25 scores every document that matches any term, and a term in a large share of a big
+    store matches tens of thousands of documents while its idf adds almost nothing to the
+    ranking. In stores of at least ``min_docs`` documents, terms found in more than
+    ``max_ratio`` of them are dropped, unless every term is that common (then the rarest one
+    is kept). Every backend applies the same rule, so rankings stay identical across them.
+    """
+    if doc_count < min_docs or len(terms) < 2:
+        return list(terms)
+    limit = max_ratio * doc_count
+    kept = [t for t in terms if doc_freq.get(t, 0) <= limit]
+    if kept:
+        return kept
+    return [min(terms, key=lambda t: (doc_freq.get(t, 0), t))]

@@ -161,3 +161,16 @@ async def test_inmemory_and_sqlite_rank_identically(tmp_path: Path) -> None:
     finally:
         for b in (mem, lite):
             await b.disconnect()
+
+
+def test_common_terms_are_pruned_only_in_big_stores() -> None:
+    from memvault.retrieval.bm25 import prune_common_terms
+
+    df = {"the_common": 9_000, "rare": 12, "mid": 400}
+    assert prune_common_terms(["the_common", "rare"], df, 1_000) == ["the_common", "rare"]
+    assert prune_common_terms(["the_common", "rare", "mid"], df, 50_000) == ["rare", "mid"]
+    # When every term is common the rarest one is kept, so the lexical side is never empty.
+    assert prune_common_terms(
+        ["the_common", "mid"], {"the_common": 9_000, "mid": 8_000}, 50_000
+    ) == ["mid"]
+    assert prune_common_terms(["only"], {"only": 49_000}, 50_000) == ["only"]

@@ -78,7 +78,7 @@ from memvault.models import (
     StoreStats,
 )
 from memvault.protocols import Embedder
-from memvault.retrieval.bm25 import K1, B, idf
+from memvault.retrieval.bm25 import K1, B, idf, prune_common_terms
 from memvault.retrieval.text import tokenize
 
 __all__ = ["PostgresBackend"]
@@ -934,6 +934,10 @@ class PostgresBackend(BaseBackend):
                     conn, where, params, vector, pool, n_total, n_agent, exact
                 )
             lexical: list[tuple[int, float]] = []
+            kept = prune_common_terms(terms, dict(zip(terms, dfs, strict=True)), n_total)
+            if len(kept) < len(terms):
+                dfs = [df for t, df in zip(terms, dfs, strict=True) if t in kept]
+                terms = kept
             if terms and any(dfs):
                 lexical = await self._lexical(
                     conn, where, params, terms, dfs, pool, n_total, total_len

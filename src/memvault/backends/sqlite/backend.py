@@ -55,6 +55,7 @@ from memvault.models import (
     trusted,
 )
 from memvault.protocols import Embedder
+from memvault.retrieval.bm25 import PRUNE_MIN_DOCS, prune_common_terms
 from memvault.retrieval.text import index_text
 
 __all__ = ["SQLiteBackend"]
@@ -281,6 +282,8 @@ class SQLiteBackend(BaseBackend):
         self._indexes: dict[str, AgentIndex] = {}
         self._data_version = -1
         self._generation = -1
+        self._fts_count = 0
+        self._fts_count_generation = -2
 
     @property
     def location(self) -> str:
@@ -845,6 +848,7 @@ class SQLiteBackend(BaseBackend):
                     mask &= ~np.isin(index.rowids[: index.n], gone)
             dense = index.search(vector, mask, pool)
         lexical: list[tuple[int, float]] = []
+        terms = self._prune_terms(terms)
         if terms:
             rows = conn.execute(
                 "SELECT m.rowid, bm25(memories_fts) AS s FROM memories_fts"
@@ -867,6 +871,25 @@ class SQLiteBackend(BaseBackend):
                 if vec is not None:
                     cands.vectors[entry.id] = vec
         return cands
+
+    def _prune_terms(self, terms: list[str]) -> list[str]:
+        """Apply :func:`prune_common_terms` with this store's FTS statistics."""
+        if len(terms) < 2:
+            return terms
+        conn = self._db
+        if self._fts_count_generation != self._generation:
+            # FTS5 counts every indexed row (all agents), as its bm25() does.
+            self._fts_count = int(conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0])
+            self._fts_count_generation = self._generation
+        if self._fts_count < PRUNE_MIN_DOCS:
+            return terms
+        marks = ",".join("?" * len(terms))
+        freq = dict(
+            conn.execute(
+                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})", terms
+            ).fetchall()
+        )
+        return prune_common_terms(terms, freq, self._fts_count)
 
     def _load_rows(self, rowids: Iterable[int]) -> dict[int, MemoryEntry]:
         """Entries by rowid, from the cache where possible, else from one query per page."""

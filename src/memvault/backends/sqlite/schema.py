@@ -79,9 +79,15 @@ CREATE INDEX IF NOT EXISTS idx_audit_memory ON audit (memory_id, at);
 CREATE INDEX IF NOT EXISTS idx_audit_at ON audit (at, id);
 """
 
+# Document frequencies of FTS terms, for dropping very common query terms in big stores.
+M003_FTS_VOCAB = """
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab (memories_fts, 'row');
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
+    ("m003_fts_vocab", M003_FTS_VOCAB),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
