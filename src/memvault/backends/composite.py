@@ -31,7 +31,8 @@ How each operation maps onto the children:
   scale rather than identical to what one store holding everything would give.
 * Capabilities are the intersection: a category is supported if the child it routes to stores
   it, flags are ANDed, ``max_memories_per_agent`` is the smallest cap any child has. Shared
-  knowledge is not routed yet, so ``supports_shared_access`` is False whatever the children say.
+  knowledge is routed like private memories: a publish goes to the child of its category, and
+  shared searches merge the children's candidates.
 
 Extra tables (archive, audit: :class:`~memvault.protocols.RowTableStore`) are not routed yet: a
 composite has none, so ``memvault migrate`` copies only memories into or out of one.
@@ -61,6 +62,7 @@ from memvault.errors import (
     MemoryValidationError,
 )
 from memvault.models import (
+    AuditRecord,
     CandidateSet,
     MemoryCategory,
     MemoryEntry,
@@ -68,7 +70,7 @@ from memvault.models import (
     MemoryStoreRequest,
     StoreStats,
 )
-from memvault.protocols import Embedder, MemoryStore
+from memvault.protocols import Embedder, MemoryStore, SharedMemoryStore
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 
 __all__ = ["CompositeBackend"]
@@ -222,13 +224,10 @@ class CompositeBackend:
 
     @property
     def supports_shared_access(self) -> bool:
-        """False: the composite does not route shared knowledge (publish/search_shared) yet.
-
-        Its children may keep shared knowledge, but this class does not implement
-        :class:`~memvault.protocols.SharedKnowledgeStore`, so claiming it would mislead callers
-        that check the flag before they ask.
-        """
-        return False
+        """True if every child keeps shared knowledge (publish routes by category)."""
+        return all(
+            c.supports_shared_access and isinstance(c, SharedMemoryStore) for c in self._children
+        )
 
     @property
     def max_memories_per_agent(self) -> int | None:
@@ -494,13 +493,120 @@ class CompositeBackend:
         return rows[offset:need]
 
     async def retrieve(self, agent_id: str, query: MemoryQuery) -> tuple[MemoryEntry, ...]:
-        """Hybrid search over the owning children; without text, the newest matching entries."""
+        """Hybrid search over the owning children; without text, the newest matching entries.
+
+        ``query.include_shared`` adds the children's shared knowledge.
+        """
         agent = check_agent(agent_id)
         self._require_connected()
+        if query.include_shared:
+            self._shared_children()
         if not query.text or not query.text.strip():
-            return tuple(await self.list_entries(agent, query))
-        ranked = await hybrid_search(self, agent, query, self._preset, now=self._clock())
+            rows = await self.list_entries(agent, query)
+            if query.include_shared:
+                rows.extend(await self.search_shared(query.model_copy(update={"text": None})))
+                rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+            return tuple(rows[: query.limit])
+        ranked = await hybrid_search(
+            self,
+            agent,
+            query,
+            self._preset,
+            now=self._clock(),
+            include_shared=query.include_shared,
+        )
         return tuple(ranked)
+
+    # -- shared knowledge (routed by category, like private memories) ----------------------------
+
+    def _shared_children(self) -> list[SharedMemoryStore]:
+        if not self.supports_shared_access:
+            msg = "composite backend: not every child store keeps shared knowledge"
+            raise MemoryCapabilityError(msg)
+        return [c for c in self._children if isinstance(c, SharedMemoryStore)]
+
+    async def publish(self, agent_id: str, request: MemoryStoreRequest) -> str:
+        """Publish shared knowledge in the child that stores the request's category."""
+        self._require_connected()
+        self._shared_children()
+        child = self.route(request.category)
+        assert isinstance(child, SharedMemoryStore)  # checked by _shared_children
+        return await child.publish(agent_id, request)
+
+    async def retract(self, agent_id: str, memory_id: str) -> bool:
+        """Retract shared knowledge from whichever child holds it (author only)."""
+        self._require_connected()
+        for child in self._shared_children():
+            if await child.retract(agent_id, memory_id):
+                return True
+        return False
+
+    async def search_shared_candidates(
+        self,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
+        exclude_agent: str | None = None,
+    ) -> CandidateSet:
+        """Shared candidates of the owning children, merged like :meth:`search_candidates`."""
+        self._require_connected()
+        shared = self._shared_children()
+        owners = [c for c in self._owners(query.categories) if c in shared]
+        sets = await asyncio.gather(
+            *(
+                c.search_shared_candidates(
+                    query,
+                    pool=pool,
+                    dense=dense,
+                    neighbours=neighbours,
+                    hops=hops,
+                    terms=terms,
+                    exclude_agent=exclude_agent,
+                )
+                for c in owners
+            )
+        )
+        return _merge_sets(list(sets), pool)
+
+    async def search_shared(
+        self, query: MemoryQuery, *, exclude_agent: str | None = None
+    ) -> tuple[MemoryEntry, ...]:
+        """Search the shared knowledge of every child, ranked together."""
+        self._require_connected()
+        shared = self._shared_children()
+        if not query.text or not query.text.strip():
+            rows = [
+                e for c in shared for e in await c.search_shared(query, exclude_agent=exclude_agent)
+            ]
+            rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+            return tuple(rows[: query.limit])
+        ranked = await hybrid_search(
+            self,
+            None,
+            query,
+            self._preset,
+            now=self._clock(),
+            include_shared=True,
+            exclude_agent=exclude_agent,
+        )
+        return tuple(ranked)
+
+    async def audit_log(
+        self, *, memory_id: str | None = None, limit: int = 100
+    ) -> list[AuditRecord]:
+        """The children's audit records merged, oldest first, at most ``limit``."""
+        self._require_connected()
+        rows = [
+            r
+            for c in self._shared_children()
+            for r in await c.audit_log(memory_id=memory_id, limit=limit)
+        ]
+        rows.sort(key=lambda r: (r.at, r.id))
+        return rows[:limit]
 
     async def search_candidates(
         self,
@@ -531,16 +637,7 @@ class CompositeBackend:
         if len(owners) == 1:
             return await one(owners[0])
         sets = await asyncio.gather(*(one(c) for c in owners))
-        merged = CandidateSet()
-        for cs in sets:
-            if merged.query_vector is None:
-                merged.query_vector = cs.query_vector
-            merged.entries.update(cs.entries)
-            merged.vectors.update(cs.vectors)
-            merged.neighbours.update(cs.neighbours)
-        merged.dense = _top([p for cs in sets for p in cs.dense], pool)
-        merged.lexical = _top([p for cs in sets for p in cs.lexical], pool)
-        return merged
+        return _merge_sets(list(sets), pool)
 
     async def export_entries(self, agent_id: str | None = None) -> AsyncIterator[MemoryEntry]:
         """Every entry (of one agent, or all) over every child, oldest first."""
@@ -627,3 +724,19 @@ async def _merge_oldest_first(
             if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
+
+
+def _merge_sets(sets: list[CandidateSet], pool: int) -> CandidateSet:
+    """The union of candidate sets; each list keeps the top ``pool`` of the union."""
+    if len(sets) == 1:
+        return sets[0]
+    merged = CandidateSet()
+    for cs in sets:
+        if merged.query_vector is None:
+            merged.query_vector = cs.query_vector
+        merged.entries.update(cs.entries)
+        merged.vectors.update(cs.vectors)
+        merged.neighbours.update(cs.neighbours)
+    merged.dense = _top([p for cs in sets for p in cs.dense], pool)
+    merged.lexical = _top([p for cs in sets for p in cs.lexical], pool)
+    return merged

@@ -239,7 +239,8 @@ class SharedKnowledgeContract:
         self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
     ) -> None:
         store = _shared(backend)
-        assert isinstance(store, RowTableStore)
+        if not isinstance(store, RowTableStore):
+            pytest.skip("the backend has no extra tables for `memvault migrate` (RowTableStore)")
         assert "audit" in store.row_tables()
         mid = await store.publish("alice", req("Deploys freeze on Fridays."))
         await store.retract("alice", mid)

@@ -291,7 +291,9 @@ async def test_capabilities_are_the_intersection(embedder: HashingEmbedder) -> N
     assert not comp.supports_temporal
     assert comp.supports_vector_search
     assert not comp.supports_graph
-    assert not comp.supports_shared_access
+    assert comp.supports_shared_access  # every child keeps shared knowledge
+    no_shared = InMemoryBackend(embedder, shared_knowledge=False)
+    assert not CompositeBackend({E: no_shared}, plain).supports_shared_access
     assert comp.max_memories_per_agent == 50
     assert CompositeBackend({}, InMemoryBackend(embedder)).max_memories_per_agent is None
     await comp.connect()
