@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memvault.models import MemoryEntry
+from memvault.models import MemoryCategory, MemoryEntry
 
 __all__ = ["THREAD_GAP", "THREAD_KEYS", "same_thread", "thread_id", "thread_key"]
 
@@ -33,21 +33,30 @@ def thread_key(entry: MemoryEntry) -> str | None:
 def same_thread(a: MemoryEntry, b: MemoryEntry) -> bool:
     """True if two entries stored one after the other belong to one conversation thread.
 
-    Same category, and the same thread key when either has one; otherwise created within
-    :data:`THREAD_GAP` of each other.
+    Same category, and the same thread key when either has one. Without thread keys, only
+    episodic entries (conversation turns, events) created within :data:`THREAD_GAP` of each
+    other count as one thread: facts stored in one batch are separate statements, not a
+    conversation, and must not lend each other relevance.
     """
     if a.category is not b.category:
         return False
     ta, tb = thread_key(a), thread_key(b)
     if ta is not None or tb is not None:
         return ta == tb
+    if a.category is not MemoryCategory.EPISODIC:
+        return False
     return abs(a.created_at - b.created_at) <= THREAD_GAP
 
 
 def thread_id(entry: MemoryEntry) -> str:
-    """A grouping key: the thread key, else the category and hour of creation."""
+    """A grouping key: the thread key; else, for episodic entries, the hour of creation.
+
+    Other entries without a thread key form a group of their own (their id).
+    """
     key = thread_key(entry)
     if key is not None:
         return key
+    if entry.category is not MemoryCategory.EPISODIC:
+        return f"entry={entry.id}"
     # An integer hour bucket: strftime is ten times slower and this runs per candidate.
-    return f"{entry.category.value}@{int(entry.created_at.timestamp()) // 3600}"
+    return f"episodic@{int(entry.created_at.timestamp()) // 3600}"

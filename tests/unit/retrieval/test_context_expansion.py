@@ -164,6 +164,13 @@ def test_threads_from_metadata_or_time() -> None:
     assert not same_thread(near, entry("s", created=NOW, category=MemoryCategory.SEMANTIC))
     assert not same_thread(a, near)  # one has a thread key, the other not
     assert thread_id(near) == thread_id(later)  # same hour bucket
+    # Facts stored together are not a conversation: no thread without a key.
+    f1 = entry("f1", created=NOW, category=MemoryCategory.SEMANTIC)
+    f2 = entry("f2", created=NOW, category=MemoryCategory.SEMANTIC)
+    assert not same_thread(f1, f2)
+    assert thread_id(f1) != thread_id(f2)
+    keyed = entry("k1", session=9, category=MemoryCategory.SEMANTIC)
+    assert same_thread(keyed, entry("k2", session=9, category=MemoryCategory.SEMANTIC))
 
 
 def test_expansion_terms_are_shared_words_the_query_lacks() -> None:
