@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -303,6 +304,7 @@ class PostgresBackend(BaseBackend):
         pool_min: connections kept open.
         pool_max: most connections opened at once.
         hnsw: build and use the HNSW index; without it every dense search is exact.
+        index_build_memory: ``maintenance_work_mem`` while the HNSW index is built.
         exact_below: agents with at most this many rows are searched exactly (faster than the
             index at that size, and never misses a row).
         connect_timeout: seconds to wait for the server when connecting.
@@ -322,6 +324,7 @@ class PostgresBackend(BaseBackend):
         pool_max: int = 10,
         hnsw: bool = True,
         exact_below: int = 2_000,
+        index_build_memory: str = "1GB",
         connect_timeout: float = 10.0,
         **kwargs: Any,
     ) -> None:
@@ -338,6 +341,10 @@ class PostgresBackend(BaseBackend):
         self._pool_max = pool_max
         self._hnsw = hnsw
         self._exact_below = max(0, exact_below)
+        if not re.fullmatch(r"\d+\s*(kB|MB|GB)", index_build_memory):
+            msg = f"index_build_memory must look like '512MB' or '2GB', got {index_build_memory!r}"
+            raise MemoryConfigError(msg)
+        self._index_build_memory = index_build_memory
         self._connect_timeout = connect_timeout
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._search_path: sql.Composable | None = None
@@ -520,6 +527,12 @@ class PostgresBackend(BaseBackend):
             )
             await self._check_meta(conn)
             if self._hnsw:
+                # pgvector builds HNSW far faster when the graph fits in maintenance memory
+                # (a million 384-d vectors need about 2 GB); the setting lasts this transaction.
+                await conn.execute(
+                    "SELECT set_config('maintenance_work_mem', %s, true)",
+                    [self._index_build_memory],
+                )
                 await conn.execute(hnsw_index_sql())
 
     async def _ensure_vector(self, conn: Conn) -> str:
