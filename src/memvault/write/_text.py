@@ -14,6 +14,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 __all__ = [
+    "FILLER_WORDS",
     "NEGATIONS",
     "TYPO_MIN_LENGTH",
     "Analysed",
@@ -56,13 +57,20 @@ _TRAILING_PHRASES = (
     "fyi",
     "btw",
 )
-_FILLER_ALT = "|".join(re.escape(p) for p in _FILLER_PHRASES)
-_TRAILING_ALT = "|".join(re.escape(p) for p in _TRAILING_PHRASES)
+
+
+def _phrase_pattern(phrases: tuple[str, ...]) -> str:
+    # Noise puts commas and runs of spaces between a filler's words ("Just, so  you know").
+    return "|".join(r"[\s,]+".join(re.escape(w) for w in p.split()) for p in phrases)
+
+
+_FILLER_ALT = _phrase_pattern(_FILLER_PHRASES)
+_TRAILING_ALT = _phrase_pattern(_TRAILING_PHRASES)
 _SEP = r"[\s:;,.!\-–—()\[\]]*"
 _LEADING_FILLER = re.compile(rf"^\s*(?:(?:{_FILLER_ALT})\b{_SEP})+", re.IGNORECASE)
 _TRAILING_FILLER = re.compile(rf"(?:{_SEP}\b(?:{_TRAILING_ALT}))+{_SEP}$", re.IGNORECASE)
 # Single-word fillers that never carry content, dropped wherever they appear.
-_FILLER_WORDS = frozenset({"fyi", "btw", "imo", "imho"})
+FILLER_WORDS = frozenset({"fyi", "btw", "imo", "imho", "basically", "honestly", "literally"})
 _ARTICLES = frozenset({"a", "an", "the"})
 
 NEGATIONS = frozenset(
@@ -120,7 +128,7 @@ def is_number(token: str) -> bool:
 def words(text: str) -> list[str]:
     """Normalised tokens of ``text``: lower-case words and numbers, articles and fillers dropped."""
     prepared = _THOUSANDS.sub("", _APOSTROPHE.sub("", text.casefold()))
-    return [t for t in _TOKEN.findall(prepared) if t not in _ARTICLES and t not in _FILLER_WORDS]
+    return [t for t in _TOKEN.findall(prepared) if t not in _ARTICLES and t not in FILLER_WORDS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,37 +195,57 @@ def one_edit_apart(a: str, b: str) -> bool:
 
 
 TYPO_MIN_LENGTH = 4
-"""Shortest word a one-letter difference is read as a typo in (shorter: another word)."""
+"""Shortest word a one-letter change is read as a typo of (in shorter ones it makes another word).
+
+The misspelt form may be one letter shorter ("mode" -> "mod"), never shorter than three letters.
+"""
 
 
 def typo_of(a: str, b: str) -> bool:
-    """True if ``b`` looks like a one-letter typo of ``a`` (words only, never numbers)."""
+    """True if one of ``a`` and ``b`` looks like a one-letter typo of the other (never numbers)."""
+    la, lb = len(a), len(b)
+    # Cheapest tests first: this runs for every pair of unmatched words of every comparison.
     return (
-        len(a) >= TYPO_MIN_LENGTH
-        and len(b) >= TYPO_MIN_LENGTH
+        abs(la - lb) <= 1
+        and max(la, lb) >= TYPO_MIN_LENGTH
+        and min(la, lb) >= TYPO_MIN_LENGTH - 1
+        and one_edit_apart(a, b)
         and not is_number(a)
         and not is_number(b)
-        and one_edit_apart(a, b)
     )
 
 
-def align_typos(reference: Analysed, other: Analysed) -> tuple[tuple[str, ...], ...]:
-    """``other``'s clauses with each word that is a typo of a ``reference`` word replaced by it.
+def _typo_partner(word: str, vocab: set[str]) -> str | None:
+    matches = [v for v in vocab if typo_of(v, word)]
+    return matches[0] if len(matches) == 1 else None
 
-    A word is replaced only when exactly one unmatched reference word is one edit away, so an
-    ambiguous misspelling is left alone (it then counts as a different word).
+
+def align_typos(
+    a: Analysed, b: Analysed
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """The clauses of ``a`` and ``b`` with one-letter typos made consistent between them.
+
+    A word of one text that the other lacks is replaced by the other's word a typo away from it
+    (when exactly one is), so whichever side holds the misspelling, both end up spelling the
+    word the same way. An ambiguous misspelling is left alone (it counts as another word).
     """
-    ref_vocab = set(reference.tokens)
-    other_vocab = set(other.tokens)
-    unmatched_ref = [w for w in ref_vocab - other_vocab]
-    mapping: dict[str, str] = {}
-    for word in other_vocab - ref_vocab:
-        matches = [r for r in unmatched_ref if typo_of(r, word)]
-        if len(matches) == 1:
-            mapping[word] = matches[0]
-    if not mapping:
-        return other.clauses
-    return tuple(tuple(mapping.get(t, t) for t in clause) for clause in other.clauses)
+    vocab_a, vocab_b = set(a.tokens), set(b.tokens)
+    map_a: dict[str, str] = {}
+    for word in vocab_a - vocab_b:
+        partner = _typo_partner(word, vocab_b)
+        if partner is not None:
+            map_a[word] = partner
+    renamed = set(map_a)
+    map_b: dict[str, str] = {}
+    for word in vocab_b - vocab_a:
+        if word in map_a.values():
+            continue  # ``a``'s spelling was already changed to this one
+        partner = _typo_partner(word, vocab_a)
+        if partner is not None and partner not in renamed:
+            map_b[word] = partner
+    clauses_a = tuple(tuple(map_a.get(t, t) for t in c) for c in a.clauses) if map_a else a.clauses
+    clauses_b = tuple(tuple(map_b.get(t, t) for t in c) for c in b.clauses) if map_b else b.clauses
+    return clauses_a, clauses_b
 
 
 def clause_grams(clauses: tuple[tuple[str, ...], ...]) -> frozenset[tuple[str, ...]]:
