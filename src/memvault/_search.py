@@ -164,3 +164,23 @@ def merge_candidates(parts: list[CandidateSet], *, pool: int) -> CandidateSet:
 
 def _score_id(candidate: tuple[str, float]) -> tuple[float, str]:
     return candidate[1], candidate[0]
+
+
+async def retrieve_entries(
+    store: MemoryStore, agent_id: str, query: MemoryQuery, config: RetrievalConfig, *, now: datetime
+) -> tuple[MemoryEntry, ...]:
+    """``MemoryBackend.retrieve`` for any store: hybrid search, or newest first without text.
+
+    ``query.include_shared`` adds the store's shared knowledge (the caller has checked that the
+    store keeps it).
+    """
+    if not query.text or not query.text.strip():
+        rows = await store.list_entries(agent_id, query)
+        if query.include_shared and isinstance(store, SharedMemoryStore):
+            rows.extend(await store.search_shared(query.model_copy(update={"text": None})))
+            rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+        return tuple(rows[: query.limit])
+    ranked = await hybrid_search(
+        store, agent_id, query, config, now=now, include_shared=query.include_shared
+    )
+    return tuple(ranked)

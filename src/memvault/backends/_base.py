@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from memvault._ids import new_id, utc_now
-from memvault._search import hybrid_search
+from memvault._search import hybrid_search, retrieve_entries
 from memvault.errors import (
     DimensionMismatchError,
     EmbeddingModelChangedError,
@@ -354,21 +354,7 @@ class BaseBackend(ABC):
         self._require_connected()
         if query.include_shared:
             self._require_shared()
-        if not query.text or not query.text.strip():
-            rows = await self.list_entries(agent, query)
-            if query.include_shared:
-                rows.extend(await self._list_shared(None, query, 0))
-                rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
-            return tuple(rows[: query.limit])
-        ranked = await hybrid_search(
-            self,
-            agent,
-            query,
-            self._preset,
-            now=self._clock(),
-            include_shared=query.include_shared,
-        )
-        return tuple(ranked)
+        return await retrieve_entries(self, agent, query, self._preset, now=self._clock())
 
     async def search_candidates(
         self,

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from memvault._ids import utc_now
-from memvault._search import hybrid_search
+from memvault._search import hybrid_search, retrieve_entries
 from memvault.backends._base import Vectors, check_agent, check_id
 from memvault.errors import (
     MemoryCapabilityError,
@@ -501,21 +501,7 @@ class CompositeBackend:
         self._require_connected()
         if query.include_shared:
             self._shared_children()
-        if not query.text or not query.text.strip():
-            rows = await self.list_entries(agent, query)
-            if query.include_shared:
-                rows.extend(await self.search_shared(query.model_copy(update={"text": None})))
-                rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)
-            return tuple(rows[: query.limit])
-        ranked = await hybrid_search(
-            self,
-            agent,
-            query,
-            self._preset,
-            now=self._clock(),
-            include_shared=query.include_shared,
-        )
-        return tuple(ranked)
+        return await retrieve_entries(self, agent, query, self._preset, now=self._clock())
 
     # -- shared knowledge (routed by category, like private memories) ----------------------------
 

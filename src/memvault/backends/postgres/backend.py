@@ -990,25 +990,7 @@ class PostgresBackend(BaseBackend):
                 " WHERE t.agent_id = %s AND t.scope = 'private' AND t.id = ANY(%s::text[])",
                 [hops, hops, agent_id, list(ids)],
             )
-            sides = {
-                str(r[0]): ([int(x) for x in r[1]], [int(x) for x in r[2]])
-                for r in await cur.fetchall()
-            }
-            wanted = sorted({r for b, a in sides.values() for r in (*b, *a)})
-            by_rowid: dict[int, MemoryEntry] = {}
-            if wanted:
-                cur = await conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
-                    [wanted],
-                )
-                by_rowid = {int(r[0]): _row_entry(r) for r in await cur.fetchall()}
-        return {
-            entry_id: (
-                [by_rowid[r] for r in before if r in by_rowid],
-                [by_rowid[r] for r in after if r in by_rowid],
-            )
-            for entry_id, (before, after) in sides.items()
-        }
+            return await _hydrate_sides(conn, await cur.fetchall())
 
     def _ef_search(self, *, exact: bool, n_total: int, n_agent: int, pool: int) -> int | None:
         """``hnsw.ef_search`` for a dense query, or None to scan exactly.
@@ -1264,25 +1246,7 @@ class PostgresBackend(BaseBackend):
                 " FROM memories t WHERE t." + live.format("t") + " AND t.id = ANY(%s::text[])",
                 [hops, hops, list(ids)],
             )
-            sides = {
-                str(r[0]): ([int(x) for x in r[1]], [int(x) for x in r[2]])
-                for r in await cur.fetchall()
-            }
-            wanted = sorted({r for b, a in sides.values() for r in (*b, *a)})
-            by_rowid: dict[int, MemoryEntry] = {}
-            if wanted:
-                cur = await conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
-                    [wanted],
-                )
-                by_rowid = {int(r[0]): _row_entry(r) for r in await cur.fetchall()}
-        return {
-            entry_id: (
-                [by_rowid[r] for r in before if r in by_rowid],
-                [by_rowid[r] for r in after if r in by_rowid],
-            )
-            for entry_id, (before, after) in sides.items()
-        }
+            return await _hydrate_sides(conn, await cur.fetchall())
 
     async def _list_shared(
         self, exclude_agent: str | None, query: MemoryQuery, offset: int
@@ -1368,3 +1332,24 @@ class PostgresBackend(BaseBackend):
             cur = await conn.execute("SELECT COUNT(*) FROM audit")
             row = await cur.fetchone()
         return int(row[0]) if row else 0
+
+
+async def _hydrate_sides(
+    conn: Conn, rows: Sequence[Any]
+) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+    """Entries for ``(id, rowids before, rowids after)`` rows of an adjacency query."""
+    sides = {str(r[0]): ([int(x) for x in r[1]], [int(x) for x in r[2]]) for r in rows}
+    wanted = sorted({r for b, a in sides.values() for r in (*b, *a)})
+    by_rowid: dict[int, MemoryEntry] = {}
+    if wanted:
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid = ANY(%s::bigint[])", [wanted]
+        )
+        by_rowid = {int(r[0]): _row_entry(r) for r in await cur.fetchall()}
+    return {
+        entry_id: (
+            [by_rowid[r] for r in before if r in by_rowid],
+            [by_rowid[r] for r in after if r in by_rowid],
+        )
+        for entry_id, (before, after) in sides.items()
+    }
