@@ -283,7 +283,7 @@ async def test_context_injection_through_async_memory(mem: AsyncMemory) -> None:
     async def search(agent_id: str, query_text: str, limit: int) -> list[MemoryEntry]:
         return await mem.search(query_text, agent_id=agent_id, limit=limit)
 
-    query = "which web framework does the API use?"
+    query = "why did we choose Litestar over Flask for the API?"
     # The filter keeps only non-inferable memories, though the untagged one ranks high.
     plain = ContextInjectionStrategy(
         search, ContextInjectionConfig(max_memories=3, filter_strategy=NonInferableFilter())
