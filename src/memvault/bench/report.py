@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from rich.console import Group
@@ -123,7 +123,9 @@ class BenchReport:
         return []
 
     def _extra_json(self) -> dict[str, Any]:
-        return {}
+        # The counts a subclass adds: its own dataclass fields, in declaration order.
+        own = {f.name for f in fields(BenchReport)}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in own}
 
     def to_json(self) -> dict[str, Any]:
         """Return the report as a JSON-ready dict (the ``--json`` output of ``memvault bench``)."""
@@ -165,15 +167,6 @@ class LocomoReport(BenchReport):
             f"{self.dropped_evidence_ids} evidence ids dropped (malformed or absent)"
         ]
 
-    def _extra_json(self) -> dict[str, Any]:
-        return {
-            "conversations": self.conversations,
-            "turns": self.turns,
-            "questions": self.questions,
-            "skipped_questions": self.skipped_questions,
-            "dropped_evidence_ids": self.dropped_evidence_ids,
-        }
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LongMemEvalReport(BenchReport):
@@ -197,15 +190,6 @@ class LongMemEvalReport(BenchReport):
             f"{self.skipped_abstention} abstention, {self.skipped_no_evidence} without evidence "
             f"sessions; {self.skipped_blank_turns} blank turns not stored"
         ]
-
-    def _extra_json(self) -> dict[str, Any]:
-        return {
-            "questions": self.questions,
-            "turns": self.turns,
-            "skipped_abstention": self.skipped_abstention,
-            "skipped_no_evidence": self.skipped_no_evidence,
-            "skipped_blank_turns": self.skipped_blank_turns,
-        }
 
 
 def metric_header(name: str) -> str:
