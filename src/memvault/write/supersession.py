@@ -472,37 +472,18 @@ def _extract(body: str, default_subject: str) -> Statement | None:
     m = _PREFER.match(body)
     if m:
         return _preference(body, _subject(m.group("subj"), default_subject), m.group("rest"))
-    m = _RESIDENCE.match(body)
-    if m:
-        if not _proper(m.group("val"), body):
-            return None
-        return _statement(
-            _subject(m.group("subj"), default_subject),
-            "residence",
-            _value(m.group("val")),
-            "residence",
-            "lives in",
-        )
-    m = _ROLE.match(body)
-    if m:
-        return _statement(
-            _subject(m.group("subj"), default_subject),
-            "role",
-            _value(m.group("val")),
-            "role",
-            "works as",
-        )
-    m = _EMPLOYER.match(body)
-    if m:
-        if not _proper(m.group("val"), body):
-            return None
-        return _statement(
-            _subject(m.group("subj"), default_subject),
-            "employer",
-            _value(m.group("val")),
-            "employer",
-            "works at",
-        )
+    for pattern, slot, phrase, needs_name in _SIMPLE_SLOTS:
+        m = pattern.match(body)
+        if m:
+            if needs_name and not _proper(m.group("val"), body):
+                return None
+            return _statement(
+                _subject(m.group("subj"), default_subject),
+                slot,
+                _value(m.group("val")),
+                slot,
+                phrase,
+            )
     m = _USES.match(body)
     if m:
         value = _value(m.group("val"))
@@ -542,6 +523,14 @@ def _extract(body: str, default_subject: str) -> Statement | None:
                     _subject(m.group("subj"), default_subject), group, value, "status", "is status"
                 )
     return None
+
+
+# One-value slots, tried in this order: (pattern, slot, canonical phrase, value must be a name).
+_SIMPLE_SLOTS = (
+    (_RESIDENCE, "residence", "lives in", True),
+    (_ROLE, "role", "works as", False),
+    (_EMPLOYER, "employer", "works at", True),
+)
 
 
 @lru_cache(maxsize=65_536)
