@@ -111,6 +111,8 @@ class MemoryOptionsConfig(BaseModel):
     consolidation_interval: ConsolidationInterval = ConsolidationInterval.DAILY
     shared_knowledge_base: bool = True
     max_content_chars: int = Field(default=DEFAULT_MAX_CONTENT_CHARS, ge=1, le=1_000_000)
+    dedup: bool = True
+    """Near-duplicate writes become confirmations and contradicting ones supersede (add)."""
 
 
 class RetrievalSettings(BaseModel):

@@ -48,6 +48,10 @@ from memvault.protocols import Embedder, MemoryStore, SharedMemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.write.admission import AdmissionController
+from memvault.write.dedup import DedupConfig
+from memvault.write.executor import WriteOutcome, execute_writes
+from memvault.write.pipeline import WriteDecision, WriteKind
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -207,6 +211,8 @@ class AsyncMemory:
         except KeyError as exc:
             raise MemoryConfigError(str(exc.args[0])) from None
         self._track_access = track_access
+        self._dedup = DedupConfig()
+        self._admission: AdmissionController | None = None
         self._connect_lock: asyncio.Lock | None = None
         self._closed = False
 
@@ -250,8 +256,17 @@ class AsyncMemory:
         label: str | None = None,
         source: str | None = None,
         importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
     ) -> str:
         """Store one memory for ``agent_id`` and return its id.
+
+        With dedup on (``options.dedup``, default; ``dedup=`` overrides it per call), a near
+        duplicate of a live memory of the same agent and category stores nothing and returns the
+        existing memory's id (its access count is bumped), and a statement that gives a subject
+        a new value ("now prefers light mode") supersedes the old one, which stays for
+        ``as_of`` queries. ``admission=True`` runs admission control; a rejected text returns
+        ``""`` (use :meth:`write` to see why).
 
         Raises:
             MemoryValidationError: blank/oversized/NUL content, unknown category, naive datetime.
@@ -270,23 +285,93 @@ class AsyncMemory:
             source=source,
             importance=importance,
         )
+        outcome = await self._write(agent, [request], dedup=dedup, admission=admission)
+        return outcome[0].id or ""
+
+    async def write(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+    ) -> WriteOutcome:
+        """Like :meth:`add`, but report what the write did (stored, confirmed, superseded...).
+
+        ``admission=True`` runs admission control: a low-value text is rejected (``id`` None,
+        ``decision.reason`` says why), never raised as an error.
+        """
+        agent = check_agent(agent_id)
+        request = _request(
+            content,
+            category=category,
+            tags=tags,
+            metadata=metadata,
+            created_at=created_at,
+            expires_at=expires_at,
+            supersedes=supersedes,
+            label=label,
+            source=source,
+            importance=importance,
+        )
+        return (await self._write(agent, [request], dedup=dedup, admission=admission))[0]
+
+    async def _write(
+        self,
+        agent: str,
+        requests: Sequence[MemoryStoreRequest],
+        *,
+        dedup: bool | None,
+        admission: bool,
+    ) -> list[WriteOutcome]:
+        """Store ``requests`` through the write planner (or straight, with dedup off)."""
         backend = await self._ready()
-        return await backend.store(agent, request)
+        use_dedup = self._config.options.dedup if dedup is None else dedup
+        if not use_dedup and not admission:
+            ids = await backend.store_many(agent, requests)
+            plain = WriteDecision(kind=WriteKind.ADD, reason="dedup off")
+            return [WriteOutcome(i, plain) for i in ids]
+        config = self._dedup if use_dedup else self._dedup.model_copy(update={"enabled": False})
+        if admission and self._admission is None:
+            self._admission = AdmissionController()
+        return await execute_writes(
+            backend,
+            agent,
+            requests,
+            dedup=config,
+            admission=self._admission if admission else None,
+            now=utc_now(),
+        )
 
     async def add_many(
-        self, items: Sequence[MemoryStoreRequest | Mapping[str, Any]], *, agent_id: str
+        self,
+        items: Sequence[MemoryStoreRequest | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        dedup: bool | None = None,
     ) -> list[str]:
         """Store many memories: one embedding batch, one transaction, ids in input order.
 
-        Every item is validated before anything is written; a failure stores nothing.
+        Every item is validated before anything is written; a failure stores nothing. With
+        dedup on, an item that repeats a stored memory (or an earlier item) returns that
+        memory's id instead of storing a copy.
         """
         agent = check_agent(agent_id)
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             msg = "items must be a list of dicts or MemoryStoreRequest objects"
             raise MemoryValidationError(msg)
         requests = [_item_request(item, i) for i, item in enumerate(items)]
-        backend = await self._ready()
-        return await backend.store_many(agent, requests)
+        outcomes = await self._write(agent, requests, dedup=dedup, admission=False)
+        return [o.id or "" for o in outcomes]
 
     async def delete(self, memory_id: str, *, agent_id: str) -> bool:
         """Delete one memory; False if the agent has no memory with that id."""
@@ -762,6 +847,8 @@ class Memory:
         label: str | None = None,
         source: str | None = None,
         importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
     ) -> str:
         """Store one memory for ``agent_id`` and return its id (see :meth:`AsyncMemory.add`)."""
         return self._run(
@@ -777,14 +864,56 @@ class Memory:
                 label=label,
                 source=source,
                 importance=importance,
+                dedup=dedup,
+                admission=admission,
+            )
+        )
+
+    def write(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+    ) -> WriteOutcome:
+        """Store one memory and report what the write did (see :meth:`AsyncMemory.write`)."""
+        return self._run(
+            self._core.write(
+                content,
+                agent_id=agent_id,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                expires_at=expires_at,
+                supersedes=supersedes,
+                label=label,
+                source=source,
+                importance=importance,
+                dedup=dedup,
+                admission=admission,
             )
         )
 
     def add_many(
-        self, items: Sequence[MemoryStoreRequest | Mapping[str, Any]], *, agent_id: str
+        self,
+        items: Sequence[MemoryStoreRequest | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        dedup: bool | None = None,
     ) -> list[str]:
         """Store many memories in one batch and transaction (see :meth:`AsyncMemory.add_many`)."""
-        return self._run(self._core.add_many(items, agent_id=agent_id))
+        return self._run(self._core.add_many(items, agent_id=agent_id, dedup=dedup))
 
     def delete(self, memory_id: str, *, agent_id: str) -> bool:
         """Delete one memory; False if absent (see :meth:`AsyncMemory.delete`)."""

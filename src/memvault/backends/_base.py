@@ -249,6 +249,15 @@ class BaseBackend(ABC):
 
     # -- writes ---------------------------------------------------------------------------------
 
+    @property
+    def max_content_chars(self) -> int:
+        """The longest content this store accepts."""
+        return self._max_content_chars
+
+    def check_request(self, request: MemoryStoreRequest, now: datetime) -> None:
+        """Raise MemoryValidationError if ``store`` would refuse ``request`` (nothing written)."""
+        self._new_entry("check", request, now)
+
     def _new_entry(
         self,
         agent_id: str,

@@ -14,6 +14,7 @@ from memvault.write.admission import (
     EntityMemory,
 )
 from memvault.write.dedup import DedupConfig, find_duplicate, normalise_text, text_similarity
+from memvault.write.executor import WriteOutcome, execute_writes
 from memvault.write.pipeline import WriteDecision, WriteKind, plan_batch, plan_write
 from memvault.write.supersession import (
     Statement,
@@ -33,8 +34,10 @@ __all__ = [
     "Statement",
     "WriteDecision",
     "WriteKind",
+    "WriteOutcome",
     "contradiction_query",
     "detect_contradiction",
+    "execute_writes",
     "extract_statement",
     "find_duplicate",
     "normalise_text",

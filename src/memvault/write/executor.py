@@ -1,0 +1,187 @@
+"""Carry out write plans against a store: fetch neighbours, plan, then store, confirm or supersede.
+
+:func:`memvault.write.plan_write` is pure; this module is the I/O around it that
+:class:`memvault.AsyncMemory` runs for ``add`` and ``add_many``. It works on any
+:class:`~memvault.protocols.MemoryStore` through its public methods, so every backend gets the
+same dedup and supersession behaviour.
+
+Neighbours of a request are the same agent's live entries of the same category: the dense and
+lexical top 10 of its text, plus a lexical search on its statement's subject and slot words
+(:func:`~memvault.write.contradiction_query`), which finds the older statement a new value
+contradicts even when the two texts are worded differently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from memvault._ids import new_id
+from memvault.models import MemoryEntry, MemoryQuery, MemoryStoreRequest
+from memvault.protocols import MemoryStore
+from memvault.retrieval.text import query_terms
+from memvault.write.admission import AdmissionController
+from memvault.write.dedup import DedupConfig, Vector
+from memvault.write.pipeline import WriteDecision, WriteKind, batch_index, plan_batch
+from memvault.write.supersession import contradiction_query
+
+__all__ = ["NEIGHBOUR_POOL", "WriteOutcome", "execute_writes"]
+
+NEIGHBOUR_POOL = 10
+"""How many dense and lexical neighbours each request is compared with."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    """What one write did: the id that now holds the memory, and the decision behind it.
+
+    ``id`` is the new entry's id (ADD, SUPERSEDE), the existing entry's id (NOOP: the memory
+    was already known), or None (REJECT: nothing stored; ``decision.reason`` says why).
+    """
+
+    id: str | None
+    decision: WriteDecision
+
+    @property
+    def stored(self) -> bool:
+        """True if a new entry was written."""
+        return self.decision.kind in (WriteKind.ADD, WriteKind.SUPERSEDE)
+
+
+async def _neighbours(
+    store: MemoryStore, agent_id: str, request: MemoryStoreRequest
+) -> list[tuple[MemoryEntry, Vector | None]]:
+    """The agent's nearest live entries of the request's category, with their vectors."""
+    query = MemoryQuery(text=request.content, categories=frozenset({request.category}))
+    cands = await store.search_candidates(agent_id, query, pool=NEIGHBOUR_POOL)
+    entries = dict(cands.entries)
+    vectors: dict[str, Vector | None] = dict(cands.vectors)
+    extra = contradiction_query(request.content)
+    if extra is not None and query_terms(extra):
+        more = await store.search_candidates(
+            agent_id,
+            MemoryQuery(text=extra, categories=frozenset({request.category})),
+            pool=NEIGHBOUR_POOL,
+            dense=False,
+        )
+        for entry_id, entry in more.entries.items():
+            entries.setdefault(entry_id, entry)
+    missing = [i for i in entries if vectors.get(i) is None]
+    if missing:
+        vectors.update(await store.export_vectors(missing))
+    return [(entry, vectors.get(entry_id)) for entry_id, entry in entries.items()]
+
+
+async def execute_writes(
+    store: MemoryStore,
+    agent_id: str,
+    requests: Sequence[MemoryStoreRequest],
+    *,
+    dedup: DedupConfig,
+    admission: AdmissionController | None,
+    now: datetime,
+) -> list[WriteOutcome]:
+    """Plan and carry out ``requests`` for ``agent_id``; one outcome per request, in order.
+
+    New entries (ADD and SUPERSEDE) are written in one ``store_many`` transaction, so a failure
+    stores none of them. Confirmations (NOOP) bump the existing entry's access count after that.
+    A request that a batch-mate supersedes or duplicates refers to it by position; those
+    references are resolved to the stored ids here.
+    """
+    if not requests:
+        return []
+    check = getattr(store, "check_request", None)
+    if check is not None:
+        # Refuse bad input before planning: a too-long text must fail, not match a duplicate.
+        for request in requests:
+            check(request, now)
+    vectors = np.asarray(
+        await asyncio.to_thread(store.embedder.embed_documents, [r.content for r in requests]),
+        dtype=np.float32,
+    )
+    near = [await _neighbours(store, agent_id, r) for r in requests]
+    decisions = plan_batch(
+        requests,
+        list(vectors),
+        neighbours=near,
+        admission=admission,
+        dedup=dedup,
+        now=now,
+        agent_id=agent_id,
+    )
+    to_store: list[MemoryStoreRequest] = []
+    stored_at: dict[int, int] = {}
+    # Requests older than the stored entry that contradicts them are kept, closed at once;
+    # the plain store API cannot write a closed entry, so they go through import_entries.
+    outdated: list[tuple[int, MemoryStoreRequest, str]] = []
+    for position, (request, decision) in enumerate(zip(requests, decisions, strict=True)):
+        if decision.kind is WriteKind.SUPERSEDE:
+            stored_at[position] = len(to_store)
+            to_store.append(request.model_copy(update={"supersedes": decision.old_id}))
+        elif decision.kind is WriteKind.ADD and decision.outdated_by is not None:
+            outdated.append((position, request, decision.outdated_by))
+        elif decision.kind is WriteKind.ADD:
+            stored_at[position] = len(to_store)
+            to_store.append(request)
+
+    def resolve(ref: str | None, ids: Sequence[str]) -> str | None:
+        index = batch_index(ref)
+        return ref if index is None else ids[stored_at[index]]
+
+    # A supersession of a batch-mate can only be written once the batch-mate has its id, so
+    # requests superseding an earlier request of the batch go in a second, dependent pass.
+    first = [r for r in to_store if batch_index(r.supersedes) is None]
+    if len(first) == len(to_store):
+        ids = await store.store_many(agent_id, to_store) if to_store else []
+    else:
+        ids = []
+        for request in to_store:
+            request = request.model_copy(update={"supersedes": resolve(request.supersedes, ids)})
+            ids.extend(await store.store_many(agent_id, [request]))
+
+    outdated_ids: dict[int, str] = {}
+    if outdated:
+        entries: list[MemoryEntry] = []
+        for position, request, newer_ref in outdated:
+            newer_id = resolve(newer_ref, ids)
+            newer = await store.get(agent_id, newer_id) if newer_id is not None else None
+            created = request.created_at or now
+            closed_at = (newer.valid_from or newer.created_at) if newer is not None else now
+            entry = MemoryEntry(
+                id=new_id(),
+                agent_id=agent_id,
+                category=request.category,
+                content=request.content,
+                metadata=request.metadata,
+                created_at=created,
+                updated_at=now,
+                expires_at=request.expires_at,
+                valid_from=request.valid_from,
+                valid_to=max(closed_at, created),
+                superseded_by=newer_id,
+            )
+            entries.append(entry)
+            outdated_ids[position] = entry.id
+        await store.import_entries(entries)
+
+    confirmations: list[str] = []
+    outcomes: list[WriteOutcome] = []
+    for position, decision in enumerate(decisions):
+        if decision.kind is WriteKind.NOOP:
+            existing = resolve(decision.duplicate_of, ids)
+            if existing is not None and batch_index(decision.duplicate_of) is None:
+                confirmations.append(existing)
+            outcomes.append(WriteOutcome(existing, decision))
+        elif decision.kind is WriteKind.REJECT:
+            outcomes.append(WriteOutcome(None, decision))
+        elif position in outdated_ids:
+            outcomes.append(WriteOutcome(outdated_ids[position], decision))
+        else:
+            outcomes.append(WriteOutcome(ids[stored_at[position]], decision))
+    if confirmations:
+        await store.record_access(agent_id, confirmations, now)
+    return outcomes
