@@ -26,6 +26,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
+    "ArchivedEntry",
     "AuditRecord",
     "CandidateSet",
     "ChatMessage",
@@ -444,6 +445,28 @@ class AuditRecord(BaseModel):
     agent_id: str | None = None
     memory_id: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ArchivedEntry(BaseModel):
+    """A memory moved to the archive (evicted, expired, consolidated or archived by request).
+
+    ``archive_id`` names the archive row; ``entry`` is the memory exactly as it was (its id is
+    the original id, which :meth:`memvault.AsyncMemory.restore` gives back). ``reason`` says
+    why it was archived (``evicted``, ``expired``, ``consolidated``, ``retention`` ...).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    archive_id: str
+    agent_id: str
+    reason: str
+    archived_at: AwareDatetime
+    entry: MemoryEntry
+
+    @property
+    def memory_id(self) -> str:
+        """The archived memory's original id."""
+        return self.entry.id
 
 
 class StoreStats(BaseModel):

@@ -27,10 +27,12 @@ from memvault.errors import (
     MemoryCapabilityError,
     MemoryConnectionError,
     MemoryNotFoundError,
+    MemoryStoreError,
     MemoryValidationError,
 )
 from memvault.models import (
     DEFAULT_MAX_CONTENT_CHARS,
+    ArchivedEntry,
     AuditRecord,
     CandidateSet,
     MemoryCategory,
@@ -47,6 +49,10 @@ from memvault.protocols import Embedder
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.retrieval.text import query_terms
 from memvault.retrieval.threads import same_thread, thread_key
+
+# Archive reasons with an audit action of their own (``memory.evict`` ...); others are
+# ``memory.archive`` with the reason in the details.
+_ARCHIVE_ACTIONS = frozenset({"evict", "expire", "consolidate"})
 
 __all__ = [
     "SHARED_KEY",
@@ -312,9 +318,161 @@ class BaseBackend(ABC):
                     raise MemoryNotFoundError(msg)
                 supersedes.append(Supersede(req.supersedes, entry.id, entry.created_at))
         vectors = await self._embed([embedding_text(e) for e in entries])
-        await self._insert(entries, vectors, supersedes)
+        if self._implements_shared:
+            # Every write is audited in its own transaction: store, and supersede when it closes
+            # an older entry.
+            audit = [
+                AuditRecord(
+                    id=new_id(),
+                    at=now,
+                    actor=agent,
+                    action="memory.store",
+                    agent_id=agent,
+                    memory_id=e.id,
+                    details={"category": e.category.value},
+                )
+                for e in entries
+            ]
+            audit.extend(
+                AuditRecord(
+                    id=new_id(),
+                    at=now,
+                    actor=agent,
+                    action="memory.supersede",
+                    agent_id=agent,
+                    memory_id=s.old_id,
+                    details={"superseded_by": s.new_id},
+                )
+                for s in supersedes
+            )
+            await self._insert_shared(entries, vectors, supersedes, audit)
+        else:
+            await self._insert(entries, vectors, supersedes)
         logger.debug("memory.store", extra={"agent_id": agent, "count": len(entries)})
         return [e.id for e in entries]
+
+    # -- archive --------------------------------------------------------------------------------
+
+    async def archive(
+        self, agent_id: str, ids: Sequence[str], *, reason: str, actor: str | None = None
+    ) -> dict[str, str]:
+        """Move the agent's private entries ``ids`` to the archive; returns original -> archive id.
+
+        One transaction: the archive rows, the deletion and the audit records commit together,
+        so an entry is always either live or archived. Unknown ids are left out of the result.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        self._require_archive()
+        now = self._clock()
+        found: list[MemoryEntry] = []
+        for memory_id in dict.fromkeys(check_id(i) for i in ids):
+            entry = await self.get(agent, memory_id)
+            if entry is not None and entry.scope is MemoryScope.PRIVATE:
+                found.append(entry)
+        if not found:
+            return {}
+        records = [
+            ArchivedEntry(
+                archive_id=new_id(), agent_id=agent, reason=reason, archived_at=now, entry=e
+            )
+            for e in found
+        ]
+        audit = [
+            AuditRecord(
+                id=new_id(),
+                at=now,
+                actor=actor or agent,
+                action=f"memory.{reason}" if reason in _ARCHIVE_ACTIONS else "memory.archive",
+                agent_id=agent,
+                memory_id=r.memory_id,
+                details={"archive_id": r.archive_id, "reason": reason},
+            )
+            for r in records
+        ]
+        await self._archive_move(agent, records, audit)
+        return {r.memory_id: r.archive_id for r in records}
+
+    async def archived(
+        self,
+        agent_id: str,
+        *,
+        memory_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ArchivedEntry]:
+        """The agent's archived entries (or the archive rows of one memory id), newest first."""
+        agent = check_agent(agent_id)
+        mid = None if memory_id is None else check_id(memory_id)
+        if limit < 1 or offset < 0:
+            msg = "limit must be >= 1 and offset >= 0"
+            raise MemoryValidationError(msg)
+        self._require_connected()
+        self._require_archive()
+        return await self._archive_rows(agent, mid, limit, offset)
+
+    async def restore(
+        self, agent_id: str, memory_id: str, *, actor: str | None = None
+    ) -> MemoryEntry:
+        """Bring an archived entry back under its original id; returns it.
+
+        The entry is re-inserted (and audited) before its archive row is dropped, so a crash in
+        between leaves it live and still archived, never gone; restoring again then only drops
+        the archive row.
+
+        Raises:
+            MemoryNotFoundError: the agent has no archived entry with that id.
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+        self._require_archive()
+        rows = await self._archive_rows(agent, mid, 1, 0)
+        if not rows:
+            msg = f"no archived memory {mid!r} for agent {agent!r}"
+            raise MemoryNotFoundError(msg)
+        record = rows[0]
+        now = self._clock()
+        if await self.get(agent, mid) is None:
+            entry = record.entry
+            vectors = await self._embed([embedding_text(entry)])
+            audit = AuditRecord(
+                id=new_id(),
+                at=now,
+                actor=actor or agent,
+                action="memory.restore",
+                agent_id=agent,
+                memory_id=mid,
+                details={"archive_id": record.archive_id, "reason": record.reason},
+            )
+            await self._insert_shared([entry], vectors, [], [audit])
+        await self._archive_drop(record.archive_id)
+        restored = await self.get(agent, mid)
+        if restored is None:  # pragma: no cover - the row was just inserted
+            msg = f"restored memory {mid!r} is missing"
+            raise MemoryStoreError(msg)
+        return restored
+
+    def _require_archive(self) -> None:
+        if not self._implements_shared:
+            msg = f"{self.backend_name} has no archive"
+            raise MemoryCapabilityError(msg)
+
+    async def _archive_move(
+        self, agent_id: str, records: Sequence[ArchivedEntry], audit: Sequence[AuditRecord]
+    ) -> None:
+        """Insert archive rows, delete their entries and write ``audit``, in one transaction."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no archive")
+
+    async def _archive_rows(
+        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+    ) -> list[ArchivedEntry]:
+        """Archive rows of the agent (of one memory id), newest first."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no archive")
+
+    async def _archive_drop(self, archive_id: str) -> None:
+        """Remove one archive row (after its entry was restored)."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no archive")
 
     async def import_entries(self, entries: Sequence[MemoryEntry]) -> int:
         """Insert entries keeping ids and timestamps; ids already present are skipped."""
@@ -763,6 +921,12 @@ class BaseBackend(ABC):
         False (nothing written) if there is no such entry.
         """
         raise MemoryCapabilityError(f"{self.backend_name} has no shared knowledge store")
+
+    async def record_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append audit records (for operations audited outside a store transaction)."""
+        self._require_connected()
+        if records and self._implements_shared:
+            await self._import_audit(records)
 
     async def _audit_records(
         self,

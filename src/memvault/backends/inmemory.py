@@ -26,6 +26,7 @@ from memvault.backends._base import (
     lexical_text,
 )
 from memvault.models import (
+    ArchivedEntry,
     AuditRecord,
     CandidateSet,
     MemoryCategory,
@@ -58,6 +59,7 @@ class InMemoryBackend(BaseBackend):
         # Insertion order of the live shared entries (thread adjacency of shared search).
         self._shared_order: list[str] = []
         self._audit: list[AuditRecord] = []
+        self._archive: list[ArchivedEntry] = []
         self._lock = asyncio.Lock()
 
     @property
@@ -406,3 +408,30 @@ class InMemoryBackend(BaseBackend):
 
     async def _count_audit(self) -> int:
         return len(self._audit)
+
+    async def _archive_move(
+        self, agent_id: str, records: Sequence[ArchivedEntry], audit: Sequence[AuditRecord]
+    ) -> None:
+        async with self._lock:
+            for r in records:
+                entry = self._entries.get(r.memory_id)
+                if entry is None or entry.agent_id != agent_id:
+                    continue
+                self._archive.append(r)
+                self._unindex(r.memory_id)
+            self._audit.extend(audit)
+
+    async def _archive_rows(
+        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+    ) -> list[ArchivedEntry]:
+        rows = [
+            r
+            for r in self._archive
+            if r.agent_id == agent_id and (memory_id is None or r.memory_id == memory_id)
+        ]
+        rows.sort(key=lambda r: (r.archived_at, r.archive_id), reverse=True)
+        return rows[offset : offset + limit]
+
+    async def _archive_drop(self, archive_id: str) -> None:
+        async with self._lock:
+            self._archive = [r for r in self._archive if r.archive_id != archive_id]

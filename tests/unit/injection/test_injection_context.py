@@ -272,9 +272,15 @@ MEMORIES: list[tuple[str, str, list[str]]] = [
 @pytest.fixture
 async def mem(minilm: Embedder) -> AsyncIterator[AsyncMemory]:
     async with AsyncMemory("memory://", embedder=minilm) as memory:
+        # Dedup off: the near-duplicate pair must both be stored for the MMR check.
         for content, category, tags in MEMORIES:
             await memory.add(
-                content, agent_id="dev-1", category=category, tags=tags, created_at=NOW
+                content,
+                agent_id="dev-1",
+                category=category,
+                tags=tags,
+                created_at=NOW,
+                dedup=False,
             )
         yield memory
 

@@ -69,6 +69,7 @@ from memvault.backends.postgres.schema import (
     migration_sql,
 )
 from memvault.models import (
+    ArchivedEntry,
     AuditRecord,
     CandidateSet,
     MemoryCategory,
@@ -1312,6 +1313,65 @@ class PostgresBackend(BaseBackend):
             )
             for r in rows
         ]
+
+    async def _archive_move(
+        self, agent_id: str, records: Sequence[ArchivedEntry], audit: Sequence[AuditRecord]
+    ) -> None:
+        async def run(conn: Conn) -> None:
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
+                    " VALUES (%s, %s, %s, %s, %s, %s)",
+                    [
+                        (
+                            r.archive_id,
+                            r.memory_id,
+                            r.agent_id,
+                            r.reason,
+                            r.archived_at,
+                            Jsonb(r.entry.to_json()),
+                        )
+                        for r in records
+                    ],
+                )
+            await self._delete_where(
+                conn,
+                f"{_PRIVATE_SCOPE} AND m.id = ANY(%s::text[])",
+                [agent_id, [r.memory_id for r in records]],
+            )
+            await _insert_audit(conn, audit)
+
+        await self._write("archive", run)
+
+    async def _archive_rows(
+        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+    ) -> list[ArchivedEntry]:
+        sql = "SELECT id, reason, archived_at, entry FROM archive WHERE agent_id = %s"
+        params: list[Any] = [agent_id]
+        if memory_id is not None:
+            sql += " AND memory_id = %s"
+            params.append(memory_id)
+        sql += " ORDER BY archived_at DESC, id DESC LIMIT %s OFFSET %s"
+        params.extend([limit, offset])
+        async with self._connection("read") as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return [
+            ArchivedEntry(
+                archive_id=r[0],
+                agent_id=agent_id,
+                reason=r[1],
+                archived_at=r[2],
+                entry=MemoryEntry.from_json(r[3]),
+            )
+            for r in rows
+        ]
+
+    async def _archive_drop(self, archive_id: str) -> None:
+        async def run(conn: Conn) -> None:
+            await conn.execute("DELETE FROM archive WHERE id = %s", [archive_id])
+
+        await self._write("archive.drop", run)
 
     async def _import_audit(self, records: Sequence[AuditRecord]) -> int:
         async def run(conn: Conn) -> int:

@@ -107,9 +107,25 @@ CREATE INDEX IF NOT EXISTS audit_memory ON audit (memory_id, at);
 CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id)
 """
 
+# The archive: entries moved out of the live store (evicted, expired, consolidated) keep their
+# whole JSON (``MemoryEntry.to_json``) so ``restore`` brings them back under the original id.
+M003_ARCHIVE = """
+CREATE TABLE IF NOT EXISTS archive (
+    id          text COLLATE "C" PRIMARY KEY,
+    memory_id   text COLLATE "C" NOT NULL,
+    agent_id    text COLLATE "C" NOT NULL,
+    reason      text NOT NULL,
+    archived_at timestamptz NOT NULL,
+    entry       jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS archive_agent ON archive (agent_id, archived_at);
+CREATE INDEX IF NOT EXISTS archive_memory ON archive (memory_id)
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
+    ("m003_archive", M003_ARCHIVE),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -44,6 +44,7 @@ from memvault.errors import (
     MemoryStoreError,
 )
 from memvault.models import (
+    ArchivedEntry,
     AuditRecord,
     CandidateSet,
     MemoryCategory,
@@ -1192,3 +1193,77 @@ class SQLiteBackend(BaseBackend):
     async def _count_audit(self) -> int:
         row = await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM audit").fetchone())
         return int(row[0])
+
+    # -- archive ------------------------------------------------------------------------------
+
+    async def _archive_move(
+        self, agent_id: str, records: Sequence[ArchivedEntry], audit: Sequence[AuditRecord]
+    ) -> None:
+        def run() -> None:
+            self._refresh()
+            with self._transaction() as conn:
+                conn.executemany(
+                    "INSERT INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            r.archive_id,
+                            r.memory_id,
+                            r.agent_id,
+                            r.reason,
+                            to_us(r.archived_at),
+                            json.dumps(r.entry.to_json(), sort_keys=True),
+                        )
+                        for r in records
+                    ],
+                )
+                rowids = [
+                    row[0]
+                    for r in records
+                    for row in conn.execute(
+                        "SELECT rowid FROM memories WHERE id = ? AND agent_id = ?"
+                        " AND scope = 'private'",
+                        (r.memory_id, agent_id),
+                    )
+                ]
+                self._delete_rows(conn, rowids)
+                _insert_audit(conn, audit)
+                self._bump_generation(conn)
+            self._generation += 1
+            self._cache.drop_rowids(rowids)
+            index = self._indexes.get(agent_id)
+            if index is not None:
+                index.remove(rowids)
+
+        await self._run(run, write=True)
+
+    async def _archive_rows(
+        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+    ) -> list[ArchivedEntry]:
+        def run() -> list[ArchivedEntry]:
+            sql = "SELECT id, reason, archived_at, entry FROM archive WHERE agent_id = ?"
+            params: list[Any] = [agent_id]
+            if memory_id is not None:
+                sql += " AND memory_id = ?"
+                params.append(memory_id)
+            sql += " ORDER BY archived_at DESC, id DESC LIMIT ? OFFSET ?"
+            params.extend([limit, offset])
+            return [
+                ArchivedEntry(
+                    archive_id=r[0],
+                    agent_id=agent_id,
+                    reason=r[1],
+                    archived_at=_EPOCH + timedelta(microseconds=r[2]),
+                    entry=MemoryEntry.from_json(json.loads(r[3])),
+                )
+                for r in self._db.execute(sql, params)
+            ]
+
+        return await self._run(run)
+
+    async def _archive_drop(self, archive_id: str) -> None:
+        def run() -> None:
+            with self._transaction() as conn:
+                conn.execute("DELETE FROM archive WHERE id = ?", (archive_id,))
+
+        await self._run(run, write=True)

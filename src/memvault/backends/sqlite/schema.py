@@ -84,10 +84,26 @@ M003_FTS_VOCAB = """
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab (memories_fts, 'row');
 """
 
+# The archive: entries moved out of the live store (evicted, expired, consolidated) keep their
+# whole JSON (``MemoryEntry.to_json``) so ``restore`` brings them back under the original id.
+M004_ARCHIVE = """
+CREATE TABLE IF NOT EXISTS archive (
+    id          TEXT PRIMARY KEY,
+    memory_id   TEXT NOT NULL,
+    agent_id    TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    archived_at INTEGER NOT NULL,
+    entry       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_archive_agent ON archive (agent_id, archived_at);
+CREATE INDEX IF NOT EXISTS idx_archive_memory ON archive (memory_id);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
     ("m003_fts_vocab", M003_FTS_VOCAB),
+    ("m004_archive", M004_ARCHIVE),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
