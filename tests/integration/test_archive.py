@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import SchemaFactory
 
 from memvault.backends._base import BaseBackend
 from memvault.backends.inmemory import InMemoryBackend
@@ -18,6 +17,7 @@ from memvault.backends.sqlite import SQLiteBackend
 from memvault.errors import MemoryNotFoundError
 from memvault.models import MemoryMetadata, MemoryQuery, MemoryStoreRequest
 from memvault.protocols import Embedder
+from postgres_server import SchemaFactory
 
 AGENT = "archivist"
 

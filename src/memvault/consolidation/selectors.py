@@ -124,9 +124,7 @@ class HighestRelevanceSelector:
 
     def __repr__(self) -> str:
         """Show the selector's settings."""
-        return (
-            f"HighestRelevanceSelector(group_threshold={self.group_threshold}, keep={self.keep})"
-        )
+        return f"HighestRelevanceSelector(group_threshold={self.group_threshold}, keep={self.keep})"
 
     def select(
         self, entries: Sequence[MemoryEntry], *, agent_id: str, now: datetime
