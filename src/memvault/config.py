@@ -101,6 +101,15 @@ class CompositeStorageConfig(BaseModel):
         return hash((tuple(sorted(self.routes.items())), self.default))
 
 
+class AgentRetentionConfig(BaseModel):
+    """One agent's retention overrides: a default maximum age and per-category ones (days)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retention_days: int | None = Field(default=None, ge=1)
+    by_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
+
+
 class MemoryOptionsConfig(BaseModel):
     """Behaviour tuning of the memory store."""
 
@@ -113,6 +122,12 @@ class MemoryOptionsConfig(BaseModel):
     max_content_chars: int = Field(default=DEFAULT_MAX_CONTENT_CHARS, ge=1, le=1_000_000)
     dedup: bool = True
     """Near-duplicate writes become confirmations and contradicting ones supersede (add)."""
+    retention_by_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
+    """Company-level maximum age in days per category (over ``retention_days``)."""
+    agent_retention: Mapping[str, AgentRetentionConfig] = Field(default_factory=dict)
+    """Per-agent overrides of the retention rules."""
+    max_per_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
+    """Caps per category and agent (e.g. episodic: 1000); over a cap the weakest are evicted."""
 
 
 class RetrievalSettings(BaseModel):

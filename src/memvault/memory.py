@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from memvault._ids import utc_now
+from memvault._ids import new_id, utc_now
 from memvault._search import hybrid_search
 from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import MemvaultConfig, load_config
@@ -35,6 +35,8 @@ from memvault.errors import (
 )
 from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
 from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
     MemoryCategory,
     MemoryEntry,
     MemoryMetadata,
@@ -52,6 +54,13 @@ from memvault.write.admission import AdmissionController
 from memvault.write.dedup import DedupConfig
 from memvault.write.executor import WriteOutcome, execute_writes
 from memvault.write.pipeline import WriteDecision, WriteKind
+from memvault.write.retention import (
+    AgentRetention,
+    RetentionPolicy,
+    RetentionReport,
+    expired_ids,
+    select_evictions,
+)
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -212,6 +221,19 @@ class AsyncMemory:
             raise MemoryConfigError(str(exc.args[0])) from None
         self._track_access = track_access
         self._dedup = DedupConfig()
+        opts = self._config.options
+        self._retention = RetentionPolicy(
+            default_days=opts.retention_days,
+            categories=dict(opts.retention_by_category),
+            agents={
+                agent: AgentRetention(
+                    default_days=rule.retention_days, categories=dict(rule.by_category)
+                )
+                for agent, rule in opts.agent_retention.items()
+            },
+            max_memories_per_agent=opts.max_memories_per_agent,
+            max_per_category=dict(opts.max_per_category),
+        )
         self._admission: AdmissionController | None = None
         self._connect_lock: asyncio.Lock | None = None
         self._closed = False
@@ -339,18 +361,22 @@ class AsyncMemory:
         if not use_dedup and not admission:
             ids = await backend.store_many(agent, requests)
             plain = WriteDecision(kind=WriteKind.ADD, reason="dedup off")
-            return [WriteOutcome(i, plain) for i in ids]
-        config = self._dedup if use_dedup else self._dedup.model_copy(update={"enabled": False})
-        if admission and self._admission is None:
-            self._admission = AdmissionController()
-        return await execute_writes(
-            backend,
-            agent,
-            requests,
-            dedup=config,
-            admission=self._admission if admission else None,
-            now=utc_now(),
-        )
+            outcomes = [WriteOutcome(i, plain) for i in ids]
+        else:
+            config = self._dedup if use_dedup else self._dedup.model_copy(update={"enabled": False})
+            if admission and self._admission is None:
+                self._admission = AdmissionController()
+            outcomes = await execute_writes(
+                backend,
+                agent,
+                requests,
+                dedup=config,
+                admission=self._admission if admission else None,
+                now=utc_now(),
+            )
+        if any(o.stored for o in outcomes):
+            await self._enforce_caps(backend, agent)
+        return outcomes
 
     async def add_many(
         self,
@@ -374,18 +400,165 @@ class AsyncMemory:
         return [o.id or "" for o in outcomes]
 
     async def delete(self, memory_id: str, *, agent_id: str) -> bool:
-        """Delete one memory; False if the agent has no memory with that id."""
+        """Delete one memory (audited); False if the agent has no memory with that id."""
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         backend = await self._ready()
-        return await backend.delete(agent, mid)
+        deleted = await backend.delete(agent, mid)
+        if deleted:
+            await self._audit(backend, "memory.delete", agent, mid)
+        return deleted
 
     async def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
-        """Delete all memories of the agent (or of one category); returns how many."""
+        """Delete all memories of the agent (or of one category); returns how many (audited)."""
         agent = check_agent(agent_id)
         cat = None if category is None else parse_category(category)
         backend = await self._ready()
-        return await backend.clear(agent, category=cat)
+        count = await backend.clear(agent, category=cat)
+        if count:
+            details = {"count": count, "category": None if cat is None else cat.value}
+            await self._audit(backend, "memory.clear", agent, None, details)
+        return count
+
+    async def _audit(
+        self,
+        backend: MemoryStore,
+        action: str,
+        agent: str,
+        memory_id: str | None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        record = getattr(backend, "record_audit", None)
+        if record is None:
+            return
+        await record(
+            [
+                AuditRecord(
+                    id=new_id(),
+                    at=utc_now(),
+                    actor=agent,
+                    action=action,
+                    agent_id=agent,
+                    memory_id=memory_id,
+                    details=details or {},
+                )
+            ]
+        )
+
+    # -- retention and archive ------------------------------------------------------------------
+
+    @property
+    def retention(self) -> RetentionPolicy:
+        """The retention rules and caps this memory enforces (from ``options``)."""
+        return self._retention
+
+    def _archive_api(self, backend: MemoryStore) -> Any:
+        if not hasattr(backend, "archive"):
+            msg = f"the {type(backend).__name__} store has no archive"
+            raise MemoryCapabilityError(msg)
+        return backend
+
+    async def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
+        """Enforce retention now: archive expired entries, then evict over the caps.
+
+        Runs for one agent or every agent. Nothing is deleted outright: expired and evicted
+        entries go to the archive (``archived()``, ``restore()``).
+        """
+        backend = await self._ready()
+        store = self._archive_api(backend)
+        agents = [check_agent(agent_id)] if agent_id is not None else await backend.agent_ids()
+        report = RetentionReport()
+        now = utc_now()
+        for agent in agents:
+            entries = [
+                e async for e in backend.export_entries(agent) if e.scope is MemoryScope.PRIVATE
+            ]
+            expired = expired_ids(entries, self._retention, now)
+            if expired:
+                report.expired.update(await store.archive(agent, expired, reason="expire"))
+            gone = set(expired)
+            live = [e for e in entries if e.id not in gone]
+            evict = select_evictions(live, self._retention, now)
+            if evict:
+                report.evicted.update(await store.archive(agent, evict, reason="evict"))
+        return report
+
+    async def _enforce_caps(self, backend: MemoryStore, agent: str) -> None:
+        """After a write: evict the weakest entries if the agent is over a cap."""
+        policy = self._retention
+        if not policy.has_caps or not hasattr(backend, "archive"):
+            return
+        over = policy.max_memories_per_agent is not None and (
+            await backend.count(agent) > policy.max_memories_per_agent
+        )
+        for category, cap in policy.max_per_category.items():
+            if over:
+                break
+            over = await backend.count(agent, category=category) > cap
+        if over:
+            entries = [
+                e async for e in backend.export_entries(agent) if e.scope is MemoryScope.PRIVATE
+            ]
+            evict = select_evictions(entries, policy, utc_now())
+            if evict:
+                await self._archive_api(backend).archive(agent, evict, reason="evict")
+
+    async def archived(
+        self, *, agent_id: str, limit: int = 100, offset: int = 0
+    ) -> builtins.list[ArchivedEntry]:
+        """The agent's archived memories, newest first."""
+        agent = check_agent(agent_id)
+        backend = await self._ready()
+        rows: builtins.list[ArchivedEntry] = await self._archive_api(backend).archived(
+            agent, limit=limit, offset=offset
+        )
+        return rows
+
+    async def archive(
+        self, ids: Sequence[str], *, agent_id: str, reason: str = "archive"
+    ) -> dict[str, str]:
+        """Move memories to the archive; returns original id -> archive id (unknown ids omitted)."""
+        agent = check_agent(agent_id)
+        backend = await self._ready()
+        index: dict[str, str] = await self._archive_api(backend).archive(
+            agent, list(ids), reason=reason
+        )
+        return index
+
+    async def restore(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """Bring an archived memory back under its original id.
+
+        Raises:
+            MemoryNotFoundError: the agent has no archived memory with that id.
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        backend = await self._ready()
+        entry: MemoryEntry = await self._archive_api(backend).restore(agent, mid)
+        return entry
+
+    async def audit(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 100
+    ) -> builtins.list[AuditRecord]:
+        """The newest audit records (of one agent and/or memory), oldest first."""
+        agent = None if agent_id is None else check_agent(agent_id)
+        backend = await self._ready()
+        if not hasattr(backend, "audit_log"):
+            msg = f"the {type(backend).__name__} store has no audit log"
+            raise MemoryCapabilityError(msg)
+        if agent is None:
+            records: builtins.list[AuditRecord] = await backend.audit_log(
+                memory_id=memory_id, limit=limit
+            )
+            return records
+        # The log is read in pages and filtered: an audit query is rare and offline.
+        found: builtins.list[AuditRecord] = []
+        rows: Any = backend
+        async for row in rows.export_rows("audit"):
+            rec = AuditRecord.model_validate(row)
+            if rec.agent_id == agent and (memory_id is None or rec.memory_id == memory_id):
+                found.append(rec)
+        return found[-limit:]
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -922,6 +1095,37 @@ class Memory:
     def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
         """Delete the agent's memories (see :meth:`AsyncMemory.clear`)."""
         return self._run(self._core.clear(agent_id=agent_id, category=category))
+
+    @property
+    def retention(self) -> RetentionPolicy:
+        """The retention rules and caps (see :attr:`AsyncMemory.retention`)."""
+        return self._core.retention
+
+    def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
+        """Archive expired entries and evict over the caps (see :meth:`AsyncMemory.sweep`)."""
+        return self._run(self._core.sweep(agent_id=agent_id))
+
+    def archived(
+        self, *, agent_id: str, limit: int = 100, offset: int = 0
+    ) -> builtins.list[ArchivedEntry]:
+        """The agent's archived memories (see :meth:`AsyncMemory.archived`)."""
+        return self._run(self._core.archived(agent_id=agent_id, limit=limit, offset=offset))
+
+    def archive(
+        self, ids: Sequence[str], *, agent_id: str, reason: str = "archive"
+    ) -> dict[str, str]:
+        """Move memories to the archive (see :meth:`AsyncMemory.archive`)."""
+        return self._run(self._core.archive(ids, agent_id=agent_id, reason=reason))
+
+    def restore(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """Bring an archived memory back (see :meth:`AsyncMemory.restore`)."""
+        return self._run(self._core.restore(memory_id, agent_id=agent_id))
+
+    def audit(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 100
+    ) -> builtins.list[AuditRecord]:
+        """Audit records (see :meth:`AsyncMemory.audit`)."""
+        return self._run(self._core.audit(agent_id=agent_id, memory_id=memory_id, limit=limit))
 
     def search(
         self,
