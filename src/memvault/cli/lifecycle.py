@@ -1,0 +1,110 @@
+"""Commands on the lifecycle of memories: the archive, the audit log, and retention sweeps."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from memvault.cli._common import AgentOption, JsonOption, emit_json, entry_json, open_memory, out
+
+__all__ = ["register"]
+
+archive_app = typer.Typer(
+    help="Archived memories (evicted, expired, consolidated): list and restore.",
+    no_args_is_help=True,
+)
+
+LimitOption = typer.Option("--limit", "-n", min=1, max=10_000, help="At most this many rows.")
+
+
+@archive_app.command("list")
+def archive_list(
+    agent: str = AgentOption,
+    limit: Annotated[int, LimitOption] = 50,
+    as_json: bool = JsonOption,
+) -> None:
+    """List an agent's archived memories, newest first."""
+    rows = open_memory().archived(agent_id=agent, limit=limit)
+    if as_json:
+        emit_json(
+            [
+                {
+                    "archive_id": r.archive_id,
+                    "reason": r.reason,
+                    "archived_at": r.archived_at.isoformat(),
+                    "entry": entry_json(r.entry),
+                }
+                for r in rows
+            ]
+        )
+        return
+    if not rows:
+        out.print(f"no archived memories for agent {agent!r}")
+        return
+    table = Table()
+    table.add_column("id", style="dim", no_wrap=True)
+    table.add_column("reason")
+    table.add_column("archived")
+    table.add_column("content")
+    for r in rows:
+        table.add_row(
+            r.memory_id, r.reason, f"{r.archived_at:%Y-%m-%d %H:%M}", escape(r.entry.content)
+        )
+    out.print(table)
+
+
+@archive_app.command("restore")
+def archive_restore(
+    memory_id: Annotated[str, typer.Argument(help="The archived memory's original id.")],
+    agent: str = AgentOption,
+) -> None:
+    """Bring an archived memory back under its original id."""
+    entry = open_memory().restore(memory_id, agent_id=agent)
+    out.print(f"restored {entry.id}")
+
+
+def audit(
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Only this agent's records.")
+    ] = None,
+    memory_id: Annotated[
+        str | None, typer.Option("--memory", help="Only records of this memory id.")
+    ] = None,
+    limit: Annotated[int, LimitOption] = 100,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show the append-only audit log (store, delete, supersede, evict, restore ...)."""
+    records = open_memory().audit(agent_id=agent, memory_id=memory_id, limit=limit)
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in records])
+        return
+    for r in records:
+        target = r.memory_id or "-"
+        extra = " ".join(f"{k}={v}" for k, v in sorted(r.details.items()))
+        out.print(escape(f"{r.at:%Y-%m-%d %H:%M:%S} {r.actor} {r.action} {target} {extra}"))
+    if not records:
+        out.print("no audit records")
+
+
+def sweep(
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Only this agent (default: all).")
+    ] = None,
+    as_json: bool = JsonOption,
+) -> None:
+    """Enforce retention now: archive expired memories and evict over the caps."""
+    report = open_memory().sweep(agent_id=agent)
+    if as_json:
+        emit_json({"expired": report.expired, "evicted": report.evicted})
+        return
+    out.print(f"archived {len(report.expired)} expired, {len(report.evicted)} evicted")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the commands to ``app``."""
+    app.add_typer(archive_app, name="archive")
+    app.command()(audit)
+    app.command()(sweep)

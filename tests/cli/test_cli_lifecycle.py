@@ -1,0 +1,52 @@
+"""``memvault archive list|restore``, ``memvault audit`` and ``memvault sweep`` on real SQLite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def capped(tmp_path: Path) -> Path:
+    """A config with an episodic cap of 1 per agent."""
+    cfg = tmp_path / "memvault.yaml"
+    cfg.write_text("memory:\n  options:\n    max_per_category:\n      episodic: 1\n")
+    return cfg
+
+
+def test_evicted_memory_is_listed_and_restored(run, db, capped: Path) -> None:
+    base = ("--config", str(capped))
+    first = run.add(db, "Met Dana for coffee.", "-a", "u", "-c", "episodic")
+    result = run(*base, "--db", db, "add", "Reviewed the Q3 plan.", "-a", "u", "-c", "episodic")
+    assert result.code == 0, result.err
+    listed = run(*base, "--db", db, "archive", "list", "-a", "u", "--json").json()
+    assert [row["entry"]["id"] for row in listed] == [first]
+    assert listed[0]["reason"] == "evict"
+
+    restored = run("--db", db, "archive", "restore", first, "-a", "u")
+    assert restored.code == 0 and first in restored.out
+    assert first in {e["id"] for e in run.list(db, "-a", "u")}
+    assert run("--db", db, "archive", "list", "-a", "u", "--json").json() == []
+
+    again = run("--db", db, "archive", "restore", first, "-a", "u")
+    assert again.code == 2 and len(again.err_lines) == 1 and "no archived memory" in again.err
+
+    trail = run("--db", db, "audit", "--agent", "u", "--memory", first, "--json").json()
+    assert [r["action"] for r in trail] == ["memory.store", "memory.evict", "memory.restore"]
+    text = run("--db", db, "audit", "--agent", "u")
+    assert text.code == 0 and "memory.restore" in text.out
+
+
+def test_sweep_reports_and_audit_is_per_agent(run, db, tmp_path: Path) -> None:
+    cfg = tmp_path / "r.yaml"
+    cfg.write_text("memory:\n  options:\n    max_memories_per_agent: 1\n")
+    run.add(db, "Alpha fact about the build.", "-a", "u")
+    run.add(db, "Beta fact about the release.", "-a", "u")
+    run.add(db, "Gamma fact for someone else.", "-a", "v")
+    swept = run("--config", str(cfg), "--db", db, "sweep", "--json")
+    assert swept.code == 0, swept.err
+    assert len(swept.json()["evicted"]) == 1 and swept.json()["expired"] == {}
+    assert len(run.list(db, "-a", "u")) == 1 and len(run.list(db, "-a", "v")) == 1
+    only_v = run("--db", db, "audit", "--agent", "v", "--json").json()
+    assert {r["agent_id"] for r in only_v} == {"v"}
