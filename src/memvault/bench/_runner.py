@@ -185,9 +185,11 @@ class Stopwatch:
     async def ingest(
         self, mem: AsyncMemory, items: Sequence[Mapping[str, Any]], *, agent_id: str
     ) -> list[str]:
-        """``add_many`` timed as ingest."""
+        """``add_many`` timed as ingest (dedup off: every turn of a transcript is a record)."""
         start = time.perf_counter()
-        ids = await mem.add_many(items, agent_id=agent_id)
+        # A benchmark transcript is raw history: two identical turns ("ok", "thanks") are two
+        # gold targets, and merging them would change what is measured.
+        ids = await mem.add_many(items, agent_id=agent_id, dedup=False)
         self.ingest_seconds += time.perf_counter() - start
         self.ingested += len(ids)
         return ids
