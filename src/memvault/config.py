@@ -109,6 +109,10 @@ class AgentRetentionConfig(BaseModel):
     retention_days: int | None = Field(default=None, ge=1)
     by_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        # Configurations are hashable values (see CompositeStorageConfig).
+        return hash((self.retention_days, tuple(sorted(self.by_category.items()))))
+
 
 class MemoryOptionsConfig(BaseModel):
     """Behaviour tuning of the memory store."""
@@ -128,6 +132,20 @@ class MemoryOptionsConfig(BaseModel):
     """Per-agent overrides of the retention rules."""
     max_per_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
     """Caps per category and agent (e.g. episodic: 1000); over a cap the weakest are evicted."""
+
+    def __hash__(self) -> int:
+        # Configurations are hashable values; the mappings alone would make this one not.
+        plain = tuple(
+            (name, value) for name, value in self.__dict__.items() if not isinstance(value, Mapping)
+        )
+        return hash(
+            (
+                plain,
+                tuple(sorted(self.retention_by_category.items())),
+                tuple(sorted(self.agent_retention.items())),
+                tuple(sorted(self.max_per_category.items())),
+            )
+        )
 
 
 class RetrievalSettings(BaseModel):
