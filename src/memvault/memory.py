@@ -24,6 +24,13 @@ from memvault._ids import new_id, utc_now
 from memvault._search import hybrid_search
 from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import MemvaultConfig, load_config
+from memvault.consolidation import (
+    ConsolidationConfig,
+    ConsolidationResult,
+    ConsolidationScheduler,
+    ConsolidationStrategy,
+)
+from memvault.consolidation import consolidate as run_consolidation
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
@@ -46,7 +53,7 @@ from memvault.models import (
     StoreStats,
     aware_utc,
 )
-from memvault.protocols import Embedder, MemoryStore, SharedMemoryStore
+from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
@@ -221,6 +228,7 @@ class AsyncMemory:
             raise MemoryConfigError(str(exc.args[0])) from None
         self._track_access = track_access
         self._dedup = DedupConfig()
+        self._scheduler = ConsolidationScheduler(self._config.options.consolidation_interval)
         opts = self._config.options
         self._retention = RetentionPolicy(
             default_days=opts.retention_days,
@@ -502,6 +510,86 @@ class AsyncMemory:
             evict = select_evictions(entries, policy, utc_now())
             if evict:
                 await self._archive_api(backend).archive(agent, evict, reason="evict")
+
+    async def consolidate(
+        self,
+        *,
+        agent_id: str,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+        dry_run: bool = False,
+        config: ConsolidationConfig | None = None,
+    ) -> ConsolidationResult:
+        """Merge the agent's older memories into fewer ones; the originals go to the archive.
+
+        ``strategy``: ``simple`` (concatenation), ``dual_mode`` (density routing: extractive
+        for dense groups, LLM summary for sparse ones), ``llm`` (LLM synthesis) or ``extract``
+        (episodes -> semantic facts; episodes are marked consolidated, not archived). LLM
+        strategies fall back to non-LLM ops without ``llm``. The new entry is stored before the
+        originals are archived, so nothing is lost if a step fails. ``dry_run`` writes nothing.
+
+        Raises:
+            MemoryValidationError: unknown strategy.
+        """
+        agent = check_agent(agent_id)
+        try:
+            kind = ConsolidationStrategy(strategy)
+        except ValueError:
+            names = ", ".join(s.value for s in ConsolidationStrategy)
+            msg = f"unknown consolidation strategy {strategy!r} (choose from {names})"
+            raise MemoryValidationError(msg) from None
+        backend = await self._ready()
+        store = self._archive_api(backend)
+        entries = [e async for e in backend.export_entries(agent) if e.scope is MemoryScope.PRIVATE]
+
+        async def store_new(requests: builtins.list[MemoryStoreRequest]) -> builtins.list[str]:
+            # Consolidated text is new knowledge, written as-is (no dedup against its sources).
+            ids: builtins.list[str] = await backend.store_many(agent, requests)
+            return ids
+
+        async def archive_and_delete(
+            originals: builtins.list[MemoryEntry], new_id: str
+        ) -> dict[str, str]:
+            index: dict[str, str] = await store.archive(
+                agent, [e.id for e in originals], reason="consolidate"
+            )
+            return index
+
+        async def mark(ids: builtins.list[str]) -> None:
+            await store.mark_consolidated(agent, ids, utc_now())
+
+        result = await run_consolidation(
+            entries,
+            agent_id=agent,
+            strategy=kind,
+            llm=llm,
+            store=store_new,
+            archive_and_delete=archive_and_delete,
+            mark_consolidated=mark,
+            dry_run=dry_run,
+            config=config,
+        )
+        if not dry_run:
+            self._scheduler.record_run(agent, utc_now())
+        return result
+
+    async def consolidate_if_due(
+        self,
+        *,
+        agent_id: str,
+        session_ended: bool = False,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+    ) -> ConsolidationResult | None:
+        """Consolidate when ``options.consolidation_interval`` says it is time; else None.
+
+        HOURLY/DAILY/WEEKLY count from this process's last run for the agent; AFTER_SESSION
+        runs when ``session_ended``; NEVER and MANUAL never run here.
+        """
+        agent = check_agent(agent_id)
+        if not self._scheduler.is_due(agent, now=utc_now(), session_ended=session_ended):
+            return None
+        return await self.consolidate(agent_id=agent, strategy=strategy, llm=llm)
 
     async def archived(
         self, *, agent_id: str, limit: int = 100, offset: int = 0
@@ -1104,6 +1192,37 @@ class Memory:
     def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
         """Archive expired entries and evict over the caps (see :meth:`AsyncMemory.sweep`)."""
         return self._run(self._core.sweep(agent_id=agent_id))
+
+    def consolidate(
+        self,
+        *,
+        agent_id: str,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+        dry_run: bool = False,
+        config: ConsolidationConfig | None = None,
+    ) -> ConsolidationResult:
+        """Merge older memories into fewer ones (see :meth:`AsyncMemory.consolidate`)."""
+        return self._run(
+            self._core.consolidate(
+                agent_id=agent_id, strategy=strategy, llm=llm, dry_run=dry_run, config=config
+            )
+        )
+
+    def consolidate_if_due(
+        self,
+        *,
+        agent_id: str,
+        session_ended: bool = False,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+    ) -> ConsolidationResult | None:
+        """Consolidate when the interval says so (see :meth:`AsyncMemory.consolidate_if_due`)."""
+        return self._run(
+            self._core.consolidate_if_due(
+                agent_id=agent_id, session_ended=session_ended, strategy=strategy, llm=llm
+            )
+        )
 
     def archived(
         self, *, agent_id: str, limit: int = 100, offset: int = 0

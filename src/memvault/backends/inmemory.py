@@ -167,6 +167,15 @@ class InMemoryBackend(BaseBackend):
                         update={"access_count": e.access_count + 1, "last_accessed_at": when}
                     )
 
+    async def mark_consolidated(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Set ``consolidated_at`` of the agent's entries among ``ids``."""
+        agent = check_agent(agent_id)
+        async with self._lock:
+            for entry_id in ids:
+                e = self._entries.get(entry_id)
+                if e is not None and e.agent_id == agent:
+                    self._entries[entry_id] = e.model_copy(update={"consolidated_at": when})
+
     # -- reads ----------------------------------------------------------------------------------
 
     async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:

@@ -825,6 +825,21 @@ class PostgresBackend(BaseBackend):
 
         await self._write("record access", run)
 
+    async def mark_consolidated(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Set ``consolidated_at`` of the agent's entries among ``ids``."""
+        agent = check_agent(agent_id)
+        if not ids:
+            return
+
+        async def run(conn: Conn) -> None:
+            await conn.execute(
+                "UPDATE memories SET consolidated_at = %s"
+                " WHERE agent_id = %s AND id = ANY(%s::text[])",
+                [when, agent, list(ids)],
+            )
+
+        await self._write("mark consolidated", run)
+
     # -- reads ----------------------------------------------------------------------------------
 
     async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:

@@ -731,6 +731,29 @@ class SQLiteBackend(BaseBackend):
 
         await self._run(run, write=True)
 
+    async def mark_consolidated(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+        """Set ``consolidated_at`` of the agent's entries among ``ids``."""
+        agent = check_agent(agent_id)
+        if not ids:
+            return
+        when_us = to_us(when)
+
+        def run() -> None:
+            with self._transaction() as conn:
+                for start in range(0, len(ids), _PAGE):
+                    chunk = list(ids[start : start + _PAGE])
+                    marks = ",".join("?" * len(chunk))
+                    conn.execute(
+                        "UPDATE memories SET consolidated_at = ?"
+                        f" WHERE agent_id = ? AND id IN ({marks})",
+                        [when_us, agent, *chunk],
+                    )
+                self._bump_generation(conn)
+            self._generation += 1
+            self._cache.drop_ids(ids)
+
+        await self._run(run, write=True)
+
     # -- reads ----------------------------------------------------------------------------------
 
     async def get(self, agent_id: str, memory_id: str) -> MemoryEntry | None:

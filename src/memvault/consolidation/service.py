@@ -1,0 +1,436 @@
+"""Run a consolidation strategy over an agent's entries and apply it through callbacks.
+
+:func:`consolidate` is backend-agnostic: it receives the entries and three callbacks (store new
+entries, archive-and-delete originals, mark episodes consolidated) and enforces the order that
+keeps a crash from losing data:
+
+- group strategies (``simple``, ``dual_mode``, ``llm``): synthesise -> store the new entry ->
+  only then archive and delete the entries it represents. A crash after the store leaves a
+  duplicate, never a gap.
+- ``extract``: store every extracted fact -> only then mark the episodes consolidated. A crash
+  in between re-extracts the episodes next time rather than forgetting their facts.
+
+Failures of one group (an op failure, a callback raising a memvault error) are recorded in the
+result and the run moves on to the next group; nothing of a failed group is deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memvault._ids import utc_now
+from memvault.consolidation.density import DensityClassifier
+from memvault.consolidation.extraction import EpisodicExtractor, select_episodes
+from memvault.consolidation.ops import (
+    AbstractiveSummarizationOp,
+    ArchivalMode,
+    ConcatenationOp,
+    ConsolidationOp,
+    DensityRoutingOp,
+    ExtractivePreservationOp,
+    LLMSynthesisOp,
+    OpOutcome,
+)
+from memvault.consolidation.selectors import (
+    ConsolidationSelector,
+    EntryGroup,
+    HighestRelevanceSelector,
+)
+from memvault.errors import MemvaultError
+from memvault.models import MemoryCategory, MemoryEntry, MemoryStoreRequest, aware_utc
+from memvault.protocols import LLMProvider
+
+__all__ = [
+    "ArchiveCallback",
+    "ConsolidationConfig",
+    "ConsolidationResult",
+    "ConsolidationStrategy",
+    "GroupReport",
+    "GroupStatus",
+    "MarkCallback",
+    "StoreCallback",
+    "build_op",
+    "consolidate",
+]
+
+logger = logging.getLogger(__name__)
+
+StoreCallback = Callable[[list[MemoryStoreRequest]], Awaitable[list[str]]]
+"""Stores new entries (all or nothing) and returns their ids in input order."""
+ArchiveCallback = Callable[[list[MemoryEntry], str], Awaitable[dict[str, str]]]
+"""Archives and deletes entries replaced by the entry whose id is the second argument;
+returns original id -> archive id for every entry it removed."""
+MarkCallback = Callable[[list[str]], Awaitable[None]]
+"""Sets ``consolidated_at`` on the given episode ids."""
+
+
+class ConsolidationStrategy(StrEnum):
+    """The consolidation strategies memvault ships."""
+
+    SIMPLE = "simple"
+    """Concatenate each group into dated bullets (no LLM)."""
+    DUAL_MODE = "dual_mode"
+    """Density routing: dense groups preserved verbatim, sparse ones summarised by the LLM."""
+    LLM = "llm"
+    """LLM synthesis of each group, entries wrapped as data."""
+    EXTRACT = "extract"
+    """Episodic -> semantic fact extraction; episodes are marked, not deleted."""
+
+
+class GroupStatus(StrEnum):
+    """What happened to one group."""
+
+    APPLIED = "applied"
+    PLANNED = "planned"
+    FAILED = "failed"
+
+
+class ConsolidationConfig(BaseModel):
+    """Tuning knobs of consolidation; the defaults follow the design documents."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    group_threshold: int = Field(default=3, ge=2)
+    """A category group needs at least this many eligible entries to be consolidated."""
+    keep: int = Field(default=1, ge=0)
+    """How many of the most relevant entries of a group stay untouched."""
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_summary_tokens: int = Field(default=500, ge=1)
+    max_prompt_entries: int = Field(default=30, ge=1)
+    max_entry_input_chars: int = Field(default=2_000, ge=20)
+    max_total_user_content_chars: int = Field(default=20_000, ge=20)
+    max_episodes_per_run: int = Field(default=20, ge=1)
+    density_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
+    concat_bullet_chars: int = Field(default=500, ge=20)
+    max_summary_chars: int = Field(default=16_000, ge=200)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.keep >= self.group_threshold:
+            raise ValueError("keep must be smaller than group_threshold")
+        if self.max_total_user_content_chars < self.max_entry_input_chars:
+            raise ValueError("max_total_user_content_chars must be >= max_entry_input_chars")
+        if self.max_summary_chars < self.concat_bullet_chars:
+            raise ValueError("max_summary_chars must be >= concat_bullet_chars")
+        return self
+
+
+class GroupReport(BaseModel):
+    """One group of a run: what was kept, what the new entries are, what was consumed.
+
+    ``consolidated_ids`` are the entries represented by ``outputs`` (removed, or for
+    ``extract`` marked consolidated; in a dry run, those that would be); ``created_ids`` are
+    the ids the store returned (empty in a dry run or when the store failed).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    category: MemoryCategory
+    status: GroupStatus
+    kept_ids: tuple[str, ...] = ()
+    consolidated_ids: tuple[str, ...] = ()
+    created_ids: tuple[str, ...] = ()
+    outputs: tuple[MemoryStoreRequest, ...] = ()
+    method: str = ""
+    mode: ArchivalMode | None = None
+    error: str | None = None
+
+
+class ConsolidationResult(BaseModel):
+    """The outcome of one :func:`consolidate` run.
+
+    ``removed_ids`` are the entries the archive callback reported as removed;
+    ``archival_index`` maps each to its archive id so it can be restored by id;
+    ``marked_ids`` are episodes marked consolidated by ``extract``; ``archival_modes`` records
+    the dual-mode choice per removed entry. ``errors`` has one line per failed group.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent_id: str
+    strategy: ConsolidationStrategy
+    dry_run: bool = False
+    groups: tuple[GroupReport, ...] = ()
+    created_ids: tuple[str, ...] = ()
+    removed_ids: tuple[str, ...] = ()
+    marked_ids: tuple[str, ...] = ()
+    archival_index: dict[str, str] = Field(default_factory=dict)
+    archival_modes: dict[str, ArchivalMode] = Field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+
+    @property
+    def failed_groups(self) -> tuple[GroupReport, ...]:
+        """The groups that produced nothing (their entries are untouched)."""
+        return tuple(g for g in self.groups if g.status is GroupStatus.FAILED)
+
+
+def build_op(
+    strategy: ConsolidationStrategy | str,
+    *,
+    llm: LLMProvider | None,
+    config: ConsolidationConfig | None = None,
+) -> ConsolidationOp:
+    """The op of a group strategy. Without ``llm``, LLM steps become deterministic ones.
+
+    Raises:
+        ValueError: ``strategy`` is unknown or is ``extract`` (which is not a group op).
+    """
+    cfg = config or ConsolidationConfig()
+    kind = _strategy(strategy)
+    concat = ConcatenationOp(bullet_chars=cfg.concat_bullet_chars, max_chars=cfg.max_summary_chars)
+    if kind is ConsolidationStrategy.SIMPLE:
+        return concat
+    if kind is ConsolidationStrategy.LLM:
+        return concat if llm is None else _llm_op(LLMSynthesisOp, llm, concat, cfg)
+    if kind is ConsolidationStrategy.DUAL_MODE:
+        abstractive: ConsolidationOp = (
+            concat if llm is None else _llm_op(AbstractiveSummarizationOp, llm, concat, cfg)
+        )
+        return DensityRoutingOp(
+            classifier=DensityClassifier(threshold=cfg.density_threshold),
+            extractive=ExtractivePreservationOp(max_chars=cfg.max_summary_chars),
+            abstractive=abstractive,
+        )
+    raise ValueError("the extract strategy has no group op; use consolidate(strategy='extract')")
+
+
+def _llm_op(
+    cls: type[LLMSynthesisOp] | type[AbstractiveSummarizationOp],
+    llm: LLMProvider,
+    fallback: ConsolidationOp,
+    cfg: ConsolidationConfig,
+) -> ConsolidationOp:
+    return cls(
+        llm,
+        fallback=fallback,
+        temperature=cfg.temperature,
+        max_summary_tokens=cfg.max_summary_tokens,
+        max_entries=cfg.max_prompt_entries,
+        max_entry_chars=cfg.max_entry_input_chars,
+        max_total_chars=cfg.max_total_user_content_chars,
+    )
+
+
+def _strategy(value: ConsolidationStrategy | str) -> ConsolidationStrategy:
+    try:
+        return ConsolidationStrategy(value)
+    except ValueError:
+        names = ", ".join(s.value for s in ConsolidationStrategy)
+        raise ValueError(f"unknown consolidation strategy {value!r}; use one of {names}") from None
+
+
+async def consolidate(
+    entries: Sequence[MemoryEntry],
+    *,
+    agent_id: str,
+    strategy: ConsolidationStrategy | str,
+    llm: LLMProvider | None,
+    store: StoreCallback,
+    archive_and_delete: ArchiveCallback,
+    mark_consolidated: MarkCallback | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    config: ConsolidationConfig | None = None,
+    selector: ConsolidationSelector | None = None,
+) -> ConsolidationResult:
+    """Consolidate ``agent_id``'s ``entries`` with ``strategy`` and apply it via the callbacks.
+
+    ``entries`` may contain anything; only the agent's private, live, unconsolidated entries
+    are considered. ``dry_run`` computes the groups and the new entries (the LLM is still
+    asked) but calls no callback. Errors of the callbacks that are memvault errors are recorded
+    per group; any other exception propagates.
+
+    Raises:
+        ValueError: unknown strategy, a naive ``now``, or ``extract`` without
+            ``mark_consolidated`` outside a dry run.
+    """
+    kind = _strategy(strategy)
+    at = aware_utc(now) or utc_now()
+    cfg = config or ConsolidationConfig()
+    if kind is ConsolidationStrategy.EXTRACT:
+        if mark_consolidated is None and not dry_run:
+            raise ValueError("the extract strategy needs a mark_consolidated callback")
+        report = await _extract(
+            entries,
+            agent_id=agent_id,
+            llm=llm,
+            store=store,
+            mark_consolidated=mark_consolidated,
+            dry_run=dry_run,
+            now=at,
+            cfg=cfg,
+        )
+        reports = [report] if report is not None else []
+        archival_index: dict[str, str] = {}
+        modes: dict[str, ArchivalMode] = {}
+    else:
+        chooser = selector or HighestRelevanceSelector(
+            group_threshold=cfg.group_threshold, keep=cfg.keep
+        )
+        op = build_op(kind, llm=llm, config=cfg)
+        reports = []
+        archival_index = {}
+        modes = {}
+        for group in chooser.select(entries, agent_id=agent_id, now=at):
+            outcome = await op.apply(group, now=at)
+            report, index = await _apply_group(
+                group, outcome, store=store, archive_and_delete=archive_and_delete, dry=dry_run
+            )
+            reports.append(report)
+            archival_index.update(index)
+            if outcome.mode is not None:
+                modes.update(dict.fromkeys(index, outcome.mode))
+    result = ConsolidationResult(
+        agent_id=agent_id,
+        strategy=kind,
+        dry_run=dry_run,
+        groups=tuple(reports),
+        created_ids=tuple(i for r in reports for i in r.created_ids),
+        removed_ids=tuple(archival_index),
+        marked_ids=tuple(
+            i
+            for r in reports
+            if kind is ConsolidationStrategy.EXTRACT and r.status is GroupStatus.APPLIED
+            for i in r.consolidated_ids
+        ),
+        archival_index=archival_index,
+        archival_modes=modes,
+        errors=tuple(f"{r.category.value}: {r.error}" for r in reports if r.error),
+    )
+    logger.info(
+        "memory.consolidate agent=%s strategy=%s groups=%d created=%d removed=%d dry_run=%s",
+        agent_id,
+        kind.value,
+        len(result.groups),
+        len(result.created_ids),
+        len(result.removed_ids),
+        dry_run,
+        extra={"event": "memory.consolidate", "agent_id": agent_id, "strategy": kind.value},
+    )
+    return result
+
+
+async def _apply_group(
+    group: EntryGroup,
+    outcome: OpOutcome,
+    *,
+    store: StoreCallback,
+    archive_and_delete: ArchiveCallback,
+    dry: bool,
+) -> tuple[GroupReport, dict[str, str]]:
+    """Store the group's new entry, then archive what it consumed; never the other way round."""
+    kept = tuple(e.id for e in group.keep)
+    if outcome.summary is None or not outcome.consumed:
+        failed = GroupReport(
+            category=group.category,
+            status=GroupStatus.FAILED,
+            kept_ids=kept,
+            method=outcome.method,
+            mode=outcome.mode,
+            error=outcome.error or "op produced no entry",
+        )
+        return failed, {}
+    planned = GroupReport(
+        category=group.category,
+        status=GroupStatus.PLANNED,
+        kept_ids=kept,
+        consolidated_ids=tuple(e.id for e in outcome.consumed),
+        outputs=(outcome.summary,),
+        method=outcome.method,
+        mode=outcome.mode,
+    )
+    if dry:
+        return planned, {}
+    try:
+        ids = await store([outcome.summary])
+    except MemvaultError as exc:
+        _log_failure(group, "store", exc)
+        return _failed(planned, f"store failed: {exc}"), {}
+    if len(ids) != 1:
+        return _failed(planned, f"store returned {len(ids)} ids for 1 entry; originals kept"), {}
+    try:
+        index = await archive_and_delete(list(outcome.consumed), ids[0])
+    except MemvaultError as exc:
+        # The new entry is stored and the originals are still live: a duplicate, not a loss.
+        _log_failure(group, "archive", exc)
+        error = f"archive failed after storing {ids[0]}: {exc}"
+        return _failed(planned, error, created=tuple(ids)), {}
+    applied = planned.model_copy(update={"status": GroupStatus.APPLIED, "created_ids": tuple(ids)})
+    return applied, dict(index)
+
+
+def _failed(report: GroupReport, error: str, *, created: tuple[str, ...] = ()) -> GroupReport:
+    return report.model_copy(
+        update={"status": GroupStatus.FAILED, "error": error, "created_ids": created}
+    )
+
+
+async def _extract(
+    entries: Sequence[MemoryEntry],
+    *,
+    agent_id: str,
+    llm: LLMProvider | None,
+    store: StoreCallback,
+    mark_consolidated: MarkCallback | None,
+    dry_run: bool,
+    now: datetime,
+    cfg: ConsolidationConfig,
+) -> GroupReport | None:
+    """Extract facts from episodes, store them all, then mark the episodes consolidated."""
+    episodes = select_episodes(entries, agent_id=agent_id, now=now, limit=cfg.max_episodes_per_run)
+    if not episodes:
+        return None
+    extractor = EpisodicExtractor(
+        llm,
+        max_entry_chars=cfg.max_entry_input_chars,
+        max_total_chars=cfg.max_total_user_content_chars,
+    )
+    outcome = await extractor.extract(episodes, now=now)
+    category = MemoryCategory.EPISODIC
+    if outcome.error is not None:
+        return GroupReport(
+            category=category, status=GroupStatus.FAILED, method=outcome.method, error=outcome.error
+        )
+    planned = GroupReport(
+        category=category,
+        status=GroupStatus.PLANNED,
+        consolidated_ids=tuple(e.id for e in outcome.episodes),
+        outputs=outcome.requests,
+        method=outcome.method,
+    )
+    if dry_run or mark_consolidated is None:
+        return planned
+    ids: list[str] = []
+    try:
+        if outcome.requests:
+            ids = await store(list(outcome.requests))
+    except MemvaultError as exc:
+        logger.warning("memory.consolidate.failed step=store_facts error=%s", exc)
+        return _failed(planned, f"store failed: {exc}")
+    if len(ids) != len(outcome.requests):
+        error = f"store returned {len(ids)} ids for {len(outcome.requests)} facts"
+        return _failed(planned, error)
+    try:
+        await mark_consolidated([e.id for e in outcome.episodes])
+    except MemvaultError as exc:
+        # Facts are stored; the episodes stay unmarked and may be extracted again later.
+        logger.warning("memory.consolidate.failed step=mark error=%s", exc)
+        error = f"facts stored but marking episodes failed: {exc}"
+        return _failed(planned, error, created=tuple(ids))
+    return planned.model_copy(update={"status": GroupStatus.APPLIED, "created_ids": tuple(ids)})
+
+
+def _log_failure(group: EntryGroup, step: str, exc: Exception) -> None:
+    logger.warning(
+        "memory.consolidate.failed category=%s step=%s error=%s",
+        group.category.value,
+        step,
+        exc,
+        extra={"event": "memory.consolidate.failed", "step": step},
+    )

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from memvault.consolidation import (
+    ConsolidationSelector,
+    HighestRelevanceSelector,
+    eligible_entries,
+)
+from memvault.models import MemoryCategory, MemoryScope
+
+EPISODIC = MemoryCategory.EPISODIC
+SEMANTIC = MemoryCategory.SEMANTIC
+
+
+def test_group_below_threshold_is_not_selected(make_entry, now) -> None:
+    entries = [make_entry("s1"), make_entry("s2")]
+    assert HighestRelevanceSelector().select(entries, agent_id="dev-1", now=now) == []
+
+
+def test_group_at_threshold_keeps_most_important_and_merges_rest(make_entry, now) -> None:
+    entries = [
+        make_entry("s1", importance=0.2, age_days=3),
+        make_entry("s2", importance=0.9, age_days=2),
+        make_entry("s3", importance=0.4, age_days=1),
+    ]
+    (group,) = HighestRelevanceSelector().select(entries, agent_id="dev-1", now=now)
+    assert group.category is SEMANTIC
+    assert [e.id for e in group.keep] == ["s2"]
+    # merged entries come oldest first
+    assert [e.id for e in group.merge] == ["s1", "s3"]
+
+
+def test_custom_threshold_and_keep(make_entry, now) -> None:
+    entries = [make_entry(f"s{i}", importance=i / 10, age_days=10 - i) for i in range(5)]
+    selector = HighestRelevanceSelector(group_threshold=5, keep=2)
+    (group,) = selector.select(entries, agent_id="dev-1", now=now)
+    assert {e.id for e in group.keep} == {"s4", "s3"}
+    assert (
+        HighestRelevanceSelector(group_threshold=6).select(entries, agent_id="dev-1", now=now) == []
+    )
+
+
+def test_ties_broken_by_access_count_then_recency(make_entry, now) -> None:
+    by_access = [
+        make_entry("a", access_count=1, age_days=1),
+        make_entry("b", access_count=7, age_days=5),
+        make_entry("c", access_count=1, age_days=2),
+    ]
+    (group,) = HighestRelevanceSelector().select(by_access, agent_id="dev-1", now=now)
+    assert [e.id for e in group.keep] == ["b"]
+    by_recency = [
+        make_entry("a", age_days=3),
+        make_entry("b", age_days=1),
+        make_entry("c", age_days=2),
+    ]
+    (group,) = HighestRelevanceSelector().select(by_recency, agent_id="dev-1", now=now)
+    assert [e.id for e in group.keep] == ["b"]
+
+
+def test_search_relevance_score_wins_over_importance(make_entry, now) -> None:
+    entries = [
+        make_entry("a", importance=1.0, relevance_score=0.1),
+        make_entry("b", importance=0.0, relevance_score=0.9),
+        make_entry("c", importance=0.5, relevance_score=0.5),
+    ]
+    (group,) = HighestRelevanceSelector().select(entries, agent_id="dev-1", now=now)
+    assert [e.id for e in group.keep] == ["b"]
+
+
+def test_selection_is_deterministic_under_input_order(make_entry, now) -> None:
+    entries = [
+        make_entry(f"{cat.value[:3]}{i}", category=cat, importance=0.5, age_days=1)
+        for cat in (SEMANTIC, EPISODIC)
+        for i in range(4)
+    ]
+    expected = HighestRelevanceSelector().select(entries, agent_id="dev-1", now=now)
+    for seed in range(5):
+        shuffled = entries[:]
+        random.Random(seed).shuffle(shuffled)
+        assert HighestRelevanceSelector().select(shuffled, agent_id="dev-1", now=now) == expected
+    # groups come in category declaration order; full ties keep the highest id
+    assert [g.category for g in expected] == [EPISODIC, SEMANTIC]
+    assert [e.id for e in expected[1].keep] == ["sem3"]
+
+
+def test_only_live_private_unconsolidated_entries_of_the_agent(make_entry, now) -> None:
+    entries = [
+        make_entry("ok1"),
+        make_entry("ok2"),
+        make_entry("other", agent_id="dev-2"),
+        make_entry("shared", scope=MemoryScope.SHARED),
+        make_entry("done", consolidated_at=now - timedelta(hours=1)),
+        make_entry("expired", expires_at=now - timedelta(seconds=1)),
+        make_entry("superseded", superseded_by="ok1"),
+        make_entry("retracted", retracted_at=now - timedelta(days=1)),
+        make_entry("ok1"),  # duplicate id
+    ]
+    assert [e.id for e in eligible_entries(entries, agent_id="dev-1", now=now)] == ["ok1", "ok2"]
+    assert HighestRelevanceSelector().select(entries, agent_id="dev-1", now=now) == []
+
+
+def test_categories_filter(make_entry, now) -> None:
+    entries = [make_entry(f"e{i}", category=EPISODIC) for i in range(3)]
+    entries += [make_entry(f"s{i}") for i in range(3)]
+    selector = HighestRelevanceSelector(categories=frozenset({SEMANTIC}))
+    assert [g.category for g in selector.select(entries, agent_id="dev-1", now=now)] == [SEMANTIC]
+
+
+@pytest.mark.parametrize(("threshold", "keep"), [(1, 0), (3, 3), (3, -1)])
+def test_invalid_settings_rejected(threshold: int, keep: int) -> None:
+    with pytest.raises(ValueError):
+        HighestRelevanceSelector(group_threshold=threshold, keep=keep)
+
+
+def test_satisfies_protocol() -> None:
+    assert isinstance(HighestRelevanceSelector(), ConsolidationSelector)
+
+
+def test_naive_now_rejected(make_entry) -> None:
+    from datetime import datetime
+
+    with pytest.raises(ValueError, match="naive"):
+        HighestRelevanceSelector().select(
+            [make_entry("a")], agent_id="dev-1", now=datetime(2026, 1, 1)
+        )

@@ -1,0 +1,383 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+import memvault.consolidation as consolidation
+from memvault.consolidation import (
+    ArchivalMode,
+    ConcatenationOp,
+    ConsolidationConfig,
+    ConsolidationResult,
+    ConsolidationStrategy,
+    DensityRoutingOp,
+    GroupStatus,
+    LLMSynthesisOp,
+    build_op,
+    consolidate,
+)
+from memvault.errors import MemoryStoreError
+from memvault.llm import ProviderAuthError, ProviderError, ScriptedLLM
+from memvault.models import MemoryCategory, MemoryEntry, MemoryStoreRequest
+
+EPISODIC = MemoryCategory.EPISODIC
+SEMANTIC = MemoryCategory.SEMANTIC
+
+
+class FakeStore:
+    """Records every callback in order; can be told to fail a step."""
+
+    def __init__(self, *, fail_store: bool = False, fail_archive: bool = False) -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.stored: list[MemoryStoreRequest] = []
+        self.fail_store = fail_store
+        self.fail_archive = fail_archive
+
+    async def store(self, requests: list[MemoryStoreRequest]) -> list[str]:
+        self.calls.append(("store", [r.content for r in requests]))
+        if self.fail_store:
+            raise MemoryStoreError("disk full")
+        ids = [f"new-{len(self.stored) + i}" for i in range(len(requests))]
+        self.stored.extend(requests)
+        return ids
+
+    async def archive_and_delete(
+        self, entries: list[MemoryEntry], replaced_by: str
+    ) -> dict[str, str]:
+        self.calls.append(("archive", ([e.id for e in entries], replaced_by)))
+        if self.fail_archive:
+            raise MemoryStoreError("locked")
+        return {e.id: f"arch-{e.id}" for e in entries}
+
+    async def mark(self, ids: list[str]) -> None:
+        self.calls.append(("mark", list(ids)))
+
+    def kwargs(self) -> dict[str, object]:
+        return {
+            "store": self.store,
+            "archive_and_delete": self.archive_and_delete,
+            "mark_consolidated": self.mark,
+        }
+
+
+def semantic_entries(make_entry) -> list[MemoryEntry]:
+    return [
+        make_entry("s1", "likes tea", importance=0.9, age_days=4),
+        make_entry("s2", "lives in Oslo", age_days=3),
+        make_entry("s3", "has a cat", age_days=2),
+        make_entry("e1", "went hiking", category=EPISODIC),  # group of one: untouched
+    ]
+
+
+def test_public_api_is_exactly_all() -> None:
+    public = {name for name in dir(consolidation) if not name.startswith("_")}
+    modules = {"density", "extraction", "ops", "schedule", "selectors", "service", "annotations"}
+    assert public - modules == set(consolidation.__all__)
+
+
+async def test_simple_stores_before_archiving(make_entry, now) -> None:
+    fake = FakeStore()
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="simple",
+        llm=None,
+        now=now,
+        **fake.kwargs(),
+    )
+    assert [name for name, _ in fake.calls] == ["store", "archive"]
+    assert fake.calls[1] == ("archive", (["s2", "s3"], "new-0"))
+    assert result.created_ids == ("new-0",)
+    assert result.removed_ids == ("s2", "s3")
+    assert result.archival_index == {"s2": "arch-s2", "s3": "arch-s3"}
+    (group,) = result.groups
+    assert group.status is GroupStatus.APPLIED
+    assert group.kept_ids == ("s1",)
+    assert group.consolidated_ids == ("s2", "s3")
+    assert result.errors == ()
+    assert result.strategy is ConsolidationStrategy.SIMPLE
+
+
+async def test_store_failure_deletes_nothing(make_entry, now) -> None:
+    fake = FakeStore(fail_store=True)
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="simple",
+        llm=None,
+        now=now,
+        **fake.kwargs(),
+    )
+    assert [name for name, _ in fake.calls] == ["store"]
+    assert result.removed_ids == () and result.archival_index == {}
+    assert result.groups[0].status is GroupStatus.FAILED
+    assert "disk full" in result.errors[0]
+
+
+async def test_archive_failure_keeps_new_entry_and_reports(make_entry, now) -> None:
+    fake = FakeStore(fail_archive=True)
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="simple",
+        llm=None,
+        now=now,
+        **fake.kwargs(),
+    )
+    assert result.created_ids == ("new-0",)
+    assert result.removed_ids == ()
+    assert result.failed_groups[0].error is not None and "locked" in result.failed_groups[0].error
+
+
+async def test_llm_strategy_synthesises_then_stores_then_archives(make_entry, now) -> None:
+    order: list[str] = []
+    fake = FakeStore()
+
+    def answer(messages) -> str:
+        order.append("llm")
+        return "Lives in Oslo with a cat."
+
+    async def store(requests):
+        order.append("store")
+        return await fake.store(requests)
+
+    async def archive(entries, replaced_by):
+        order.append("archive")
+        return await fake.archive_and_delete(entries, replaced_by)
+
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy=ConsolidationStrategy.LLM,
+        llm=ScriptedLLM([answer]),
+        store=store,
+        archive_and_delete=archive,
+        now=now,
+    )
+    assert order == ["llm", "store", "archive"]
+    assert fake.stored[0].content == "Lives in Oslo with a cat."
+    assert fake.stored[0].metadata.tags == ("consolidated", "llm-synthesized")
+    assert result.groups[0].method == "llm-synthesized"
+
+
+async def test_retryable_llm_failure_concatenates(make_entry, now) -> None:
+    fake = FakeStore()
+    llm = ScriptedLLM([ProviderError("overloaded", retryable=True)])
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="llm",
+        llm=llm,
+        now=now,
+        **fake.kwargs(),
+    )
+    assert "concat-fallback" in fake.stored[0].metadata.tags
+    assert result.removed_ids == ("s2", "s3")
+
+
+async def test_non_retryable_llm_failure_calls_no_callback(make_entry, now) -> None:
+    fake = FakeStore()
+    llm = ScriptedLLM([ProviderAuthError("bad key", status_code=401)])
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="llm",
+        llm=llm,
+        now=now,
+        **fake.kwargs(),
+    )
+    assert fake.calls == []
+    assert result.created_ids == () and result.removed_ids == ()
+    assert result.groups[0].status is GroupStatus.FAILED
+    assert len(result.errors) == 1 and result.errors[0].startswith("semantic:")
+
+
+async def test_dry_run_calls_no_callback_but_shows_plan(make_entry, now) -> None:
+    fake = FakeStore()
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="llm",
+        llm=ScriptedLLM(["Merged."]),
+        dry_run=True,
+        now=now,
+        **fake.kwargs(),
+    )
+    assert fake.calls == []
+    assert result.dry_run
+    (group,) = result.groups
+    assert group.status is GroupStatus.PLANNED
+    assert group.consolidated_ids == ("s2", "s3")
+    assert group.outputs[0].content == "Merged."
+    assert result.created_ids == () and result.removed_ids == ()
+
+
+async def test_dual_mode_records_archival_modes(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [
+        make_entry("c1", "host: db.internal\nport: 5432", age_days=3),
+        make_entry("c2", '{"retries": 3, "timeout_s": 30}', age_days=2),
+        make_entry("c3", "def f(x):\n    return x + 1", age_days=1),
+    ]
+    result = await consolidate(
+        entries, agent_id="dev-1", strategy="dual_mode", llm=None, now=now, **fake.kwargs()
+    )
+    assert result.groups[0].mode is ArchivalMode.EXTRACTIVE
+    assert set(result.archival_modes) == set(result.removed_ids)
+    assert set(result.archival_modes.values()) == {ArchivalMode.EXTRACTIVE}
+
+
+async def test_without_llm_llm_strategies_are_deterministic(make_entry, now) -> None:
+    contents = []
+    for _ in range(2):
+        fake = FakeStore()
+        await consolidate(
+            semantic_entries(make_entry),
+            agent_id="dev-1",
+            strategy="llm",
+            llm=None,
+            now=now,
+            **fake.kwargs(),
+        )
+        contents.append(fake.stored[0].content)
+    assert contents[0] == contents[1]
+    assert isinstance(build_op("llm", llm=None), ConcatenationOp)
+    assert isinstance(build_op("llm", llm=ScriptedLLM([])), LLMSynthesisOp)
+    assert isinstance(build_op("dual_mode", llm=None), DensityRoutingOp)
+
+
+async def test_extract_stores_facts_then_marks_episodes(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [
+        make_entry("e1", "Deployed v2.1 and rolled back.", category=EPISODIC, age_days=2),
+        make_entry("e2", "Dana approved release 2.2.", category=EPISODIC, age_days=1),
+        make_entry("s1", "unrelated fact"),
+    ]
+    llm = ScriptedLLM(["semantic: v2.1 was rolled back.\nsocial: Dana approves releases."])
+    result = await consolidate(
+        entries, agent_id="dev-1", strategy="extract", llm=llm, now=now, **fake.kwargs()
+    )
+    assert fake.calls == [
+        ("store", ["v2.1 was rolled back.", "Dana approves releases."]),
+        ("mark", ["e1", "e2"]),
+    ]
+    assert result.created_ids == ("new-0", "new-1")
+    assert result.marked_ids == ("e1", "e2")
+    assert result.removed_ids == ()
+    assert fake.stored[1].category is MemoryCategory.SOCIAL
+
+
+async def test_extract_does_not_mark_when_store_raises(make_entry, now) -> None:
+    fake = FakeStore(fail_store=True)
+    entries = [make_entry("e1", "Deployed v2.1.", category=EPISODIC)]
+    result = await consolidate(
+        entries,
+        agent_id="dev-1",
+        strategy="extract",
+        llm=ScriptedLLM(["semantic: v2.1 deployed."]),
+        now=now,
+        **fake.kwargs(),
+    )
+    assert [name for name, _ in fake.calls] == ["store"]
+    assert result.marked_ids == ()
+    assert result.groups[0].status is GroupStatus.FAILED
+
+
+async def test_extract_llm_failure_touches_nothing(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [make_entry("e1", "Deployed v2.1.", category=EPISODIC)]
+    result = await consolidate(
+        entries,
+        agent_id="dev-1",
+        strategy="extract",
+        llm=ScriptedLLM([ProviderError("x", retryable=True)]),
+        now=now,
+        **fake.kwargs(),
+    )
+    assert fake.calls == []
+    assert result.errors and result.marked_ids == ()
+
+
+async def test_extract_dry_run_and_required_mark_callback(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [make_entry("e1", "Deployed v2.1.", category=EPISODIC)]
+    result = await consolidate(
+        entries,
+        agent_id="dev-1",
+        strategy="extract",
+        llm=None,
+        store=fake.store,
+        archive_and_delete=fake.archive_and_delete,
+        dry_run=True,
+        now=now,
+    )
+    assert fake.calls == []
+    assert result.groups[0].status is GroupStatus.PLANNED
+    assert [r.content for r in result.groups[0].outputs] == ["Deployed v2.1."]
+    with pytest.raises(ValueError, match="mark_consolidated"):
+        await consolidate(
+            entries,
+            agent_id="dev-1",
+            strategy="extract",
+            llm=None,
+            store=fake.store,
+            archive_and_delete=fake.archive_and_delete,
+            now=now,
+        )
+
+
+async def test_extract_with_no_facts_marks_after_empty_store(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [make_entry("e1", "chatted", category=EPISODIC)]
+    result = await consolidate(
+        entries,
+        agent_id="dev-1",
+        strategy="extract",
+        llm=ScriptedLLM(["NONE"]),
+        now=now,
+        **fake.kwargs(),
+    )
+    assert fake.calls == [("mark", ["e1"])]
+    assert result.marked_ids == ("e1",)
+
+
+async def test_invalid_inputs(make_entry, now) -> None:
+    fake = FakeStore()
+    with pytest.raises(ValueError, match="unknown consolidation strategy"):
+        await consolidate(
+            [], agent_id="dev-1", strategy="magic", llm=None, now=now, **fake.kwargs()
+        )
+    with pytest.raises(ValueError, match="naive"):
+        await consolidate(
+            [],
+            agent_id="dev-1",
+            strategy="simple",
+            llm=None,
+            now=datetime(2026, 1, 1),
+            **fake.kwargs(),
+        )
+    with pytest.raises(ValueError):
+        ConsolidationConfig(group_threshold=3, keep=3)
+    with pytest.raises(ValueError):
+        build_op("extract", llm=None)
+
+
+async def test_config_threshold_is_honoured(make_entry, now) -> None:
+    fake = FakeStore()
+    result = await consolidate(
+        semantic_entries(make_entry),
+        agent_id="dev-1",
+        strategy="simple",
+        llm=None,
+        now=now,
+        config=ConsolidationConfig(group_threshold=4),
+        **fake.kwargs(),
+    )
+    assert result.groups == () and fake.calls == []
+
+
+def test_result_is_frozen() -> None:
+    result = ConsolidationResult(agent_id="a", strategy=ConsolidationStrategy.SIMPLE)
+    with pytest.raises(ValueError):
+        result.agent_id = "b"  # type: ignore[misc]
