@@ -50,3 +50,32 @@ def test_sweep_reports_and_audit_is_per_agent(run, db, tmp_path: Path) -> None:
     assert len(run.list(db, "-a", "u")) == 1 and len(run.list(db, "-a", "v")) == 1
     only_v = run("--db", db, "audit", "--agent", "v", "--json").json()
     assert {r["agent_id"] for r in only_v} == {"v"}
+
+
+def test_consolidate_dry_run_then_real(run, db) -> None:
+    for text in (
+        "The API gateway runs on port 8443.",
+        "Deploys need two approvals on the release PR.",
+        "Staging uses the eu-west-1 region.",
+    ):
+        run.add(db, text, "-a", "u")
+    dry = run("--db", db, "consolidate", "--agent", "u", "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "would merge 2 memories in 1 groups" in dry.out
+    assert len(run.list(db, "-a", "u")) == 3
+
+    done = run("--db", db, "consolidate", "--agent", "u", "--json")
+    assert done.code == 0, done.err
+    [result] = done.json()
+    assert len(result["created_ids"]) == 1 and len(result["removed_ids"]) == 2
+    live = run.list(db, "-a", "u")
+    assert len(live) == 2
+    archived = run("--db", db, "archive", "list", "-a", "u", "--json").json()
+    assert {row["entry"]["id"] for row in archived} == set(result["removed_ids"])
+
+
+def test_consolidate_rejects_an_unknown_strategy(run, db) -> None:
+    run.add(db, "Something worth keeping.", "-a", "u")
+    bad = run("--db", db, "consolidate", "--agent", "u", "--strategy", "magic")
+    assert bad.code == 2 and len(bad.err_lines) == 1
+    assert "unknown consolidation strategy" in bad.err

@@ -103,8 +103,62 @@ def sweep(
     out.print(f"archived {len(report.expired)} expired, {len(report.evicted)} evicted")
 
 
+def consolidate(
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Only this agent (default: all).")
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy", "-s", help="simple, dual_mode, llm or extract (episodes -> facts)."
+        ),
+    ] = "simple",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be merged; write nothing.")
+    ] = False,
+    llm_url: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-url",
+            envvar="MEMVAULT_LLM_BASE_URL",
+            help="OpenAI-compatible base URL (e.g. http://localhost:11434/v1) for LLM strategies.",
+        ),
+    ] = None,
+    llm_model: Annotated[
+        str, typer.Option("--llm-model", envvar="MEMVAULT_LLM_MODEL", help="Model name.")
+    ] = "gpt-4o-mini",
+    as_json: bool = JsonOption,
+) -> None:
+    """Merge older memories into fewer ones; the originals go to the archive."""
+    llm = None
+    if llm_url:
+        from memvault.llm import OpenAICompatibleLLM
+
+        llm = OpenAICompatibleLLM(llm_url, llm_model)
+    mem = open_memory()
+    agents = [agent] if agent is not None else mem.agents()
+    results = [
+        mem.consolidate(agent_id=a, strategy=strategy, dry_run=dry_run, llm=llm) for a in agents
+    ]
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in results])
+        return
+    verb = "would merge" if dry_run else "merged"
+    for r in results:
+        groups = [g for g in r.groups if g.consolidated_ids]
+        merged = sum(len(g.consolidated_ids) for g in groups)
+        out.print(
+            escape(
+                f"{r.agent_id}: {verb} {merged} memories in {len(groups)} groups, "
+                f"created {len(r.created_ids)}, archived {len(r.removed_ids)}, "
+                f"marked {len(r.marked_ids)}" + (f", {len(r.errors)} errors" if r.errors else "")
+            )
+        )
+
+
 def register(app: typer.Typer) -> None:
     """Attach the commands to ``app``."""
     app.add_typer(archive_app, name="archive")
     app.command()(audit)
     app.command()(sweep)
+    app.command()(consolidate)
