@@ -5,43 +5,20 @@ Runs on a real SQLite file, a real PostgreSQL schema and the in-memory store.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
 from memvault.backends._base import BaseBackend
-from memvault.backends.inmemory import InMemoryBackend
-from memvault.backends.postgres import PostgresBackend
-from memvault.backends.sqlite import SQLiteBackend
 from memvault.errors import MemoryNotFoundError
 from memvault.models import MemoryMetadata, MemoryQuery, MemoryStoreRequest
-from memvault.protocols import Embedder
-from postgres_server import SchemaFactory
 
 AGENT = "archivist"
 
 
 @pytest.fixture
-def pg_schemas(postgres_url: str) -> Iterator[SchemaFactory]:
-    factory = SchemaFactory(postgres_url)
-    yield factory
-    factory.drop_all()
-
-
-@pytest.fixture(params=["sqlite", "postgres", "inmemory"])
-async def store(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder
-) -> AsyncIterator[BaseBackend]:
-    backend: BaseBackend
-    if request.param == "sqlite":
-        backend = SQLiteBackend(tmp_path / "a.db", minilm)
-    elif request.param == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        schemas: SchemaFactory = request.getfixturevalue("pg_schemas")
-        backend = PostgresBackend(url, minilm, schema=schemas())
-    else:
-        backend = InMemoryBackend(minilm)
+async def store(any_backend: BaseBackend) -> AsyncIterator[BaseBackend]:
+    backend = any_backend
     await backend.connect()
     try:
         yield backend

@@ -8,21 +8,16 @@ the LLM is scripted (a remote model cannot run here).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from memvault import AsyncMemory
-from memvault.backends.inmemory import InMemoryBackend
-from memvault.backends.postgres import PostgresBackend
-from memvault.backends.sqlite import SQLiteBackend
 from memvault.errors import MemoryValidationError
 from memvault.llm import ScriptedLLM
 from memvault.llm.errors import ProviderAuthError
-from memvault.protocols import Embedder, MemoryStore
-from postgres_server import SchemaFactory
+from memvault.protocols import MemoryStore
 
 AGENT = "dev-1"
 NOTES = [
@@ -34,26 +29,8 @@ NOTES = [
 
 
 @pytest.fixture
-def pg_schemas(postgres_url: str) -> Iterator[SchemaFactory]:
-    factory = SchemaFactory(postgres_url)
-    yield factory
-    factory.drop_all()
-
-
-@pytest.fixture(params=["sqlite", "postgres", "inmemory"])
-async def mem(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder
-) -> AsyncIterator[AsyncMemory]:
-    backend: MemoryStore
-    if request.param == "sqlite":
-        backend = SQLiteBackend(tmp_path / "c.db", minilm)
-    elif request.param == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        schemas: SchemaFactory = request.getfixturevalue("pg_schemas")
-        backend = PostgresBackend(url, minilm, schema=schemas())
-    else:
-        backend = InMemoryBackend(minilm)
-    async with AsyncMemory(backend=backend) as memory:
+async def mem(any_backend: MemoryStore) -> AsyncIterator[AsyncMemory]:
+    async with AsyncMemory(backend=any_backend) as memory:
         start = datetime.now(UTC) - timedelta(days=10)
         for i, text in enumerate(NOTES):
             await memory.add(text, agent_id=AGENT, created_at=start + timedelta(days=i))

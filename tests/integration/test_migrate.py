@@ -10,7 +10,7 @@ import asyncio
 import os
 import random
 import shutil
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -179,13 +179,6 @@ async def searches(store: MemoryStore) -> list[list[tuple[str, float | None]]]:
 async def opened(store: StoreT) -> StoreT:
     await store.connect()
     return store
-
-
-@pytest.fixture
-def pg_schemas(postgres_url: str) -> Iterator[SchemaFactory]:
-    factory = SchemaFactory(postgres_url)
-    yield factory
-    factory.drop_all()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memvault import AsyncMemory
-from memvault.backends.inmemory import InMemoryBackend
 from memvault.backends.postgres import PostgresBackend
 from memvault.backends.sqlite import SQLiteBackend
 from memvault.config import MemoryOptionsConfig, MemvaultConfig
@@ -31,26 +30,13 @@ from postgres_server import SchemaFactory
 AGENT = "keeper"
 
 
-@pytest.fixture
-def pg_schemas(postgres_url: str) -> Iterator[SchemaFactory]:
-    factory = SchemaFactory(postgres_url)
-    yield factory
-    factory.drop_all()
-
-
 def _config(**options: object) -> MemvaultConfig:
     return MemvaultConfig(options=MemoryOptionsConfig.model_validate(options))
 
 
-@pytest.fixture(params=["sqlite", "postgres", "inmemory"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder) -> MemoryStore:
-    if request.param == "sqlite":
-        return SQLiteBackend(tmp_path / "r.db", minilm)
-    if request.param == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        schemas: SchemaFactory = request.getfixturevalue("pg_schemas")
-        return PostgresBackend(url, minilm, schema=schemas())
-    return InMemoryBackend(minilm)
+@pytest.fixture
+def backend(any_backend: MemoryStore) -> MemoryStore:
+    return any_backend
 
 
 @pytest.fixture

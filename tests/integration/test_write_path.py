@@ -8,44 +8,21 @@ the real bundled embedding model.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from memvault import AsyncMemory
-from memvault.backends.inmemory import InMemoryBackend
-from memvault.backends.postgres import PostgresBackend
-from memvault.backends.sqlite import SQLiteBackend
-from memvault.protocols import Embedder, MemoryStore
+from memvault.protocols import MemoryStore
 from memvault.write import WriteKind
-from postgres_server import SchemaFactory
 
 AGENT = "writer-1"
 
 
 @pytest.fixture
-def pg_schemas(postgres_url: str) -> Iterator[SchemaFactory]:
-    factory = SchemaFactory(postgres_url)
-    yield factory
-    factory.drop_all()
-
-
-@pytest.fixture(params=["sqlite", "postgres", "inmemory"])
-async def memory(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder
-) -> AsyncIterator[AsyncMemory]:
-    backend: MemoryStore
-    if request.param == "sqlite":
-        backend = SQLiteBackend(tmp_path / "w.db", minilm)
-    elif request.param == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        schemas: SchemaFactory = request.getfixturevalue("pg_schemas")
-        backend = PostgresBackend(url, minilm, schema=schemas())
-    else:
-        backend = InMemoryBackend(minilm)
-    mem = AsyncMemory(backend=backend)
+async def memory(any_backend: MemoryStore) -> AsyncIterator[AsyncMemory]:
+    mem = AsyncMemory(backend=any_backend)
     try:
         yield mem
     finally:
