@@ -509,24 +509,24 @@ async def test_extra_tables_both_stores_have_are_copied() -> None:
         }
         for i in range(25)
     ]
-    archive = [{"id": f"r{i:03d}", "memory": {"content": "old"}} for i in range(3)]
-    src = TabledStore(embedder, {"audit": audit, "archive": archive})
+    sessions = [{"id": f"s{i:03d}", "state": {"turns": i}} for i in range(3)]
+    src = TabledStore(embedder, {"audit": audit, "sessions": sessions})
     dest = TabledStore(embedder, {"audit": audit[:5]})
     assert isinstance(src, RowTableStore)
     await src.connect()
     await src.store("a", MemoryStoreRequest(content="a memory"))
     report = await migrate(src, dest, batch_size=10)
     assert [(t.name, t.copied, t.skipped) for t in report.tables] == [("audit", 20, 5)]
-    assert report.tables_not_copied == ("archive",)
+    assert report.tables_not_copied == ("sessions",)
     assert dest.tables["audit"] == src.tables["audit"]
     assert dest.batches == [10, 10, 5]
     assert "audit: 20 rows copied" in report.summary()
-    assert "archive" in report.summary()
-    # A destination with only an audit log: the audit rows are copied, archive is named.
+    assert "sessions" in report.summary()
+    # A destination without a sessions table: the audit rows are copied, sessions is named.
     plain = InMemoryBackend(embedder)
     report = await migrate(src, plain)
     assert [t.name for t in report.tables] == ["audit"]
-    assert report.tables_not_copied == ("archive",)
+    assert report.tables_not_copied == ("sessions",)
     assert isinstance(report, MigrationReport)
 
 

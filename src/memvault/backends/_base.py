@@ -465,9 +465,17 @@ class BaseBackend(ABC):
         raise MemoryCapabilityError(f"{self.backend_name} has no archive")
 
     async def _archive_rows(
-        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+        self, agent_id: str | None, memory_id: str | None, limit: int, offset: int
     ) -> list[ArchivedEntry]:
-        """Archive rows of the agent (of one memory id), newest first."""
+        """Archive rows of the agent, or of every agent (of one memory id), newest first."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no archive")
+
+    async def _archive_import(self, records: Sequence[ArchivedEntry]) -> int:
+        """Insert archive rows keeping their ids; known ids are skipped; returns inserted."""
+        raise MemoryCapabilityError(f"{self.backend_name} has no archive")
+
+    async def _archive_count(self) -> int:
+        """Number of archive rows."""
         raise MemoryCapabilityError(f"{self.backend_name} has no archive")
 
     async def _archive_drop(self, archive_id: str) -> None:
@@ -948,13 +956,22 @@ class BaseBackend(ABC):
     # -- extra tables for `memvault migrate` (RowTableStore) ------------------------------------
 
     def row_tables(self) -> Sequence[str]:
-        """The extra tables ``memvault migrate`` copies: the audit log where there is one."""
-        return ("audit",) if self._implements_shared else ()
+        """The extra tables ``memvault migrate`` copies: the audit log and the archive."""
+        return ("audit", "archive") if self._implements_shared else ()
 
     async def export_rows(self, table: str) -> AsyncIterator[dict[str, Any]]:
-        """Every audit record as a JSON object, oldest first, read in pages."""
+        """Every row of ``table`` as a JSON object, read in pages."""
         self._check_table(table)
         self._require_connected()
+        if table == "archive":
+            offset = 0
+            while True:
+                rows = await self._archive_rows(None, None, _ROW_PAGE, offset)
+                for row in rows:
+                    yield row.model_dump(mode="json")
+                if len(rows) < _ROW_PAGE:
+                    return
+                offset += len(rows)
         after: tuple[datetime, str] | None = None
         while True:
             page = await self._audit_records(None, _ROW_PAGE, after)
@@ -965,10 +982,13 @@ class BaseBackend(ABC):
             after = (page[-1].at, page[-1].id)
 
     async def import_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
-        """Insert audit records (as written by :meth:`export_rows`); known ids are skipped."""
+        """Insert rows as written by :meth:`export_rows`; known ids are skipped."""
         self._check_table(table)
         self._require_connected()
         try:
+            if table == "archive":
+                archived = [ArchivedEntry.model_validate(dict(r)) for r in rows]
+                return await self._archive_import(archived) if archived else 0
             records = [AuditRecord.model_validate(dict(r)) for r in rows]
         except ValidationError as exc:
             raise model_error(exc) from None
@@ -978,6 +998,8 @@ class BaseBackend(ABC):
         """Number of rows of ``table``."""
         self._check_table(table)
         self._require_connected()
+        if table == "archive":
+            return await self._archive_count()
         return await self._count_audit()
 
     def _check_table(self, table: str) -> None:

@@ -431,15 +431,26 @@ class InMemoryBackend(BaseBackend):
             self._audit.extend(audit)
 
     async def _archive_rows(
-        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+        self, agent_id: str | None, memory_id: str | None, limit: int, offset: int
     ) -> list[ArchivedEntry]:
         rows = [
             r
             for r in self._archive
-            if r.agent_id == agent_id and (memory_id is None or r.memory_id == memory_id)
+            if (agent_id is None or r.agent_id == agent_id)
+            and (memory_id is None or r.memory_id == memory_id)
         ]
         rows.sort(key=lambda r: (r.archived_at, r.archive_id), reverse=True)
         return rows[offset : offset + limit]
+
+    async def _archive_import(self, records: Sequence[ArchivedEntry]) -> int:
+        async with self._lock:
+            known = {r.archive_id for r in self._archive}
+            fresh = [r for r in records if r.archive_id not in known]
+            self._archive.extend(fresh)
+            return len(fresh)
+
+    async def _archive_count(self) -> int:
+        return len(self._archive)
 
     async def _archive_drop(self, archive_id: str) -> None:
         async with self._lock:

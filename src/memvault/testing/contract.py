@@ -257,6 +257,30 @@ class SharedKnowledgeContract:
         finally:
             await other.disconnect()
 
+    async def test_archive_travels_as_a_row_table(
+        self, backend: MemoryStore, make_backend: BackendFactory, embedder: Embedder
+    ) -> None:
+        store = _shared(backend)
+        if not isinstance(store, RowTableStore) or "archive" not in store.row_tables():
+            pytest.skip("the backend has no archive table for `memvault migrate`")
+        archiver: Any = store
+        ids = [await store.store("alice", req(f"Old note number {i}.")) for i in range(3)]
+        await archiver.archive("alice", ids[:2], reason="evict")
+        rows = [r async for r in store.export_rows("archive")]
+        assert sorted(r["entry"]["id"] for r in rows) == sorted(ids[:2])
+        assert await store.count_rows("archive") == 2
+        other = make_backend(embedder)
+        await other.connect()
+        try:
+            assert isinstance(other, RowTableStore)
+            assert await other.import_rows("archive", rows) == 2
+            assert await other.import_rows("archive", rows) == 0  # idempotent
+            moved: Any = other
+            back = await moved.restore("alice", ids[0])
+            assert back.content == "Old note number 0."
+        finally:
+            await other.disconnect()
+
     async def test_retract_by_author_hides_keeps_and_audits(self, backend: MemoryStore) -> None:
         store = _shared(backend)
         keep = await store.publish("alice", req("The on-call rota rotates on Tuesdays."))

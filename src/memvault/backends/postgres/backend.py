@@ -268,6 +268,28 @@ def _where(query: MemoryQuery, now: datetime) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+async def _insert_archive(
+    conn: Conn, records: Sequence[ArchivedEntry], *, ignore: bool = False
+) -> int:
+    """Write archive rows (in the caller's transaction); returns how many were inserted."""
+    inserted = 0
+    for r in records:
+        cur = await conn.execute(
+            "INSERT INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
+            " VALUES (%s, %s, %s, %s, %s, %s)" + (" ON CONFLICT (id) DO NOTHING" if ignore else ""),
+            (
+                r.archive_id,
+                r.memory_id,
+                r.agent_id,
+                r.reason,
+                r.archived_at,
+                Jsonb(r.entry.to_json()),
+            ),
+        )
+        inserted += max(cur.rowcount, 0)
+    return inserted
+
+
 async def _insert_audit(conn: Conn, records: Sequence[AuditRecord]) -> None:
     """Write audit records (in the caller's transaction)."""
     if not records:
@@ -1333,22 +1355,7 @@ class PostgresBackend(BaseBackend):
         self, agent_id: str, records: Sequence[ArchivedEntry], audit: Sequence[AuditRecord]
     ) -> None:
         async def run(conn: Conn) -> None:
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
-                    " VALUES (%s, %s, %s, %s, %s, %s)",
-                    [
-                        (
-                            r.archive_id,
-                            r.memory_id,
-                            r.agent_id,
-                            r.reason,
-                            r.archived_at,
-                            Jsonb(r.entry.to_json()),
-                        )
-                        for r in records
-                    ],
-                )
+            await _insert_archive(conn, records)
             await self._delete_where(
                 conn,
                 f"{_PRIVATE_SCOPE} AND m.id = ANY(%s::text[])",
@@ -1359,10 +1366,13 @@ class PostgresBackend(BaseBackend):
         await self._write("archive", run)
 
     async def _archive_rows(
-        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+        self, agent_id: str | None, memory_id: str | None, limit: int, offset: int
     ) -> list[ArchivedEntry]:
-        sql = "SELECT id, reason, archived_at, entry FROM archive WHERE agent_id = %s"
-        params: list[Any] = [agent_id]
+        sql = "SELECT id, agent_id, reason, archived_at, entry FROM archive WHERE true"
+        params: list[Any] = []
+        if agent_id is not None:
+            sql += " AND agent_id = %s"
+            params.append(agent_id)
         if memory_id is not None:
             sql += " AND memory_id = %s"
             params.append(memory_id)
@@ -1374,13 +1384,25 @@ class PostgresBackend(BaseBackend):
         return [
             ArchivedEntry(
                 archive_id=r[0],
-                agent_id=agent_id,
-                reason=r[1],
-                archived_at=r[2],
-                entry=MemoryEntry.from_json(r[3]),
+                agent_id=r[1],
+                reason=r[2],
+                archived_at=r[3],
+                entry=MemoryEntry.from_json(r[4]),
             )
             for r in rows
         ]
+
+    async def _archive_import(self, records: Sequence[ArchivedEntry]) -> int:
+        async def run(conn: Conn) -> int:
+            return await _insert_archive(conn, records, ignore=True)
+
+        return await self._write("archive.import", run)
+
+    async def _archive_count(self) -> int:
+        async with self._connection("read") as conn:
+            cur = await conn.execute("SELECT count(*) FROM archive")
+            row = await cur.fetchone()
+        return int(row[0]) if row is not None else 0
 
     async def _archive_drop(self, archive_id: str) -> None:
         async def run(conn: Conn) -> None:

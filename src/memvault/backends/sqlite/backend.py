@@ -257,6 +257,27 @@ def _insert_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> N
     )
 
 
+def _insert_archive(
+    conn: sqlite3.Connection, records: Sequence[ArchivedEntry], *, ignore: bool = False
+) -> None:
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    conn.executemany(
+        f"{verb} INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.archive_id,
+                r.memory_id,
+                r.agent_id,
+                r.reason,
+                to_us(r.archived_at),
+                json.dumps(r.entry.to_json(), sort_keys=True),
+            )
+            for r in records
+        ],
+    )
+
+
 class SQLiteBackend(BaseBackend):
     """memvault's embedded store in one SQLite file (WAL mode)."""
 
@@ -1225,21 +1246,7 @@ class SQLiteBackend(BaseBackend):
         def run() -> None:
             self._refresh()
             with self._transaction() as conn:
-                conn.executemany(
-                    "INSERT INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            r.archive_id,
-                            r.memory_id,
-                            r.agent_id,
-                            r.reason,
-                            to_us(r.archived_at),
-                            json.dumps(r.entry.to_json(), sort_keys=True),
-                        )
-                        for r in records
-                    ],
-                )
+                _insert_archive(conn, records)
                 rowids = [
                     row[0]
                     for r in records
@@ -1261,11 +1268,14 @@ class SQLiteBackend(BaseBackend):
         await self._run(run, write=True)
 
     async def _archive_rows(
-        self, agent_id: str, memory_id: str | None, limit: int, offset: int
+        self, agent_id: str | None, memory_id: str | None, limit: int, offset: int
     ) -> list[ArchivedEntry]:
         def run() -> list[ArchivedEntry]:
-            sql = "SELECT id, reason, archived_at, entry FROM archive WHERE agent_id = ?"
-            params: list[Any] = [agent_id]
+            sql = "SELECT id, agent_id, reason, archived_at, entry FROM archive WHERE 1=1"
+            params: list[Any] = []
+            if agent_id is not None:
+                sql += " AND agent_id = ?"
+                params.append(agent_id)
             if memory_id is not None:
                 sql += " AND memory_id = ?"
                 params.append(memory_id)
@@ -1274,15 +1284,28 @@ class SQLiteBackend(BaseBackend):
             return [
                 ArchivedEntry(
                     archive_id=r[0],
-                    agent_id=agent_id,
-                    reason=r[1],
-                    archived_at=_EPOCH + timedelta(microseconds=r[2]),
-                    entry=MemoryEntry.from_json(json.loads(r[3])),
+                    agent_id=r[1],
+                    reason=r[2],
+                    archived_at=_EPOCH + timedelta(microseconds=r[3]),
+                    entry=MemoryEntry.from_json(json.loads(r[4])),
                 )
                 for r in self._db.execute(sql, params)
             ]
 
         return await self._run(run)
+
+    async def _archive_import(self, records: Sequence[ArchivedEntry]) -> int:
+        def run() -> int:
+            with self._transaction() as conn:
+                before = conn.total_changes
+                _insert_archive(conn, records, ignore=True)
+                return conn.total_changes - before
+
+        return await self._run(run, write=True)
+
+    async def _archive_count(self) -> int:
+        row = await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM archive").fetchone())
+        return int(row[0])
 
     async def _archive_drop(self, archive_id: str) -> None:
         def run() -> None:
