@@ -86,7 +86,7 @@ async def capture_episode(
         )
     except _FATAL:
         raise
-    except Exception as exc:  # noqa: BLE001 - capture is best-effort by contract
+    except Exception as exc:
         logger.warning("episode capture failed for agent %s: %s", agent_id, exc)
         return None
     if outcome.id is None:
@@ -176,6 +176,6 @@ async def capture_distillation(memory: AsyncMemory, request: DistillationRequest
         )
     except _FATAL:
         raise
-    except Exception as exc:  # noqa: BLE001 - capture is best-effort by contract
+    except Exception as exc:
         logger.warning("distillation capture failed for agent %s: %s", request.agent_id, exc)
         return None

@@ -239,9 +239,7 @@ class MemoryTools:
             return self._config.max_procedures
         return self._config.max_memories
 
-    async def _store(
-        self, agent_id: str, content: str, category: str, kind: MemoryCategory
-    ) -> str:
+    async def _store(self, agent_id: str, content: str, category: str, kind: MemoryCategory) -> str:
         label = sanitize_category(category)
         memory_id = await self._memory.add(content, agent_id=agent_id, category=kind, label=label)
         await self._prune(agent_id, kind)
@@ -267,9 +265,7 @@ class MemoryTools:
         )
 
     async def _episode_tool(self, agent_id: str, args: dict[str, Any]) -> str:
-        return await self.record_episode(
-            agent_id, args["content"], args.get("category", "general")
-        )
+        return await self.record_episode(agent_id, args["content"], args.get("category", "general"))
 
     async def _recall_tool(self, agent_id: str, args: dict[str, Any]) -> str:
         return await self.recall(

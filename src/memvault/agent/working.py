@@ -63,7 +63,7 @@ class WorkingMemory:
             raise MemoryValidationError(str(exc)) from None
         tokens = estimate_tokens(text)
         if tokens > self.token_budget:
-            msg = f"note of ~{tokens} tokens exceeds the working memory budget ({self.token_budget})"
+            msg = f"note of ~{tokens} tokens exceeds the working memory budget {self.token_budget}"
             raise MemoryValidationError(msg)
         note = WorkingNote(new_id(), text, utc_now(), tokens)
         self._notes.append(note)
