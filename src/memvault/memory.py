@@ -22,8 +22,9 @@ from pydantic import ValidationError
 
 from memvault._ids import new_id, utc_now
 from memvault._search import hybrid_search
+from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
 from memvault.backends._base import check_agent, check_id, model_error
-from memvault.config import MemvaultConfig, load_config
+from memvault.config import InjectionStrategyName, MemvaultConfig, load_config
 from memvault.consolidation import (
     ConsolidationConfig,
     ConsolidationResult,
@@ -41,6 +42,8 @@ from memvault.errors import (
     MemoryValidationError,
 )
 from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
+from memvault.injection.self_editing import SelfEditingMemoryStrategy
+from memvault.injection.tool_based import ToolBasedInjectionStrategy
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -822,6 +825,35 @@ class AsyncMemory:
         )
         return await strategy.prepare_context(agent_id, query, token_budget)
 
+    def injection_strategy(
+        self, name: InjectionStrategyName | str | None = None
+    ) -> ContextInjectionStrategy | ToolBasedInjectionStrategy | SelfEditingMemoryStrategy:
+        """The injection strategy named by ``retrieval.strategy`` (or ``name``) over this memory.
+
+        ``context`` injects retrieved memories as a message; ``tool_based`` gives the agent
+        ``search_memory``/``recall_memory`` tools; ``self_editing`` keeps core memories in the
+        system prompt and offers the six MemGPT-style tools.
+
+        Raises:
+            MemoryConfigError: unknown strategy name.
+        """
+        raw = self._config.retrieval.strategy if name is None else name
+        try:
+            kind = InjectionStrategyName(raw)
+        except ValueError:
+            names = ", ".join(n.value for n in InjectionStrategyName)
+            msg = f"unknown injection strategy {raw!r} (choose from {names})"
+            raise MemoryConfigError(msg) from None
+        if kind is InjectionStrategyName.TOOL_BASED:
+            return ToolBasedInjectionStrategy(self)
+        if kind is InjectionStrategyName.SELF_EDITING:
+            return SelfEditingMemoryStrategy(self)
+        return self.context_strategy()
+
+    def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:
+        """InitRunner's memory tools (remember, recall, ...) over this memory."""
+        return MemoryTools(self, config)
+
     def context_strategy(
         self,
         *,
@@ -1348,6 +1380,16 @@ class Memory:
     ) -> ContextInjectionStrategy:
         """An async :class:`ContextInjectionStrategy` over this store (use it from async code)."""
         return self._core.context_strategy(categories=categories, config=config)
+
+    def injection_strategy(
+        self, name: InjectionStrategyName | str | None = None
+    ) -> ContextInjectionStrategy | ToolBasedInjectionStrategy | SelfEditingMemoryStrategy:
+        """The configured async injection strategy (see :meth:`AsyncMemory.injection_strategy`)."""
+        return self._core.injection_strategy(name)
+
+    def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:
+        """Async InitRunner memory tools over this store (see :meth:`AsyncMemory.memory_tools`)."""
+        return self._core.memory_tools(config)
 
     def publish(
         self,

@@ -13,7 +13,7 @@ import typer
 from typer.exceptions import TyperException
 
 import memvault.cli.bench as bench
-from memvault.cli import lifecycle, memories, migrate, transfer
+from memvault.cli import lifecycle, memories, migrate, sessions, transfer
 from memvault.cli._common import close_memory, err_console, state
 from memvault.errors import MemoryError
 
@@ -51,6 +51,7 @@ transfer.register(app)
 migrate.register(app)
 bench.register(app)
 lifecycle.register(app)
+sessions.register(app)
 
 
 def _error(text: str) -> None:

@@ -1,0 +1,181 @@
+"""``memvault sessions list|show|clear``: inspect and delete an agent's saved conversations.
+
+Sessions live next to the memories, in the store ``--db`` (or the configuration) names. The
+commands open only the session table, never the memory store, so they do not load the
+embedding model. Reading a SQLite store that does not exist yet shows no sessions instead of
+creating the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from memvault.cli._common import JsonOption, emit_json, out, state
+from memvault.config import COMPOSITE_URL, load_config
+from memvault.errors import MemoryNotFoundError
+from memvault.sessions import (
+    SessionRecord,
+    SessionStore,
+    SQLiteSessionStore,
+    check_session_id,
+    open_session_store,
+)
+from memvault.sessions.store import check_agent_id
+
+__all__ = ["register", "sessions_app"]
+
+T = TypeVar("T")
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="Saved conversation sessions of an agent: list, show, clear.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+_PREVIEW_CHARS = 60
+
+AgentOption = typer.Option(
+    "default", "--agent", "-a", envvar="MEMVAULT_AGENT", help="Agent id whose sessions to use."
+)
+
+
+def _store_url() -> str:
+    """The storage URL the memory commands would use (``--db``, environment, config file)."""
+    cfg = load_config(state.config, url=state.db)
+    url = state.db or cfg.resolved_url()
+    # Sessions are not routed by category: they live in the composite store's default child.
+    return cfg.composite_default_url() if url.strip() == COMPOSITE_URL else url
+
+
+def _with_store(fn: Callable[[SessionStore], Awaitable[T]], *, empty: T) -> T:
+    """Run ``fn`` on the session store; ``empty`` if the SQLite file does not exist yet."""
+    store = open_session_store(_store_url())
+    if isinstance(store, SQLiteSessionStore) and not Path(store.location).exists():
+        return empty
+
+    async def run() -> T:
+        try:
+            return await fn(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def _summary_json(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "session_id": record.session_id,
+        "agent_id": record.agent_id,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+        "message_count": record.message_count,
+    }
+
+
+def _record_json(record: SessionRecord) -> dict[str, Any]:
+    data = _summary_json(record)
+    data["messages"] = [m.model_dump(mode="json", exclude_none=True) for m in record.messages]
+    return data
+
+
+def _preview(record: SessionRecord) -> str:
+    first = next((m.content for m in record.messages if m.role == "user"), "")
+    text = " ".join(first.split())
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
+
+
+@sessions_app.command("list")
+def list_(
+    agent: str = AgentOption,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=1000, help="How many sessions at most.")
+    ] = 20,
+    json_out: bool = JsonOption,
+) -> None:
+    """List an agent's sessions, most recently saved first."""
+    agent_id = check_agent_id(agent)
+    empty: list[SessionRecord] = []
+    rows = _with_store(lambda s: s.list(agent_id, limit=limit), empty=empty)
+    if json_out:
+        emit_json([_summary_json(r) for r in rows])
+        return
+    if not rows:
+        out.print("no sessions")
+        return
+    table = Table(show_lines=False)
+    table.add_column("session", no_wrap=True)
+    table.add_column("updated")
+    table.add_column("messages", justify="right")
+    table.add_column("first message")
+    for r in rows:
+        table.add_row(
+            r.session_id,
+            f"{r.updated_at:%Y-%m-%d %H:%M}",
+            str(r.message_count),
+            escape(_preview(r)),
+        )
+    out.print(table)
+
+
+@sessions_app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(help="The session's id (12 hex digits).")],
+    agent: str = AgentOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Show one session's messages."""
+    agent_id = check_agent_id(agent)
+    sid = check_session_id(session_id)
+    record = _with_store(lambda s: s.get(agent_id, sid), empty=None)
+    if record is None:
+        msg = f"session {sid} not found for agent {agent_id!r}"
+        raise MemoryNotFoundError(msg)
+    if json_out:
+        emit_json(_record_json(record))
+        return
+    out.print(
+        f"[bold]{record.session_id}[/bold] {record.message_count} messages, "
+        f"updated {record.updated_at:%Y-%m-%d %H:%M:%S}"
+    )
+    for m in record.messages:
+        who = m.role if m.name is None else f"{m.role} ({m.name})"
+        out.print(f"[bold]{escape(who)}[/bold]: " + escape(m.content))
+
+
+@sessions_app.command()
+def clear(
+    agent: str = AgentOption,
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="Delete only this session.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Do not ask.")] = False,
+) -> None:
+    """Delete an agent's sessions (or one of them)."""
+    agent_id = check_agent_id(agent)
+    sid = None if session is None else check_session_id(session)
+    what = f"session {sid}" if sid is not None else f"all sessions of agent {agent_id!r}"
+    if not force and not typer.confirm(f"Delete {what}?", default=False):
+        out.print("aborted")
+        raise typer.Exit(1)
+    if sid is None:
+        removed = _with_store(lambda s: s.clear(agent_id), empty=0)
+        out.print(f"deleted {removed} sessions")
+        return
+    if not _with_store(lambda s: s.delete(agent_id, sid), empty=False):
+        msg = f"session {sid} not found for agent {agent_id!r}"
+        raise MemoryNotFoundError(msg)
+    out.print(f"deleted session {sid}")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``memvault sessions ...`` to ``app``."""
+    app.add_typer(sessions_app, name="sessions")

@@ -1,0 +1,334 @@
+"""Sessions in PostgreSQL, in a ``sessions`` table of the store's schema (psycopg 3, async).
+
+The table lives next to the memory tables of the same schema (``public`` unless the URL or the
+``schema`` argument names another) but is created and used only here. A small connection pool
+of its own is opened on first use. psycopg errors never escape: they are translated into the
+memvault error tree in :meth:`PostgresSessionStore._guard`, with the password scrubbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from memvault.errors import (
+    MemoryConfigError,
+    MemoryConnectionError,
+    MemoryError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+)
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg.rows import TupleRow
+    from psycopg.types.json import Jsonb
+    from psycopg_pool import AsyncConnectionPool
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    _msg = 'PostgreSQL sessions need psycopg 3 and psycopg-pool: pip install "memvault[postgres]"'
+    raise MemoryConfigError(_msg) from exc
+
+from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
+from memvault.models import ChatMessage
+from memvault.sessions.models import SessionRecord
+from memvault.sessions.store import (
+    Clock,
+    check_agent_id,
+    check_keep,
+    check_limit,
+    check_messages,
+    check_session_id,
+    messages_from_json,
+)
+
+__all__ = ["PostgresSessionStore"]
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[TupleRow]
+
+# Serialises concurrent table creation (CREATE ... IF NOT EXISTS races on the catalog).
+_CREATE_LOCK = int.from_bytes(hashlib.sha256(b"memvault.sessions").digest()[:8], "big", signed=True)
+_COLUMNS = "session_id, agent_id, created_at, updated_at, message_count, messages"
+
+
+class PostgresSessionStore:
+    """Sessions in a PostgreSQL database (``postgresql://...``, optionally ``?schema=name``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        pool_max: int = 4,
+        connect_timeout: float = 10.0,
+        clock: Clock | None = None,
+    ) -> None:
+        self._dsn = parse_dsn(url)
+        if schema is not None and self._dsn.schema is not None and schema != self._dsn.schema:
+            msg = f"schema {schema!r} conflicts with schema={self._dsn.schema!r} in the URL"
+            raise MemoryConfigError(msg)
+        self._schema = check_schema(self._dsn.schema or schema or "public")
+        self._table = sql.Identifier(self._schema, "sessions")
+        self._pool_max = max(1, pool_max)
+        self._connect_timeout = connect_timeout
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._open_lock = asyncio.Lock()
+        self._closed = False
+        if self._dsn.schema is None and self._schema != "public":
+            sep = "&" if "?" in self._dsn.location else "?"
+            self._location = f"{self._dsn.location}{sep}schema={self._schema}"
+        else:
+            self._location = self._dsn.location
+
+    @property
+    def location(self) -> str:
+        """The URL without password (with ``schema=`` unless it is ``public``)."""
+        return self._location
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _guard(self, op: str, *, write: bool) -> AsyncIterator[None]:
+        try:
+            yield
+        except MemoryError:
+            raise
+        except (psycopg.Error, OSError) as exc:
+            text = scrub(str(exc), self._dsn.secrets)
+            if isinstance(exc, psycopg.OperationalError | OSError):
+                msg = f"PostgreSQL session store {self.location} unreachable: {text}"
+                raise MemoryConnectionError(msg) from exc
+            if write:
+                msg = f"PostgreSQL session {op} in {self.location} failed: {text}"
+                raise MemoryStoreError(msg) from exc
+            msg = f"PostgreSQL session {op} in {self.location} failed: {text}"
+            raise MemoryRetrievalError(msg) from exc
+
+    async def _ensure_pool(self) -> AsyncConnectionPool[Conn]:
+        async with self._open_lock:
+            if self._closed:
+                msg = f"session store {self.location} is closed"
+                raise MemoryConnectionError(msg)
+            if self._pool is not None:
+                return self._pool
+            async with self._guard("connect", write=False):
+                conn = await psycopg.AsyncConnection.connect(
+                    self._dsn.conninfo,
+                    autocommit=True,
+                    connect_timeout=max(2, int(self._connect_timeout)),
+                )
+                try:
+                    await self._create_table(conn)
+                finally:
+                    await conn.close()
+                pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+                    self._dsn.conninfo,
+                    min_size=1,
+                    max_size=self._pool_max,
+                    open=False,
+                    kwargs={"autocommit": True},
+                    name=f"memvault-sessions:{self._schema}",
+                )
+                try:
+                    await pool.open(wait=True, timeout=self._connect_timeout)
+                except BaseException:
+                    await pool.close()
+                    raise
+            self._pool = pool
+            return pool
+
+    async def _create_table(self, conn: Conn) -> None:
+        schema = sql.Identifier(self._schema)
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
+            cur = await conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
+            )
+            row = await cur.fetchone()
+            if not (row and row[0]):
+                # Checked first: CREATE SCHEMA IF NOT EXISTS still needs the CREATE privilege.
+                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            await conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} ("
+                    ' agent_id text COLLATE "C" NOT NULL,'
+                    ' session_id text COLLATE "C" NOT NULL,'
+                    " seq bigint NOT NULL,"
+                    " created_at timestamptz NOT NULL,"
+                    " updated_at timestamptz NOT NULL,"
+                    " message_count integer NOT NULL,"
+                    " messages jsonb NOT NULL,"
+                    " PRIMARY KEY (agent_id, session_id))"
+                ).format(self._table)
+            )
+            await conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS sessions_agent_seq ON {} (agent_id, seq)"
+                ).format(self._table)
+            )
+
+    async def _read(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        pool = await self._ensure_pool()
+        async with self._guard(op, write=False), pool.connection() as conn:
+            return await fn(conn)
+
+    async def _write(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        pool = await self._ensure_pool()
+        async with self._guard(op, write=True), pool.connection() as conn, conn.transaction():
+            return await fn(conn)
+
+    def _record(self, row: Sequence[Any]) -> SessionRecord:
+        session_id, agent_id, created, updated, count, messages = row
+        items = messages_from_json(messages, f"{agent_id}/{session_id} in {self.location}")
+        return SessionRecord(
+            session_id=session_id,
+            agent_id=agent_id,
+            created_at=created,
+            updated_at=updated,
+            messages=items,
+            message_count=count,
+        )
+
+    # -- the SessionStore protocol --------------------------------------------------------------
+
+    async def save(
+        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+    ) -> SessionRecord:
+        """Create or replace a session's message history; it becomes the agent's latest."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+        items = check_messages(messages)
+        body = Jsonb([m.model_dump(mode="json", exclude_none=True) for m in items])
+
+        async def run(conn: Conn) -> SessionRecord:
+            now = self._clock()
+            # The agent's rows are locked so that two concurrent saves cannot take the same seq.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                ["memvault.sessions:" + agent],
+            )
+            cur = await conn.execute(
+                sql.SQL(
+                    "INSERT INTO {t} (agent_id, session_id, seq, created_at, updated_at,"
+                    " message_count, messages)"
+                    " SELECT %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s, %s, %s"
+                    " FROM {t} WHERE agent_id = %s"
+                    " ON CONFLICT (agent_id, session_id) DO UPDATE SET seq = excluded.seq,"
+                    " updated_at = excluded.updated_at, message_count = excluded.message_count,"
+                    " messages = excluded.messages"
+                    " RETURNING created_at"
+                ).format(t=self._table),
+                [agent, sid, now, now, len(items), body, agent],
+            )
+            row = await cur.fetchone()
+            assert row is not None  # INSERT ... RETURNING always returns the row
+            return SessionRecord(
+                session_id=sid,
+                agent_id=agent,
+                created_at=row[0],
+                updated_at=now,
+                messages=items,
+                message_count=len(items),
+            )
+
+        return await self._write("save", run)
+
+    async def latest(self, agent_id: str) -> SessionRecord | None:
+        """The agent's most recently saved session, or ``None`` if it has none."""
+        rows = await self.list(agent_id, limit=1)
+        return rows[0] if rows else None
+
+    async def get(self, agent_id: str, session_id: str) -> SessionRecord | None:
+        """One session of the agent, or ``None`` (also when it belongs to another agent)."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+
+        async def run(conn: Conn) -> SessionRecord | None:
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT " + _COLUMNS + " FROM {} WHERE agent_id = %s AND session_id = %s"
+                ).format(self._table),
+                [agent, sid],
+            )
+            row = await cur.fetchone()
+            return None if row is None else self._record(row)
+
+        return await self._read("get", run)
+
+    async def list(
+        self, agent_id: str, *, limit: int | None = None
+    ) -> builtins.list[SessionRecord]:
+        """The agent's sessions, most recently saved first (at most ``limit``)."""
+        agent = check_agent_id(agent_id)
+        check_limit(limit)
+
+        async def run(conn: Conn) -> builtins.list[SessionRecord]:
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT " + _COLUMNS + " FROM {} WHERE agent_id = %s ORDER BY seq DESC LIMIT %s"
+                ).format(self._table),
+                [agent, limit],  # LIMIT NULL: no limit
+            )
+            return [self._record(r) for r in await cur.fetchall()]
+
+        return await self._read("list", run)
+
+    async def delete(self, agent_id: str, session_id: str) -> bool:
+        """Delete one session; ``False`` if the agent has no such session."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+
+        async def run(conn: Conn) -> bool:
+            cur = await conn.execute(
+                sql.SQL("DELETE FROM {} WHERE agent_id = %s AND session_id = %s").format(
+                    self._table
+                ),
+                [agent, sid],
+            )
+            return cur.rowcount > 0
+
+        return await self._write("delete", run)
+
+    async def clear(self, agent_id: str) -> int:
+        """Delete every session of the agent; returns how many were deleted."""
+        agent = check_agent_id(agent_id)
+
+        async def run(conn: Conn) -> int:
+            cur = await conn.execute(
+                sql.SQL("DELETE FROM {} WHERE agent_id = %s").format(self._table), [agent]
+            )
+            return cur.rowcount
+
+        return await self._write("clear", run)
+
+    async def prune(self, agent_id: str, keep: int) -> int:
+        """Delete all but the agent's ``keep`` most recent sessions; returns how many went."""
+        agent = check_agent_id(agent_id)
+        check_keep(keep)
+
+        async def run(conn: Conn) -> int:
+            cur = await conn.execute(
+                sql.SQL(
+                    "DELETE FROM {t} WHERE agent_id = %s AND session_id NOT IN ("
+                    " SELECT session_id FROM {t} WHERE agent_id = %s ORDER BY seq DESC LIMIT %s)"
+                ).format(t=self._table),
+                [agent, agent, keep],
+            )
+            return cur.rowcount
+
+        return await self._write("prune", run)
+
+    async def close(self) -> None:
+        """Close the pool; later calls raise :class:`MemoryConnectionError`."""
+        async with self._open_lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

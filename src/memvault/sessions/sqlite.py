@@ -1,0 +1,337 @@
+"""Sessions in the SQLite file the memories use, in a ``sessions`` table of their own.
+
+The store has its own connection (WAL, ``busy_timeout``), so it works next to an open memory
+backend on the same file, or in another process. Calls run in a worker thread
+(``asyncio.to_thread``) one at a time under a lock: a sqlite3 connection must not be used by two
+threads at once.
+
+A new file gets the memory store's schema first: :class:`memvault.backends.sqlite.SQLiteBackend`
+refuses a file with tables but no ``store_meta`` (another application's database), and a file
+that only held sessions would otherwise look like one. For the same reason this store refuses
+such foreign files too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memvault.backends.sqlite.schema import apply_migrations
+from memvault.errors import (
+    MemoryConnectionError,
+    MemoryError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+)
+from memvault.models import ChatMessage
+from memvault.sessions.models import SessionRecord
+from memvault.sessions.store import (
+    Clock,
+    check_agent_id,
+    check_keep,
+    check_limit,
+    check_messages,
+    check_session_id,
+    messages_from_json,
+    messages_to_json,
+)
+
+__all__ = ["SQLiteSessionStore"]
+
+T = TypeVar("T")
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_COLUMNS = "session_id, agent_id, created_at, updated_at, message_count, messages"
+_EXPECTED_COLUMNS = frozenset(
+    {"agent_id", "session_id", "seq", "created_at", "updated_at", "message_count", "messages"}
+)
+# Timestamps are INTEGER microseconds since the epoch (UTC), as in the memories table.
+_SESSIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS sessions (
+    agent_id      TEXT NOT NULL,
+    session_id    TEXT NOT NULL,
+    seq           INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    message_count INTEGER NOT NULL,
+    messages      TEXT NOT NULL,
+    PRIMARY KEY (agent_id, session_id)
+) WITHOUT ROWID
+"""
+_SESSIONS_INDEX = "CREATE INDEX IF NOT EXISTS idx_sessions_agent_seq ON sessions (agent_id, seq)"
+
+
+def _to_us(value: datetime) -> int:
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def _from_us(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+class SQLiteSessionStore:
+    """Sessions in a SQLite file (normally the memory store's own file).
+
+    The file and its parent directories are created on first use. Opening is retried on the
+    next call after a failure, so a store that was unreachable for a while recovers.
+    """
+
+    def __init__(
+        self, path: str | Path, *, busy_timeout_ms: int = 10_000, clock: Clock | None = None
+    ) -> None:
+        self._path = Path(path).expanduser()
+        self._busy_timeout_ms = busy_timeout_ms
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def location(self) -> str:
+        """The database file's path."""
+        return str(self._path)
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
+        return await asyncio.to_thread(self._call, fn, write)
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        with self._lock:
+            if self._closed:
+                msg = f"session store {self._path} is closed"
+                raise MemoryConnectionError(msg)
+            if self._conn is None:
+                self._conn = self._open()
+            try:
+                return fn(self._conn)
+            except MemoryError:
+                raise
+            except sqlite3.Error as exc:
+                raise self._translate(exc, write) from exc
+
+    def _translate(self, exc: sqlite3.Error, write: bool) -> MemoryError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.DatabaseError) and (
+            "not a database" in text or "malformed" in text or "disk I/O" in text
+        ):
+            return MemoryConnectionError(f"session store {self._path} is unusable: {text}")
+        if write:
+            return MemoryStoreError(f"session write to {self._path} failed: {text}")
+        return MemoryRetrievalError(f"session read from {self._path} failed: {text}")
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front: the seq read and the write that uses it must
+        # not interleave with another writer's.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _open(self) -> sqlite3.Connection:
+        path = self._path
+        if path.is_dir():
+            msg = f"cannot open session store {path}: it is a directory"
+            raise MemoryConnectionError(msg)
+        try:
+            if path.exists():
+                with path.open("rb") as fh:
+                    head = fh.read(16)
+                if head and head != _SQLITE_MAGIC:
+                    msg = f"cannot open session store {path}: not a SQLite database"
+                    raise MemoryConnectionError(msg)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot open session store {path}: {exc.strerror or exc}"
+            raise MemoryConnectionError(msg) from exc
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(
+                str(path),
+                isolation_level=None,
+                check_same_thread=False,  # used from worker threads, one at a time (the lock)
+                timeout=self._busy_timeout_ms / 1000,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._prepare(conn)
+            return conn
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, sqlite3.Error):
+                msg = f"cannot open session store {path}: {exc}"
+                raise MemoryConnectionError(msg) from exc
+            raise
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "store_meta" not in tables:
+            msg = (
+                f"cannot open session store {self._path}: it is a SQLite database of another "
+                "application (no store_meta table); refusing to modify it"
+            )
+            raise MemoryConnectionError(msg)
+        if not tables:
+            apply_migrations(conn, _to_us(self._clock()))
+        with self._transaction(conn):
+            conn.execute(_SESSIONS_TABLE)
+            conn.execute(_SESSIONS_INDEX)
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+        if not columns >= _EXPECTED_COLUMNS:
+            msg = (
+                f"cannot open session store {self._path}: its sessions table has other columns "
+                f"({', '.join(sorted(columns))})"
+            )
+            raise MemoryConnectionError(msg)
+
+    def _record(self, row: Sequence[Any]) -> SessionRecord:
+        session_id, agent_id, created, updated, count, messages = row
+        items = messages_from_json(messages, f"{agent_id}/{session_id} in {self._path}")
+        return SessionRecord(
+            session_id=session_id,
+            agent_id=agent_id,
+            created_at=_from_us(created),
+            updated_at=_from_us(updated),
+            messages=items,
+            message_count=count,
+        )
+
+    # -- the SessionStore protocol --------------------------------------------------------------
+
+    async def save(
+        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+    ) -> SessionRecord:
+        """Create or replace a session's message history; it becomes the agent's latest."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+        items = check_messages(messages)
+        body = messages_to_json(items)
+
+        def run(conn: sqlite3.Connection) -> SessionRecord:
+            now = _to_us(self._clock())
+            with self._transaction(conn):
+                (seq,) = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions WHERE agent_id = ?", (agent,)
+                ).fetchone()
+                conn.execute(
+                    "INSERT INTO sessions (agent_id, session_id, seq, created_at, updated_at,"
+                    " message_count, messages) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (agent_id, session_id) DO UPDATE SET seq = excluded.seq,"
+                    " updated_at = excluded.updated_at, message_count = excluded.message_count,"
+                    " messages = excluded.messages",
+                    (agent, sid, seq, now, now, len(items), body),
+                )
+                (created,) = conn.execute(
+                    "SELECT created_at FROM sessions WHERE agent_id = ? AND session_id = ?",
+                    (agent, sid),
+                ).fetchone()
+            return SessionRecord(
+                session_id=sid,
+                agent_id=agent,
+                created_at=_from_us(created),
+                updated_at=_from_us(now),
+                messages=items,
+                message_count=len(items),
+            )
+
+        return await self._run(run, write=True)
+
+    async def latest(self, agent_id: str) -> SessionRecord | None:
+        """The agent's most recently saved session, or ``None`` if it has none."""
+        rows = await self.list(agent_id, limit=1)
+        return rows[0] if rows else None
+
+    async def get(self, agent_id: str, session_id: str) -> SessionRecord | None:
+        """One session of the agent, or ``None`` (also when it belongs to another agent)."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+
+        def run(conn: sqlite3.Connection) -> SessionRecord | None:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE agent_id = ? AND session_id = ?",
+                (agent, sid),
+            ).fetchone()
+            return None if row is None else self._record(row)
+
+        return await self._run(run, write=False)
+
+    async def list(
+        self, agent_id: str, *, limit: int | None = None
+    ) -> builtins.list[SessionRecord]:
+        """The agent's sessions, most recently saved first (at most ``limit``)."""
+        agent = check_agent_id(agent_id)
+        check_limit(limit)
+
+        def run(conn: sqlite3.Connection) -> builtins.list[SessionRecord]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+                (agent, -1 if limit is None else limit),  # LIMIT -1: no limit in SQLite
+            ).fetchall()
+            return [self._record(r) for r in rows]
+
+        return await self._run(run, write=False)
+
+    async def delete(self, agent_id: str, session_id: str) -> bool:
+        """Delete one session; ``False`` if the agent has no such session."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+
+        def run(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "DELETE FROM sessions WHERE agent_id = ? AND session_id = ?", (agent, sid)
+            )
+            return cur.rowcount > 0
+
+        return await self._run(run, write=True)
+
+    async def clear(self, agent_id: str) -> int:
+        """Delete every session of the agent; returns how many were deleted."""
+        agent = check_agent_id(agent_id)
+
+        def run(conn: sqlite3.Connection) -> int:
+            return conn.execute("DELETE FROM sessions WHERE agent_id = ?", (agent,)).rowcount
+
+        return await self._run(run, write=True)
+
+    async def prune(self, agent_id: str, keep: int) -> int:
+        """Delete all but the agent's ``keep`` most recent sessions; returns how many went."""
+        agent = check_agent_id(agent_id)
+        check_keep(keep)
+
+        def run(conn: sqlite3.Connection) -> int:
+            cur = conn.execute(
+                "DELETE FROM sessions WHERE agent_id = ? AND session_id NOT IN ("
+                " SELECT session_id FROM sessions WHERE agent_id = ? ORDER BY seq DESC LIMIT ?)",
+                (agent, agent, keep),
+            )
+            return cur.rowcount
+
+        return await self._run(run, write=True)
+
+    async def close(self) -> None:
+        """Close the connection; later calls raise :class:`MemoryConnectionError`."""
+
+        def run() -> None:
+            with self._lock:
+                self._closed = True
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()
+
+        await asyncio.to_thread(run)

@@ -1,0 +1,303 @@
+"""Where sessions are kept: the :class:`SessionStore` protocol, the in-process store, the factory.
+
+A store keeps one row per ``(agent_id, session_id)``; saving a session again replaces its
+messages. Every save also takes the next value of a store-wide counter (``seq``), and "latest"
+and "oldest" follow that counter rather than wall-clock time, so two saves in the same
+microsecond (or on machines with skewed clocks) still have a definite order.
+
+Sessions are per agent: every method takes the agent id and only ever touches that agent's
+rows. Bad input (a blank agent id, a session id that is not 12 lowercase hex digits) raises
+:class:`~memvault.errors.MemoryValidationError` before any storage is touched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from memvault.errors import MemoryConnectionError, MemoryRetrievalError, MemoryValidationError
+from memvault.models import ChatMessage, validate_agent_id
+from memvault.sessions.models import SessionRecord
+
+__all__ = [
+    "InMemorySessionStore",
+    "SessionStore",
+    "check_agent_id",
+    "check_session_id",
+    "open_session_store",
+]
+
+_SESSION_ID_RE = re.compile(r"^[0-9a-f]{12}$")
+
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def check_agent_id(agent_id: str) -> str:
+    """``agent_id`` stripped, if it is a usable agent id.
+
+    Raises:
+        MemoryValidationError: blank, longer than 200 characters, or with control characters.
+    """
+    try:
+        return validate_agent_id(agent_id)
+    except ValueError as exc:
+        raise MemoryValidationError(str(exc)) from None
+
+
+def check_session_id(session_id: str) -> str:
+    """``session_id`` if it is a session id (12 lowercase hex digits).
+
+    Raises:
+        MemoryValidationError: anything else.
+    """
+    if not isinstance(session_id, str) or not _SESSION_ID_RE.match(session_id):
+        msg = f"malformed session id {session_id!r}: expected 12 lowercase hex digits"
+        raise MemoryValidationError(msg)
+    return session_id
+
+
+def check_limit(limit: int | None) -> int | None:
+    """``limit`` if it is ``None`` or at least 1, else :class:`MemoryValidationError`."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        msg = f"limit must be a positive integer, got {limit!r}"
+        raise MemoryValidationError(msg)
+    return limit
+
+
+def check_keep(keep: int) -> int:
+    """``keep`` if it is at least 1: pruning never deletes every session of an agent."""
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        msg = f"keep must be a positive integer, got {keep!r}"
+        raise MemoryValidationError(msg)
+    return keep
+
+
+def check_messages(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
+    """``messages`` as a tuple, if every item is a :class:`ChatMessage`."""
+    items = tuple(messages)
+    for item in items:
+        if not isinstance(item, ChatMessage):
+            msg = f"session messages must be ChatMessage objects, got {type(item).__name__}"
+            raise MemoryValidationError(msg)
+    return items
+
+
+def messages_to_json(messages: Sequence[ChatMessage]) -> str:
+    """The JSON text a store keeps for a message history."""
+    return json.dumps(
+        [m.model_dump(mode="json", exclude_none=True) for m in messages], ensure_ascii=False
+    )
+
+
+def messages_from_json(data: str | builtins.list[Any], where: str) -> tuple[ChatMessage, ...]:
+    """Parse a stored message history (JSON text or the already decoded list).
+
+    Raises:
+        MemoryRetrievalError: the stored value is not a list of chat messages.
+    """
+    try:
+        items = json.loads(data) if isinstance(data, str) else data
+        if not isinstance(items, list):
+            msg = f"expected a JSON array, got {type(items).__name__}"
+            raise ValueError(msg)
+        return tuple(ChatMessage.model_validate(item) for item in items)
+    except ValueError as exc:
+        # pydantic's ValidationError and json's JSONDecodeError are both ValueErrors.
+        msg = f"session {where} holds an unreadable message history: {exc}"
+        raise MemoryRetrievalError(msg) from None
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Storage of conversation sessions, one row per ``(agent_id, session_id)``.
+
+    Read methods raise :class:`~memvault.errors.MemoryRetrievalError` and write methods
+    :class:`~memvault.errors.MemoryStoreError` when storage fails;
+    :class:`~memvault.errors.MemoryConnectionError` when the store cannot be opened or was closed.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the sessions live (a path or a URL without password)."""
+        ...
+
+    async def save(
+        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+    ) -> SessionRecord:
+        """Create or replace a session's message history; it becomes the agent's latest."""
+        ...
+
+    async def latest(self, agent_id: str) -> SessionRecord | None:
+        """The agent's most recently saved session, or ``None`` if it has none."""
+        ...
+
+    async def get(self, agent_id: str, session_id: str) -> SessionRecord | None:
+        """One session of the agent, or ``None`` (also when it belongs to another agent)."""
+        ...
+
+    async def list(
+        self, agent_id: str, *, limit: int | None = None
+    ) -> builtins.list[SessionRecord]:
+        """The agent's sessions, most recently saved first (at most ``limit``)."""
+        ...
+
+    async def delete(self, agent_id: str, session_id: str) -> bool:
+        """Delete one session; ``False`` if the agent has no such session."""
+        ...
+
+    async def clear(self, agent_id: str) -> int:
+        """Delete every session of the agent; returns how many were deleted."""
+        ...
+
+    async def prune(self, agent_id: str, keep: int) -> int:
+        """Delete all but the agent's ``keep`` most recent sessions; returns how many went."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; later calls raise :class:`MemoryConnectionError`."""
+        ...
+
+
+@dataclass(slots=True)
+class _Row:
+    record: SessionRecord
+    seq: int
+
+
+class InMemorySessionStore:
+    """Sessions in a dict of this process (``memory://``): gone when the process ends."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock = clock or _utc_now
+        self._rows: dict[tuple[str, str], _Row] = {}
+        self._seq = 0
+        self._closed = False
+
+    @property
+    def location(self) -> str:
+        """Always ``memory://``."""
+        return "memory://"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = "session store memory:// is closed"
+            raise MemoryConnectionError(msg)
+
+    def _agent_rows(self, agent_id: str) -> builtins.list[_Row]:
+        rows = [row for (agent, _), row in self._rows.items() if agent == agent_id]
+        return sorted(rows, key=lambda r: r.seq, reverse=True)
+
+    async def save(
+        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+    ) -> SessionRecord:
+        """Create or replace a session's message history; it becomes the agent's latest."""
+        agent = check_agent_id(agent_id)
+        sid = check_session_id(session_id)
+        items = check_messages(messages)
+        self._check_open()
+        now = self._clock()
+        old = self._rows.get((agent, sid))
+        record = SessionRecord(
+            session_id=sid,
+            agent_id=agent,
+            created_at=old.record.created_at if old is not None else now,
+            updated_at=now,
+            messages=items,
+            message_count=len(items),
+        )
+        self._seq += 1
+        self._rows[(agent, sid)] = _Row(record, self._seq)
+        return record
+
+    async def latest(self, agent_id: str) -> SessionRecord | None:
+        """The agent's most recently saved session, or ``None`` if it has none."""
+        agent = check_agent_id(agent_id)
+        self._check_open()
+        rows = self._agent_rows(agent)
+        return rows[0].record if rows else None
+
+    async def get(self, agent_id: str, session_id: str) -> SessionRecord | None:
+        """One session of the agent, or ``None`` (also when it belongs to another agent)."""
+        key = (check_agent_id(agent_id), check_session_id(session_id))
+        self._check_open()
+        row = self._rows.get(key)
+        return row.record if row is not None else None
+
+    async def list(
+        self, agent_id: str, *, limit: int | None = None
+    ) -> builtins.list[SessionRecord]:
+        """The agent's sessions, most recently saved first (at most ``limit``)."""
+        agent = check_agent_id(agent_id)
+        check_limit(limit)
+        self._check_open()
+        return [row.record for row in self._agent_rows(agent)[:limit]]
+
+    async def delete(self, agent_id: str, session_id: str) -> bool:
+        """Delete one session; ``False`` if the agent has no such session."""
+        key = (check_agent_id(agent_id), check_session_id(session_id))
+        self._check_open()
+        return self._rows.pop(key, None) is not None
+
+    async def clear(self, agent_id: str) -> int:
+        """Delete every session of the agent; returns how many were deleted."""
+        agent = check_agent_id(agent_id)
+        self._check_open()
+        rows = self._agent_rows(agent)
+        for row in rows:
+            del self._rows[(agent, row.record.session_id)]
+        return len(rows)
+
+    async def prune(self, agent_id: str, keep: int) -> int:
+        """Delete all but the agent's ``keep`` most recent sessions; returns how many went."""
+        agent = check_agent_id(agent_id)
+        check_keep(keep)
+        self._check_open()
+        doomed = self._agent_rows(agent)[keep:]
+        for row in doomed:
+            del self._rows[(agent, row.record.session_id)]
+        return len(doomed)
+
+    async def close(self) -> None:
+        """Forget every session; later calls raise :class:`MemoryConnectionError`."""
+        self._closed = True
+        self._rows.clear()
+
+
+def open_session_store(url: str, *, schema: str | None = None) -> SessionStore:
+    """The session store for a memvault storage URL (the same URL the memories use).
+
+    A plain path or ``sqlite:///path.db`` gives a :class:`SQLiteSessionStore` on that file,
+    ``postgresql://...`` a :class:`PostgresSessionStore` (extra ``memvault[postgres]``; the
+    ``schema`` argument or a ``schema=`` URL parameter names the schema), ``memory://`` an
+    :class:`InMemorySessionStore`. Nothing is opened until the first call.
+
+    Raises:
+        MemoryConfigError: an unsupported URL (``composite://`` and ``http(s)://`` included:
+            name the child store the sessions should live in instead).
+    """
+    from memvault.backends.factory import parse_url
+    from memvault.errors import MemoryConfigError
+
+    kind, target = parse_url(url)
+    if kind == "memory":
+        return InMemorySessionStore()
+    if kind == "sqlite":
+        from memvault.sessions.sqlite import SQLiteSessionStore
+
+        return SQLiteSessionStore(Path(target).expanduser())
+    if kind == "postgresql":
+        from memvault.sessions.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(target, schema=schema)
+    msg = f"sessions cannot be stored in {url!r}: use a file path, sqlite://, postgresql:// or memory://"
+    raise MemoryConfigError(msg)
