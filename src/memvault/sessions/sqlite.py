@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memvault.backends.sqlite._connect import check_foreign, open_sqlite
 from memvault.backends.sqlite.schema import apply_migrations
 from memvault.errors import (
     MemoryConnectionError,
@@ -47,7 +48,6 @@ __all__ = ["SQLiteSessionStore"]
 
 T = TypeVar("T")
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = "session_id, agent_id, created_at, updated_at, message_count, messages"
 _EXPECTED_COLUMNS = frozenset(
@@ -142,52 +142,17 @@ class SQLiteSessionStore:
         conn.execute("COMMIT")
 
     def _open(self) -> sqlite3.Connection:
-        path = self._path
-        if path.is_dir():
-            msg = f"cannot open session store {path}: it is a directory"
-            raise MemoryConnectionError(msg)
-        try:
-            if path.exists():
-                with path.open("rb") as fh:
-                    head = fh.read(16)
-                if head and head != _SQLITE_MAGIC:
-                    msg = f"cannot open session store {path}: not a SQLite database"
-                    raise MemoryConnectionError(msg)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"cannot open session store {path}: {exc.strerror or exc}"
-            raise MemoryConnectionError(msg) from exc
-        conn: sqlite3.Connection | None = None
-        try:
-            conn = sqlite3.connect(
-                str(path),
-                isolation_level=None,
-                check_same_thread=False,  # used from worker threads, one at a time (the lock)
-                timeout=self._busy_timeout_ms / 1000,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._prepare(conn)
-            return conn
-        except BaseException as exc:
-            if conn is not None:
-                conn.close()
-            if isinstance(exc, sqlite3.Error):
-                msg = f"cannot open session store {path}: {exc}"
-                raise MemoryConnectionError(msg) from exc
-            raise
+        return open_sqlite(
+            self._path,
+            what="session store",
+            busy_timeout_ms=self._busy_timeout_ms,
+            prepare=self._prepare,
+        )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables and "store_meta" not in tables:
-            msg = (
-                f"cannot open session store {self._path}: it is a SQLite database of another "
-                "application (no store_meta table); refusing to modify it"
-            )
-            raise MemoryConnectionError(msg)
-        if not tables:
+        if check_foreign(conn, self._path, "session store"):
+            # A fresh file gets the memory schema first: the memory backend refuses a file
+            # with tables but no store_meta, so sessions saved first must not lock it out.
             apply_migrations(conn, _to_us(self._clock()))
         with self._transaction(conn):
             conn.execute(_SESSIONS_TABLE)

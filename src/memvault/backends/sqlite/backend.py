@@ -35,6 +35,7 @@ from memvault.backends._base import (
     check_stored_model,
     lexical_text,
 )
+from memvault.backends.sqlite._connect import check_foreign, open_sqlite
 from memvault.backends.sqlite.schema import SCHEMA_VERSION, apply_migrations
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 from memvault.errors import (
@@ -75,7 +76,6 @@ _COLUMNS = (
     " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at,"
     " m.retracted_at"
 )
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _PAGE = 500
 
 
@@ -379,61 +379,21 @@ class SQLiteBackend(BaseBackend):
         logger.info("memory.connect", extra={"backend": "sqlite", "path": str(self._path)})
 
     def _open(self) -> sqlite3.Connection:
-        path = self._path
-        if path.is_dir():
-            msg = f"cannot open memvault store {path}: it is a directory"
-            raise MemoryConnectionError(msg)
-        try:
-            if path.exists():
-                with path.open("rb") as fh:
-                    head = fh.read(16)
-                if head and head != _SQLITE_MAGIC:
-                    msg = f"cannot open memvault store {path}: not a SQLite database"
-                    raise MemoryConnectionError(msg)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"cannot open memvault store {path}: {exc.strerror or exc}"
-            raise MemoryConnectionError(msg) from exc
-        conn: sqlite3.Connection | None = None
-        try:
-            conn = sqlite3.connect(
-                str(path),
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=self._busy_timeout_ms / 1000,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(
-                f"PRAGMA synchronous = {'FULL' if self._synchronous == 'FULL' else 'NORMAL'}"
-            )
+        def prepare(conn: sqlite3.Connection) -> None:
             conn.execute("PRAGMA foreign_keys = ON")
-            self._check_foreign(conn, path)
+            check_foreign(conn, self._path, "memvault store")
             apply_migrations(conn, to_us(self._clock()))
             self._check_meta(conn)
             self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
             self._generation = self._read_generation(conn)
-            return conn
-        except MemoryError:
-            if conn is not None:
-                conn.close()
-            raise
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-            msg = f"cannot open memvault store {path}: {exc}"
-            raise MemoryConnectionError(msg) from exc
 
-    @staticmethod
-    def _check_foreign(conn: sqlite3.Connection, path: Path) -> None:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables and "store_meta" not in tables:
-            msg = (
-                f"cannot open memvault store {path}: it is a SQLite database of another "
-                "application (no store_meta table); refusing to modify it"
-            )
-            raise MemoryConnectionError(msg)
+        return open_sqlite(
+            self._path,
+            what="memvault store",
+            busy_timeout_ms=self._busy_timeout_ms,
+            synchronous=self._synchronous,
+            prepare=prepare,
+        )
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())

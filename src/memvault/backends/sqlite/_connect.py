@@ -1,0 +1,83 @@
+"""Opening a memvault SQLite file: the checks and pragmas every user of the file shares.
+
+The memory backend and the session store open the same file with their own connections; both
+must refuse a directory, a non-SQLite file, or another application's database, and both run in
+WAL mode with a busy timeout so several connections (and processes) can share the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from memvault.errors import MemoryConnectionError, MemoryError
+
+__all__ = ["SQLITE_MAGIC", "check_foreign", "open_sqlite"]
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_foreign(conn: sqlite3.Connection, path: Path, what: str) -> bool:
+    """True if the file has no tables yet; raise if it is another application's database."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if tables and "store_meta" not in tables:
+        msg = (
+            f"cannot open {what} {path}: it is a SQLite database of another "
+            "application (no store_meta table); refusing to modify it"
+        )
+        raise MemoryConnectionError(msg)
+    return not tables
+
+
+def open_sqlite(
+    path: Path,
+    *,
+    what: str,
+    busy_timeout_ms: int,
+    synchronous: str = "NORMAL",
+    prepare: Callable[[sqlite3.Connection], None],
+) -> sqlite3.Connection:
+    """Open ``path`` (created if missing) in WAL mode and run ``prepare`` on the connection.
+
+    ``what`` names the opener in error messages ("memvault store", "session store"). Any
+    failure closes the connection and raises MemoryConnectionError (memvault errors raised by
+    ``prepare`` pass through unchanged).
+    """
+    if path.is_dir():
+        msg = f"cannot open {what} {path}: it is a directory"
+        raise MemoryConnectionError(msg)
+    try:
+        if path.exists():
+            with path.open("rb") as fh:
+                head = fh.read(16)
+            if head and head != SQLITE_MAGIC:
+                msg = f"cannot open {what} {path}: not a SQLite database"
+                raise MemoryConnectionError(msg)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"cannot open {what} {path}: {exc.strerror or exc}"
+        raise MemoryConnectionError(msg) from exc
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(
+            str(path),
+            isolation_level=None,
+            check_same_thread=False,  # used from worker threads, one at a time
+            timeout=busy_timeout_ms / 1000,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+        prepare(conn)
+        return conn
+    except MemoryError:
+        if conn is not None:
+            conn.close()
+        raise
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        msg = f"cannot open {what} {path}: {exc}"
+        raise MemoryConnectionError(msg) from exc
