@@ -219,8 +219,18 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         """Where the data lives (a path, a URL without password, ``memory://``)."""
         ...
 
-    async def store_many(self, agent_id: str, requests: Sequence[MemoryStoreRequest]) -> list[str]:
-        """Store several memories in one transaction; ids in input order. All or nothing."""
+    async def store_many(
+        self,
+        agent_id: str,
+        requests: Sequence[MemoryStoreRequest],
+        *,
+        vectors: Sequence[Vectors] | None = None,
+    ) -> list[str]:
+        """Store several memories in one transaction; ids in input order. All or nothing.
+
+        ``vectors`` (optional) are the requests' document embeddings by this store's embedder,
+        computed by the caller; the store then does not embed them again.
+        """
         ...
 
     async def search_candidates(

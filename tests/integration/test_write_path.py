@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from memvault import AsyncMemory
+from memvault.errors import MemoryValidationError
+from memvault.models import MemoryStoreRequest
 from memvault.protocols import MemoryStore
 from memvault.write import WriteKind
 
@@ -135,3 +138,29 @@ async def test_admission_rejects_noise_without_error(memory: AsyncMemory) -> Non
     assert kept.decision.kind is WriteKind.ADD and kept.id is not None
     # Off by default for explicit add.
     assert await memory.add("ok", agent_id=AGENT)
+
+
+async def test_store_many_keeps_given_vectors_and_checks_them(any_backend: MemoryStore) -> None:
+    await any_backend.connect()
+    try:
+        texts = ["Backups run nightly at 02:00.", "The VPN needs a hardware key."]
+        given = any_backend.embedder.embed_documents(texts)
+        ids = await any_backend.store_many(
+            AGENT,
+            [MemoryStoreRequest(content=t) for t in texts],
+            vectors=list(given),
+        )
+        stored = await any_backend.export_vectors(ids)
+        for i, memory_id in enumerate(ids):
+            assert np.array_equal(stored[memory_id], np.asarray(given[i], dtype=np.float32))
+        with pytest.raises(MemoryValidationError, match="1 vectors for 2 requests"):
+            await any_backend.store_many(
+                AGENT, [MemoryStoreRequest(content=t) for t in texts], vectors=[given[0]]
+            )
+        with pytest.raises(MemoryValidationError, match="expected"):
+            await any_backend.store_many(
+                AGENT, [MemoryStoreRequest(content="x y z")], vectors=[np.zeros(3)]
+            )
+        assert await any_backend.count(AGENT) == 2
+    finally:
+        await any_backend.disconnect()

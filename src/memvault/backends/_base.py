@@ -296,8 +296,18 @@ class BaseBackend(ABC):
         """Store one memory and return its id."""
         return (await self.store_many(agent_id, [request]))[0]
 
-    async def store_many(self, agent_id: str, requests: Sequence[MemoryStoreRequest]) -> list[str]:
-        """Validate, embed in one batch, and insert all requests in one transaction."""
+    async def store_many(
+        self,
+        agent_id: str,
+        requests: Sequence[MemoryStoreRequest],
+        *,
+        vectors: Sequence[Vectors] | None = None,
+    ) -> list[str]:
+        """Validate, embed in one batch, and insert all requests in one transaction.
+
+        ``vectors`` are the requests' embeddings when the caller already computed them with
+        this store's embedder (the write planner does), so they are not computed twice.
+        """
         agent = check_agent(agent_id)
         self._require_connected()
         if not requests:
@@ -317,7 +327,13 @@ class BaseBackend(ABC):
                     msg = f"cannot supersede {req.supersedes!r}: no such memory for this agent"
                     raise MemoryNotFoundError(msg)
                 supersedes.append(Supersede(req.supersedes, entry.id, entry.created_at))
-        vectors = await self._embed([embedding_text(e) for e in entries])
+        if vectors is None:
+            matrix = await self._embed([embedding_text(e) for e in entries])
+        else:
+            if len(vectors) != len(entries):
+                msg = f"{len(vectors)} vectors for {len(entries)} requests"
+                raise MemoryValidationError(msg)
+            matrix = np.stack([self._check_vector(f"item {i}", v) for i, v in enumerate(vectors)])
         if self._implements_shared:
             # Every write is audited in its own transaction: store, and supersede when it closes
             # an older entry.
@@ -345,9 +361,9 @@ class BaseBackend(ABC):
                 )
                 for s in supersedes
             )
-            await self._insert_shared(entries, vectors, supersedes, audit)
+            await self._insert_shared(entries, matrix, supersedes, audit)
         else:
-            await self._insert(entries, vectors, supersedes)
+            await self._insert(entries, matrix, supersedes)
         logger.debug("memory.store", extra={"agent_id": agent, "count": len(entries)})
         return [e.id for e in entries]
 
@@ -675,6 +691,18 @@ class BaseBackend(ABC):
 
     # -- bulk transfer (``memvault migrate``) ---------------------------------------------------
 
+    def _check_vector(self, label: str, raw: Any) -> Vectors:
+        """``raw`` as a float32 vector of this embedder's dimension, finite; else raise."""
+        dim = self._embedder.dimension
+        vec = np.asarray(raw, dtype=np.float32)
+        if vec.shape != (dim,):
+            msg = f"{label}: vector has shape {vec.shape}, expected ({dim},)"
+            raise MemoryValidationError(msg)
+        if not np.isfinite(vec).all():
+            msg = f"{label}: vector has NaN or infinite values"
+            raise MemoryValidationError(msg)
+        return vec
+
     async def import_with_vectors(
         self, entries: Sequence[MemoryEntry], vectors: Mapping[str, Vectors]
     ) -> int:
@@ -687,7 +715,6 @@ class BaseBackend(ABC):
         self._require_connected()
         if not entries:
             return 0
-        dim = self._embedder.dimension
         checked: dict[str, Vectors] = {}
         for e in entries:
             try:
@@ -698,14 +725,7 @@ class BaseBackend(ABC):
             if raw is None:
                 msg = f"memory {e.id}: no vector given"
                 raise MemoryValidationError(msg)
-            vec = np.asarray(raw, dtype=np.float32)
-            if vec.shape != (dim,):
-                msg = f"memory {e.id}: vector has shape {vec.shape}, expected ({dim},)"
-                raise MemoryValidationError(msg)
-            if not np.isfinite(vec).all():
-                msg = f"memory {e.id}: vector has NaN or infinite values"
-                raise MemoryValidationError(msg)
-            checked[e.id] = vec
+            checked[e.id] = self._check_vector(f"memory {e.id}", raw)
         existing = await self._existing_ids([e.id for e in entries])
         fresh: list[MemoryEntry] = []
         for e in entries:

@@ -281,11 +281,18 @@ class CompositeBackend:
         """Store one memory in the child of its category; returns its id."""
         return (await self.store_many(agent_id, [request]))[0]
 
-    async def store_many(self, agent_id: str, requests: Sequence[MemoryStoreRequest]) -> list[str]:
+    async def store_many(
+        self,
+        agent_id: str,
+        requests: Sequence[MemoryStoreRequest],
+        *,
+        vectors: Sequence[Vectors] | None = None,
+    ) -> list[str]:
         """Store memories in their categories' children; ids in input order. All or nothing.
 
         One child: its own transaction. Several: checked first, then written child by child,
-        and undone (deleted) in earlier children if a later child fails.
+        and undone (deleted) in earlier children if a later child fails. ``vectors`` is
+        ignored: each child embeds with its own model.
         """
         agent = check_agent(agent_id)
         self._require_connected()

@@ -22,7 +22,7 @@ import numpy as np
 
 from memvault._ids import new_id
 from memvault.models import MemoryEntry, MemoryQuery, MemoryStoreRequest
-from memvault.protocols import MemoryStore
+from memvault.protocols import MemoryStore, Vectors
 from memvault.retrieval.text import query_terms
 from memvault.write.admission import AdmissionController
 from memvault.write.dedup import DedupConfig, Vector
@@ -114,18 +114,21 @@ async def execute_writes(
         agent_id=agent_id,
     )
     to_store: list[MemoryStoreRequest] = []
+    to_store_vectors: list[Vectors] = []
     stored_at: dict[int, int] = {}
     # Requests older than the stored entry that contradicts them are kept, closed at once;
     # the plain store API cannot write a closed entry, so they go through import_entries.
     outdated: list[tuple[int, MemoryStoreRequest, str]] = []
     for position, (request, decision) in enumerate(zip(requests, decisions, strict=True)):
-        if decision.kind is WriteKind.SUPERSEDE:
-            stored_at[position] = len(to_store)
-            to_store.append(request.model_copy(update={"supersedes": decision.old_id}))
-        elif decision.kind is WriteKind.ADD and decision.outdated_by is not None:
+        if decision.kind is WriteKind.ADD and decision.outdated_by is not None:
             outdated.append((position, request, decision.outdated_by))
-        elif decision.kind is WriteKind.ADD:
+        elif decision.kind in (WriteKind.ADD, WriteKind.SUPERSEDE):
             stored_at[position] = len(to_store)
+            # The planner's embeddings are stored as they are: embedding again is the
+            # slowest step of a write.
+            to_store_vectors.append(vectors[position])
+            if decision.kind is WriteKind.SUPERSEDE:
+                request = request.model_copy(update={"supersedes": decision.old_id})
             to_store.append(request)
 
     def resolve(ref: str | None, ids: Sequence[str]) -> str | None:
@@ -136,12 +139,14 @@ async def execute_writes(
     # requests superseding an earlier request of the batch go in a second, dependent pass.
     first = [r for r in to_store if batch_index(r.supersedes) is None]
     if len(first) == len(to_store):
-        ids = await store.store_many(agent_id, to_store) if to_store else []
+        ids = (
+            await store.store_many(agent_id, to_store, vectors=to_store_vectors) if to_store else []
+        )
     else:
         ids = []
-        for request in to_store:
+        for request, vector in zip(to_store, to_store_vectors, strict=True):
             request = request.model_copy(update={"supersedes": resolve(request.supersedes, ids)})
-            ids.extend(await store.store_many(agent_id, [request]))
+            ids.extend(await store.store_many(agent_id, [request], vectors=[vector]))
 
     outdated_ids: dict[int, str] = {}
     if outdated:

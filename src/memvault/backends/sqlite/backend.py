@@ -238,9 +238,12 @@ def _index_key(agent_id: str, scope: str, retracted_at: Any) -> str | None:
     return None
 
 
-def _insert_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> None:
+def _insert_audit(
+    conn: sqlite3.Connection, records: Sequence[AuditRecord], *, ignore: bool = False
+) -> None:
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
     conn.executemany(
-        "INSERT INTO audit (id, at, actor, action, agent_id, memory_id, details)"
+        f"{verb} INTO audit (id, at, actor, action, agent_id, memory_id, details)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
             (
@@ -1173,23 +1176,7 @@ class SQLiteBackend(BaseBackend):
         def run() -> int:
             with self._transaction() as conn:
                 before = conn.total_changes
-                conn.executemany(
-                    "INSERT OR IGNORE INTO audit"
-                    " (id, at, actor, action, agent_id, memory_id, details)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            r.id,
-                            to_us(r.at),
-                            r.actor,
-                            r.action,
-                            r.agent_id,
-                            r.memory_id,
-                            json.dumps(r.details, sort_keys=True),
-                        )
-                        for r in records
-                    ],
-                )
+                _insert_audit(conn, records, ignore=True)
                 return conn.total_changes - before
 
         return await self._run(run, write=True)
