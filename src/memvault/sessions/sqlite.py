@@ -23,13 +23,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memvault.backends.sqlite._connect import check_foreign, open_sqlite
+from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite.schema import apply_migrations
 from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
-    MemoryRetrievalError,
-    MemoryStoreError,
 )
 from memvault.models import ChatMessage
 from memvault.sessions.models import SessionRecord
@@ -119,14 +117,7 @@ class SQLiteSessionStore:
                 raise self._translate(exc, write) from exc
 
     def _translate(self, exc: sqlite3.Error, write: bool) -> MemoryError:
-        text = str(exc)
-        if isinstance(exc, sqlite3.DatabaseError) and (
-            "not a database" in text or "malformed" in text or "disk I/O" in text
-        ):
-            return MemoryConnectionError(f"session store {self._path} is unusable: {text}")
-        if write:
-            return MemoryStoreError(f"session write to {self._path} failed: {text}")
-        return MemoryRetrievalError(f"session read from {self._path} failed: {text}")
+        return translate_error(exc, write=write, what="session store", path=self._path)
 
     @staticmethod
     @contextlib.contextmanager

@@ -11,9 +11,14 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from memvault.errors import MemoryConnectionError, MemoryError
+from memvault.errors import (
+    MemoryConnectionError,
+    MemoryError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+)
 
-__all__ = ["SQLITE_MAGIC", "check_foreign", "open_sqlite"]
+__all__ = ["SQLITE_MAGIC", "check_foreign", "open_sqlite", "translate_error"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -81,3 +86,19 @@ def open_sqlite(
             conn.close()
         msg = f"cannot open {what} {path}: {exc}"
         raise MemoryConnectionError(msg) from exc
+
+
+def translate_error(exc: sqlite3.Error, *, write: bool, what: str, path: Path) -> MemoryError:
+    """The memvault error for a SQLite failure: unusable file, failed write, or failed read.
+
+    ``what`` names the user in the message ("sqlite store", "session store").
+    """
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "disk I/O" in text
+    ):
+        return MemoryConnectionError(f"{what} {path} is unusable: {text}")
+    verb = "write to" if write else "read from"
+    kind = what.removesuffix(" store")
+    error = MemoryStoreError if write else MemoryRetrievalError
+    return error(f"{kind} {verb} {path} failed: {text}")

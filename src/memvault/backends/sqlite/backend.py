@@ -35,14 +35,12 @@ from memvault.backends._base import (
     check_stored_model,
     lexical_text,
 )
-from memvault.backends.sqlite._connect import check_foreign, open_sqlite
+from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite.schema import SCHEMA_VERSION, apply_migrations
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
-    MemoryRetrievalError,
-    MemoryStoreError,
 )
 from memvault.models import (
     ArchivedEntry,
@@ -339,14 +337,7 @@ class SQLiteBackend(BaseBackend):
             raise self._translate(exc, write) from exc
 
     def _translate(self, exc: sqlite3.Error, write: bool) -> MemoryError:
-        text = str(exc)
-        if isinstance(exc, sqlite3.DatabaseError) and (
-            "not a database" in text or "malformed" in text or "disk I/O" in text
-        ):
-            return MemoryConnectionError(f"sqlite store {self._path} is unusable: {text}")
-        if write:
-            return MemoryStoreError(f"sqlite write to {self._path} failed: {text}")
-        return MemoryRetrievalError(f"sqlite read from {self._path} failed: {text}")
+        return translate_error(exc, write=write, what="sqlite store", path=self._path)
 
     @property
     def _db(self) -> sqlite3.Connection:
