@@ -121,6 +121,8 @@ async def test_older_news_is_stored_already_superseded(memory: AsyncMemory) -> N
     assert older.id is not None
     stored = await memory.get(older.id, agent_id=AGENT)
     assert stored is not None and stored.superseded_by == newer
+    trail = await memory.audit(agent_id=AGENT, memory_id=older.id)
+    assert [r.action for r in trail] == ["memory.store"]
     hits = await memory.search("Atlas budget", agent_id=AGENT)
     assert [h.id for h in hits] == [newer]
 

@@ -21,7 +21,7 @@ from datetime import datetime
 import numpy as np
 
 from memvault._ids import new_id
-from memvault.models import MemoryEntry, MemoryQuery, MemoryStoreRequest
+from memvault.models import AuditRecord, MemoryEntry, MemoryQuery, MemoryStoreRequest
 from memvault.protocols import MemoryStore, Vectors
 from memvault.retrieval.text import query_terms
 from memvault.write.admission import AdmissionController
@@ -117,7 +117,7 @@ async def execute_writes(
     to_store_vectors: list[Vectors] = []
     stored_at: dict[int, int] = {}
     # Requests older than the stored entry that contradicts them are kept, closed at once;
-    # the plain store API cannot write a closed entry, so they go through import_entries.
+    # the plain store API cannot write a closed entry, so they go through import_with_vectors.
     outdated: list[tuple[int, MemoryStoreRequest, str]] = []
     for position, (request, decision) in enumerate(zip(requests, decisions, strict=True)):
         if decision.kind is WriteKind.ADD and decision.outdated_by is not None:
@@ -171,7 +171,25 @@ async def execute_writes(
             )
             entries.append(entry)
             outdated_ids[position] = entry.id
-        await store.import_entries(entries)
+        given = {outdated_ids[position]: vectors[position] for position, _, _ in outdated}
+        await store.import_with_vectors(entries, given)
+        # Imports are not audited by the store (they copy history); these are new writes.
+        record = getattr(store, "record_audit", None)
+        if record is not None:
+            await record(
+                [
+                    AuditRecord(
+                        id=new_id(),
+                        at=now,
+                        actor=agent_id,
+                        action="memory.store",
+                        agent_id=agent_id,
+                        memory_id=e.id,
+                        details={"category": e.category.value, "outdated_by": e.superseded_by},
+                    )
+                    for e in entries
+                ]
+            )
 
     confirmations: list[str] = []
     outcomes: list[WriteOutcome] = []
