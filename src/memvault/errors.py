@@ -6,14 +6,21 @@ caller can catch the whole family with one ``except`` clause::
     MemoryError
     ├── MemoryConnectionError        backend unreachable, lost, or the file is not a store
     ├── MemoryStoreError             a store/delete/clear/import failed
-    │   └── MemoryValidationError    bad input: blank/huge/NUL content, naive datetime, bad id
+    │   ├── MemoryValidationError    bad input: blank/huge/NUL content, naive datetime, bad id
+    │   └── MemoryConflictError      the write contradicts the store's state (e.g. id taken)
     ├── MemoryRetrievalError         a retrieve/search/count/list failed
     ├── MemoryNotFoundError          a specific memory id does not exist (for this agent)
     ├── MemoryConfigError            configuration is invalid or a dependency is missing
     │   ├── EmbeddingModelChangedError   the store was built with another embedding model
     │   │   └── DimensionMismatchError   ... whose vectors have another dimension
     │   └── EmbedderUnavailableError     the embedding model cannot be loaded (not installed)
-    └── MemoryCapabilityError        the backend does not support the operation
+    ├── MemoryCapabilityError        the backend does not support the operation
+    ├── MemoryAuthenticationError    no credentials, or an unknown/revoked API key
+    └── MemoryPermissionError        the actor may not do this (scope, another agent's data)
+
+The service layer maps the tree onto HTTP statuses in one table (``memvault.server.errors``):
+not found 404, validation 422, conflict 409, authentication 401, permission 403, capability
+501, connection 503.
 
 ``MemoryValidationError`` also derives from :class:`ValueError`, so generic input-validation
 handlers keep working. Driver errors (``sqlite3``, ``psycopg``) never escape a backend: they are
@@ -30,10 +37,13 @@ __all__ = [
     "DimensionMismatchError",
     "EmbedderUnavailableError",
     "EmbeddingModelChangedError",
+    "MemoryAuthenticationError",
     "MemoryCapabilityError",
     "MemoryConfigError",
+    "MemoryConflictError",
     "MemoryConnectionError",
     "MemoryNotFoundError",
+    "MemoryPermissionError",
     "MemoryRetrievalError",
     "MemoryStoreError",
     "MemoryValidationError",
@@ -109,3 +119,15 @@ class EmbedderUnavailableError(MemoryConfigError):
 
 class MemoryCapabilityError(MemoryError):
     """The backend does not support the requested operation."""
+
+
+class MemoryConflictError(MemoryStoreError):
+    """The write conflicts with what the store holds (an id already taken, a stale update)."""
+
+
+class MemoryAuthenticationError(MemoryError):
+    """The caller presented no credentials, or an unknown or revoked API key."""
+
+
+class MemoryPermissionError(MemoryError):
+    """The caller is known but may not do this: a missing scope, or another agent's memories."""

@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
 from memvault._search import hybrid_search
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
@@ -261,6 +262,11 @@ class AsyncMemory:
         """Where the data lives."""
         return self._backend.location
 
+    @property
+    def config(self) -> MemvaultConfig:
+        """The configuration this memory runs with."""
+        return self._config
+
     async def _ready(self) -> MemoryStore:
         if self._closed:
             msg = "this memory is closed"
@@ -447,11 +453,11 @@ class AsyncMemory:
                 AuditRecord(
                     id=new_id(),
                     at=utc_now(),
-                    actor=agent,
+                    actor=audit_actor(agent),
                     action=action,
                     agent_id=agent,
                     memory_id=memory_id,
-                    details=details or {},
+                    details=audit_details(details),
                 )
             ]
         )
@@ -1117,6 +1123,11 @@ class Memory:
     def location(self) -> str:
         """Where the data lives."""
         return self._core.location
+
+    @property
+    def config(self) -> MemvaultConfig:
+        """The configuration this memory runs with."""
+        return self._core.config
 
     @property
     def aio(self) -> AsyncMemory:

@@ -14,10 +14,13 @@ from memvault.errors import (
     DimensionMismatchError,
     EmbedderUnavailableError,
     EmbeddingModelChangedError,
+    MemoryAuthenticationError,
     MemoryCapabilityError,
     MemoryConfigError,
+    MemoryConflictError,
     MemoryConnectionError,
     MemoryNotFoundError,
+    MemoryPermissionError,
     MemoryRetrievalError,
     MemoryStoreError,
     MemoryValidationError,
@@ -31,15 +34,18 @@ EXPECTED_ALL = [
     "EmbedderUnavailableError",
     "EmbeddingModelChangedError",
     "Memory",
+    "MemoryAuthenticationError",
     "MemoryCapabilityError",
     "MemoryCategory",
     "MemoryConfigError",
+    "MemoryConflictError",
     "MemoryConnectionError",
     "MemoryContext",
     "MemoryEntry",
     "MemoryLevel",
     "MemoryMetadata",
     "MemoryNotFoundError",
+    "MemoryPermissionError",
     "MemoryQuery",
     "MemoryRetrievalError",
     "MemoryScope",
@@ -64,6 +70,9 @@ ERROR_CLASSES = [
     DimensionMismatchError,
     EmbedderUnavailableError,
     MemoryCapabilityError,
+    MemoryConflictError,
+    MemoryAuthenticationError,
+    MemoryPermissionError,
 ]
 
 
@@ -122,6 +131,8 @@ def test_error_tree_relations() -> None:
     assert issubclass(DimensionMismatchError, EmbeddingModelChangedError)
     assert issubclass(EmbeddingModelChangedError, MemoryConfigError)
     assert issubclass(EmbedderUnavailableError, MemoryConfigError)
+    assert issubclass(MemoryConflictError, MemoryStoreError)
+    assert not issubclass(MemoryPermissionError, MemoryAuthenticationError)
     # Siblings stay siblings: catching one family never catches another.
     assert not issubclass(MemoryNotFoundError, MemoryRetrievalError)
     assert not issubclass(MemoryConnectionError, MemoryStoreError)

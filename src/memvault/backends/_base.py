@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
+from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
 from memvault._search import hybrid_search, retrieve_entries
 from memvault.errors import (
@@ -341,7 +342,7 @@ class BaseBackend(ABC):
                 AuditRecord(
                     id=new_id(),
                     at=now,
-                    actor=agent,
+                    actor=audit_actor(agent),
                     action="memory.store",
                     agent_id=agent,
                     memory_id=e.id,
@@ -353,7 +354,7 @@ class BaseBackend(ABC):
                 AuditRecord(
                     id=new_id(),
                     at=now,
-                    actor=agent,
+                    actor=audit_actor(agent),
                     action="memory.supersede",
                     agent_id=agent,
                     memory_id=s.old_id,
@@ -398,11 +399,11 @@ class BaseBackend(ABC):
             AuditRecord(
                 id=new_id(),
                 at=now,
-                actor=actor or agent,
+                actor=actor or audit_actor(agent),
                 action=f"memory.{reason}" if reason in _ARCHIVE_ACTIONS else "memory.archive",
                 agent_id=agent,
                 memory_id=r.memory_id,
-                details={"archive_id": r.archive_id, "reason": reason},
+                details=audit_details({"archive_id": r.archive_id, "reason": reason}),
             )
             for r in records
         ]
@@ -455,11 +456,11 @@ class BaseBackend(ABC):
             audit = AuditRecord(
                 id=new_id(),
                 at=now,
-                actor=actor or agent,
+                actor=actor or audit_actor(agent),
                 action="memory.restore",
                 agent_id=agent,
                 memory_id=mid,
-                details={"archive_id": record.archive_id, "reason": record.reason},
+                details=audit_details({"archive_id": record.archive_id, "reason": record.reason}),
             )
             await self._insert_shared([entry], vectors, [], [audit])
         await self._archive_drop(record.archive_id)
@@ -797,7 +798,7 @@ class BaseBackend(ABC):
         record = AuditRecord(
             id=new_id(),
             at=now,
-            actor=agent,
+            actor=audit_actor(agent),
             action=PUBLISH,
             agent_id=agent,
             memory_id=entry.id,
@@ -843,7 +844,13 @@ class BaseBackend(ABC):
         self._require_shared()
         now = self._clock()
         record = AuditRecord(
-            id=new_id(), at=now, actor=agent, action=RETRACT, agent_id=agent, memory_id=mid
+            id=new_id(),
+            at=now,
+            actor=audit_actor(agent),
+            action=RETRACT,
+            agent_id=agent,
+            memory_id=mid,
+            details=audit_details(),
         )
         retracted = await self._retract(agent, mid, now, record)
         if retracted:

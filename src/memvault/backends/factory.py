@@ -24,6 +24,7 @@ __all__ = [
     "parse_url",
     "tenant_schema",
     "tenant_slug",
+    "tenant_url",
 ]
 
 
@@ -128,17 +129,17 @@ def create_memory_backend(
                 update={
                     "composite": comp.model_copy(
                         update={
-                            "default": _tenant_url(config.composite_default_url(), tenant),
-                            "routes": {c: _tenant_url(u, tenant) for c, u in comp.routes.items()},
+                            "default": tenant_url(config.composite_default_url(), tenant),
+                            "routes": {c: tenant_url(u, tenant) for c, u in comp.routes.items()},
                         }
                     )
                 }
             )
-        url = _tenant_url(url, tenant)
+        url = tenant_url(url, tenant)
     return open_backend(url, embedder=embedder, config=config)
 
 
-def _tenant_url(url: str, tenant: str) -> str:
+def tenant_url(url: str, tenant: str) -> str:
     """``url`` for one tenant: its own SQLite file or PostgreSQL schema (memory:// is fresh)."""
     kind, target = parse_url(url)
     if kind == "postgresql":

@@ -20,6 +20,7 @@ from datetime import datetime
 
 import numpy as np
 
+from memvault._actor import audit_actor
 from memvault._ids import new_id
 from memvault.models import AuditRecord, MemoryEntry, MemoryQuery, MemoryStoreRequest
 from memvault.protocols import MemoryStore, Vectors
@@ -181,7 +182,7 @@ async def execute_writes(
                     AuditRecord(
                         id=new_id(),
                         at=now,
-                        actor=agent_id,
+                        actor=audit_actor(agent_id),
                         action="memory.store",
                         agent_id=agent_id,
                         memory_id=e.id,

@@ -1,0 +1,636 @@
+"""``MemoryService``: the one entry point for the REST server, the MCP server and the CLI.
+
+Interfaces never touch a store directly: they authenticate a caller, turn it into an
+:class:`Actor`, and call the service, which
+
+* **authorises**: an agent actor reaches only its own memories plus the shared (organisational)
+  knowledge of its tenant; a human or admin actor reaches every agent of its tenant. Scopes gate
+  the kind of operation (``read`` < ``write`` < ``admin``); whole-store operations (clear,
+  import, export of every agent, audit, sweep, consolidate) need ``admin``.
+* **isolates tenants**: each tenant has its own store (its own SQLite file or PostgreSQL
+  schema, :func:`memvault.backends.factory.create_memory_backend`), opened on first use and
+  sharing one embedding model.
+* **audits** destructive operations under the real actor and the stated reason
+  (:func:`memvault._actor.acting_as`), in the same records the stores already write.
+* raises only the typed :class:`~memvault.errors.MemoryError` family, which every interface maps
+  in one table (HTTP statuses in :mod:`memvault.server.errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from memvault._actor import acting_as
+from memvault.backends._base import check_agent
+from memvault.backends.factory import check_tenant, create_memory_backend, tenant_url
+from memvault.config import MemvaultConfig, load_config
+from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
+from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
+from memvault.memory import AsyncMemory, CategoryLike
+from memvault.models import ArchivedEntry, AuditRecord, ChatMessage, MemoryEntry, StoreStats
+from memvault.protocols import Embedder, LLMProvider
+from memvault.retrieval.packing import MemoryContext
+from memvault.sessions import SessionRecord, SessionStore, open_session_store
+from memvault.sessions.store import check_session_id
+from memvault.write.executor import WriteOutcome
+from memvault.write.retention import RetentionReport
+
+__all__ = ["DEFAULT_TENANT", "Actor", "ActorKind", "MemoryService", "Scope"]
+
+DEFAULT_TENANT = "default"
+_REASON_MAX_CHARS = 500
+
+
+class Scope(StrEnum):
+    """What an API key (an actor) may do; each scope implies the ones before it."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
+
+
+class ActorKind(StrEnum):
+    """Who is calling: an agent (its own memories only), a human operator, or an admin."""
+
+    AGENT = "agent"
+    HUMAN = "human"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """The authenticated caller of a service method.
+
+    ``name`` is the agent id for an agent actor, and a user or key name otherwise. Build actors
+    with :meth:`agent`, :meth:`human` or :meth:`admin`.
+    """
+
+    kind: ActorKind
+    name: str
+    tenant: str = DEFAULT_TENANT
+    scopes: frozenset[Scope] = field(default_factory=lambda: frozenset({Scope.READ, Scope.WRITE}))
+
+    @classmethod
+    def agent(
+        cls,
+        agent_id: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        scopes: Iterable[Scope | str] = (Scope.READ, Scope.WRITE),
+    ) -> Actor:
+        """An agent: reaches its own memories and its tenant's shared knowledge."""
+        return cls(ActorKind.AGENT, check_agent(agent_id), check_tenant(tenant), _scopes(scopes))
+
+    @classmethod
+    def human(
+        cls,
+        name: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        scopes: Iterable[Scope | str] = (Scope.READ, Scope.WRITE),
+    ) -> Actor:
+        """A human operator: reaches every agent of the tenant, within ``scopes``."""
+        return cls(ActorKind.HUMAN, _name(name), check_tenant(tenant), _scopes(scopes))
+
+    @classmethod
+    def admin(cls, name: str = "admin", *, tenant: str = DEFAULT_TENANT) -> Actor:
+        """An administrator of the tenant: every agent, every operation."""
+        return cls(ActorKind.ADMIN, _name(name), check_tenant(tenant), frozenset(Scope))
+
+    @property
+    def label(self) -> str:
+        """How audit records name this actor, e.g. ``agent:dev-1`` or ``human:alice``."""
+        return f"{self.kind.value}:{self.name}"
+
+    def allows(self, scope: Scope) -> bool:
+        """True if one of the actor's scopes covers ``scope`` (admin > write > read)."""
+        return any(_RANK[s] >= _RANK[scope] for s in self.scopes)
+
+
+def _scopes(values: Iterable[Scope | str]) -> frozenset[Scope]:
+    out: set[Scope] = set()
+    for value in values:
+        try:
+            out.add(Scope(value))
+        except ValueError:
+            names = ", ".join(s.value for s in Scope)
+            msg = f"unknown scope {value!r} (choose from {names})"
+            raise MemoryValidationError(msg) from None
+    if not out:
+        msg = "an actor needs at least one scope"
+        raise MemoryValidationError(msg)
+    return frozenset(out)
+
+
+def _name(name: str) -> str:
+    if not isinstance(name, str) or not name.strip() or not name.isprintable() or len(name) > 100:
+        msg = f"invalid actor name {name!r}: use 1-100 printable characters"
+        raise MemoryValidationError(msg)
+    return name.strip()
+
+
+def check_reason(reason: str | None, *, required: bool = False) -> str | None:
+    """A stated reason, stripped; required ones must not be blank.
+
+    Raises:
+        MemoryValidationError: blank when required, not a string, or longer than 500 chars.
+    """
+    if reason is None or (isinstance(reason, str) and not reason.strip()):
+        if required:
+            msg = "a non-blank reason is required for this destructive operation"
+            raise MemoryValidationError(msg)
+        return None
+    if not isinstance(reason, str) or len(reason) > _REASON_MAX_CHARS:
+        msg = f"reason must be a string of at most {_REASON_MAX_CHARS} characters"
+        raise MemoryValidationError(msg)
+    return reason.strip()
+
+
+class MemoryService:
+    """Authorised, audited, tenant-isolated access to memvault for every interface.
+
+    ``MemoryService(config)`` serves every tenant of the configured store: the default tenant
+    uses the configured URL itself, every other tenant its own store next to it. The stores
+    open on first use and share one embedding model. ``MemoryService.for_memory(mem)`` serves
+    one already open :class:`AsyncMemory` as the default (and only) tenant.
+    """
+
+    def __init__(
+        self,
+        config: MemvaultConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: LLMProvider | None = None,
+    ) -> None:
+        self._config = config if config is not None else load_config()
+        self._embedder = embedder
+        self._llm = llm
+        self._memories: dict[str, AsyncMemory] = {}
+        self._sessions: dict[str, SessionStore] = {}
+        self._single_tenant = False
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    def for_memory(cls, memory: AsyncMemory, *, llm: LLMProvider | None = None) -> MemoryService:
+        """A service over one open memory; only the default tenant exists."""
+        service = cls(memory.config, llm=llm)
+        service._memories[DEFAULT_TENANT] = memory
+        service._single_tenant = True
+        return service
+
+    @property
+    def config(self) -> MemvaultConfig:
+        """The configuration every tenant's store is built from."""
+        return self._config
+
+    # -- tenants --------------------------------------------------------------------------------
+
+    async def memory(self, tenant: str = DEFAULT_TENANT) -> AsyncMemory:
+        """The tenant's memory, opened on first use.
+
+        Raises:
+            MemoryPermissionError: a single-memory service asked for another tenant.
+            MemoryConfigError: an invalid tenant name, or the service is closed.
+        """
+        name = check_tenant(tenant)
+        found = self._memories.get(name)
+        if found is not None:
+            return found
+        if self._single_tenant:
+            msg = f"tenant {name!r} does not exist on this server"
+            raise MemoryPermissionError(msg)
+        async with self._lock:
+            if self._closed:
+                msg = "the memory service is closed"
+                raise MemoryConfigError(msg)
+            found = self._memories.get(name)
+            if found is None:
+                if self._embedder is None:
+                    from memvault.embeddings import create_embedder
+
+                    self._embedder = create_embedder(self._config.embedder)
+                backend = create_memory_backend(
+                    self._config,
+                    embedder=self._embedder,
+                    tenant=None if name == DEFAULT_TENANT else name,
+                )
+                found = AsyncMemory(backend=backend, config=self._config)
+                self._memories[name] = found
+        return found
+
+    async def _sessions_of(self, tenant: str) -> SessionStore:
+        store = self._sessions.get(tenant)
+        if store is None:
+            memory = await self.memory(tenant)
+            url = memory.location if self._single_tenant else self._config.resolved_url()
+            if not self._single_tenant and tenant != DEFAULT_TENANT:
+                url = tenant_url(url, tenant)
+            store = self._sessions.setdefault(tenant, open_session_store(url))
+        return store
+
+    async def close(self) -> None:
+        """Close every tenant's store (idempotent)."""
+        async with self._lock:
+            self._closed = True
+            memories, self._memories = list(self._memories.values()), {}
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for store in sessions:
+            await store.close()
+        for memory in memories:
+            await memory.close()
+
+    # -- authorisation --------------------------------------------------------------------------
+
+    @staticmethod
+    def _check(actor: Actor, scope: Scope, agent_id: str | None) -> str | None:
+        """The validated agent id the actor may reach with ``scope``.
+
+        ``agent_id=None`` means the whole tenant, which agent actors never reach.
+        """
+        if not actor.allows(scope):
+            msg = f"{actor.label} lacks the {scope.value!r} scope"
+            raise MemoryPermissionError(msg)
+        if agent_id is None:
+            if actor.kind is ActorKind.AGENT:
+                msg = f"{actor.label} may only use its own memories (give agent_id)"
+                raise MemoryPermissionError(msg)
+            return None
+        agent = check_agent(agent_id)
+        if actor.kind is ActorKind.AGENT and agent != actor.name:
+            msg = f"{actor.label} may not use the memories of agent {agent!r}"
+            raise MemoryPermissionError(msg)
+        return agent
+
+    def _agent(self, actor: Actor, scope: Scope, agent_id: str) -> str:
+        agent = self._check(actor, scope, agent_id)
+        assert agent is not None  # _check returns the id it was given
+        return agent
+
+    # -- memories -------------------------------------------------------------------------------
+
+    async def store(
+        self,
+        actor: Actor,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = "semantic",
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+    ) -> WriteOutcome:
+        """Store one memory through the write path (dedup, supersession, caps)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.write(
+                content,
+                agent_id=agent,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                expires_at=expires_at,
+                supersedes=supersedes,
+                label=label,
+                source=source,
+                importance=importance,
+                dedup=dedup,
+            )
+
+    async def store_many(
+        self,
+        actor: Actor,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str,
+        dedup: bool | None = None,
+    ) -> builtins.list[str]:
+        """Store many memories in one batch; ids in input order."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.add_many(items, agent_id=agent, dedup=dedup)
+
+    async def search(
+        self,
+        actor: Actor,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        categories: Iterable[CategoryLike] | None = None,
+        tags: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        include_shared: bool = False,
+        include_superseded: bool = False,
+        min_relevance: float = 0.0,
+        explain: bool = False,
+    ) -> builtins.list[MemoryEntry]:
+        """Hybrid search of the agent's memories (and the shared knowledge), best first."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.search(
+            query,
+            agent_id=agent,
+            limit=limit,
+            categories=None if categories is None else list(categories),
+            tags=tags,
+            since=since,
+            until=until,
+            as_of=as_of,
+            include_shared=include_shared,
+            include_superseded=include_superseded,
+            min_relevance=min_relevance,
+            explain=explain,
+        )
+
+    async def context(
+        self,
+        actor: Actor,
+        query: str,
+        *,
+        agent_id: str,
+        token_budget: int = 800,
+        limit: int = 20,
+        categories: Iterable[CategoryLike] | None = None,
+        role: Literal["system", "user"] = "system",
+        mmr: bool = False,
+    ) -> MemoryContext:
+        """Relevant memories packed into ``token_budget`` tokens for a prompt."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.context(
+            query,
+            agent_id=agent,
+            token_budget=token_budget,
+            limit=limit,
+            categories=None if categories is None else list(categories),
+            role=role,
+            mmr=mmr,
+        )
+
+    async def get(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """One memory of the agent (MemoryNotFoundError when absent or another agent's)."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.get(memory_id, agent_id=agent)
+
+    async def delete(
+        self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None
+    ) -> bool:
+        """Delete one memory, audited under the actor (and ``reason``); False if absent."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label, why):
+            return await memory.delete(memory_id, agent_id=agent)
+
+    async def list(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        label: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        include_superseded: bool = False,
+    ) -> builtins.list[MemoryEntry]:
+        """The agent's memories, newest first."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.list(
+            agent_id=agent,
+            category=category,
+            label=label,
+            tags=tags,
+            limit=limit,
+            offset=offset,
+            include_superseded=include_superseded,
+        )
+
+    async def count(
+        self, actor: Actor, *, agent_id: str, category: CategoryLike | None = None
+    ) -> int:
+        """How many memories the agent has (of one category)."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.count(agent_id=agent, category=category)
+
+    async def clear(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Delete every memory of the agent (or one category); needs ``admin``; audited."""
+        agent = self._agent(actor, Scope.ADMIN, agent_id)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label, why):
+            return await memory.clear(agent_id=agent, category=category)
+
+    async def export(
+        self, actor: Actor, *, agent_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Every memory of one agent (``read``) or of the whole tenant (``admin``) as JSON."""
+        if agent_id is None:
+            self._check(actor, Scope.ADMIN, None)
+            agent = None
+        else:
+            agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.export(agent_id=agent)
+
+    async def import_(
+        self,
+        actor: Actor,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str | None = None,
+    ) -> int:
+        """Import exported memories (idempotent); needs ``admin``. Returns how many were added."""
+        agent = self._check(actor, Scope.ADMIN, agent_id)
+        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            msg = "import expects a list of exported memories"
+            raise MemoryValidationError(msg)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.import_(items, agent_id=agent)
+
+    async def stats(self, actor: Actor) -> StoreStats:
+        """Counts of the tenant's store (not for agent actors)."""
+        self._check(actor, Scope.READ, None)
+        memory = await self.memory(actor.tenant)
+        return await memory.stats()
+
+    async def agents(self, actor: Actor) -> builtins.list[str]:
+        """Agent ids with memories; an agent actor sees only itself."""
+        if actor.kind is ActorKind.AGENT:
+            self._check(actor, Scope.READ, actor.name)
+            return [actor.name]
+        self._check(actor, Scope.READ, None)
+        memory = await self.memory(actor.tenant)
+        return await memory.agents()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def consolidate(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        dry_run: bool = False,
+        reason: str | None = None,
+    ) -> ConsolidationResult:
+        """Consolidate the agent's memories (originals archived); needs ``admin``."""
+        agent = self._agent(actor, Scope.ADMIN, agent_id)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label, why):
+            return await memory.consolidate(
+                agent_id=agent, strategy=strategy, llm=self._llm, dry_run=dry_run
+            )
+
+    async def sweep(self, actor: Actor, *, agent_id: str | None = None) -> RetentionReport:
+        """Enforce retention now (expired and over-cap entries go to the archive)."""
+        agent = self._check(actor, Scope.ADMIN, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.sweep(agent_id=agent)
+
+    async def archived(
+        self, actor: Actor, *, agent_id: str, limit: int = 100, offset: int = 0
+    ) -> builtins.list[ArchivedEntry]:
+        """The agent's archived memories, newest first."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.archived(agent_id=agent, limit=limit, offset=offset)
+
+    async def restore(
+        self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None
+    ) -> MemoryEntry:
+        """Bring an archived memory back under its original id (audited)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label, why):
+            return await memory.restore(memory_id, agent_id=agent)
+
+    async def audit(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str | None = None,
+        memory_id: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[AuditRecord]:
+        """Audit records (of one agent and/or memory), oldest first; needs ``admin``."""
+        agent = self._check(actor, Scope.ADMIN, agent_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            msg = "limit must be an integer between 1 and 10000"
+            raise MemoryValidationError(msg)
+        memory = await self.memory(actor.tenant)
+        return await memory.audit(agent_id=agent, memory_id=memory_id, limit=limit)
+
+    # -- shared knowledge -----------------------------------------------------------------------
+
+    async def publish(
+        self,
+        actor: Actor,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = "semantic",
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Publish shared knowledge authored by ``agent_id``; returns its id (audited)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.publish(
+                content, agent_id=agent, category=category, tags=tags, metadata=metadata
+            )
+
+    async def search_shared(
+        self, actor: Actor, query: str, *, limit: int = 10, exclude_agent: str | None = None
+    ) -> builtins.list[MemoryEntry]:
+        """Search the tenant's shared knowledge (every author), best first."""
+        self._check(actor, Scope.READ, actor.name if actor.kind is ActorKind.AGENT else None)
+        memory = await self.memory(actor.tenant)
+        return await memory.search_shared(query, limit=limit, exclude_agent=exclude_agent)
+
+    async def retract(
+        self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None
+    ) -> bool:
+        """Retract shared knowledge the agent published (kept, hidden, audited)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label, why):
+            return await memory.retract(memory_id, agent_id=agent)
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    async def save_session(
+        self,
+        actor: Actor,
+        session_id: str,
+        messages: Sequence[ChatMessage],
+        *,
+        agent_id: str,
+    ) -> SessionRecord:
+        """Create or replace one session's message history (system messages are kept out)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        sid = check_session_id(session_id)
+        store = await self._sessions_of(actor.tenant)
+        kept = [m for m in messages if m.role != "system"]
+        return await store.save(agent, sid, kept)
+
+    async def sessions(
+        self, actor: Actor, *, agent_id: str, limit: int | None = None
+    ) -> builtins.list[SessionRecord]:
+        """The agent's sessions, most recently saved first."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        store = await self._sessions_of(actor.tenant)
+        return await store.list(agent, limit=limit)
+
+    async def session(
+        self, actor: Actor, session_id: str | None = None, *, agent_id: str
+    ) -> SessionRecord | None:
+        """One session of the agent (the latest when ``session_id`` is None), or None."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        store = await self._sessions_of(actor.tenant)
+        if session_id is None:
+            return await store.latest(agent)
+        return await store.get(agent, check_session_id(session_id))
+
+    async def delete_session(self, actor: Actor, session_id: str, *, agent_id: str) -> bool:
+        """Delete one session of the agent; False if it has none with that id."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        store = await self._sessions_of(actor.tenant)
+        return await store.delete(agent, check_session_id(session_id))
