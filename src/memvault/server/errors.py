@@ -1,0 +1,62 @@
+"""The one table that maps memvault errors onto wire codes and HTTP statuses.
+
+REST responses and MCP tool errors both use it, so a client sees the same ``code`` for the
+same failure whichever interface it speaks. The most specific class wins (the table is walked
+along the exception's MRO), and anything that is not a memvault error is an internal error whose
+details stay in the server log, never in a response.
+"""
+
+from __future__ import annotations
+
+from memvault.errors import (
+    EmbeddingModelChangedError,
+    MemoryAuthenticationError,
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryConflictError,
+    MemoryConnectionError,
+    MemoryError,
+    MemoryNotFoundError,
+    MemoryPermissionError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+    MemoryValidationError,
+)
+
+__all__ = ["ERROR_TABLE", "INTERNAL", "error_code", "error_status"]
+
+#: exception class -> (code, HTTP status)
+ERROR_TABLE: dict[type[MemoryError], tuple[str, int]] = {
+    MemoryNotFoundError: ("not_found", 404),
+    MemoryValidationError: ("validation_error", 422),
+    MemoryConflictError: ("conflict", 409),
+    MemoryAuthenticationError: ("unauthenticated", 401),
+    MemoryPermissionError: ("permission_denied", 403),
+    MemoryCapabilityError: ("not_supported", 501),
+    MemoryConnectionError: ("backend_unavailable", 503),
+    EmbeddingModelChangedError: ("embedding_model_changed", 503),
+    MemoryConfigError: ("configuration_error", 500),
+    MemoryStoreError: ("store_failed", 500),
+    MemoryRetrievalError: ("retrieval_failed", 500),
+    MemoryError: ("memvault_error", 500),
+}
+
+INTERNAL = ("internal_error", 500)
+
+
+def _lookup(exc: BaseException) -> tuple[str, int]:
+    for cls in type(exc).__mro__:
+        found = ERROR_TABLE.get(cls)
+        if found is not None:
+            return found
+    return INTERNAL
+
+
+def error_code(exc: BaseException) -> str:
+    """The wire code of ``exc`` (``internal_error`` for anything that is not ours)."""
+    return _lookup(exc)[0]
+
+
+def error_status(exc: BaseException) -> int:
+    """The HTTP status of ``exc`` (500 for anything that is not ours)."""
+    return _lookup(exc)[1]
