@@ -195,30 +195,39 @@ class _BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = -1
-                if declared < 0 or declared > self.limit:
-                    await self._reject(scope, receive, send)
-                    return
-        seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
+        declared = declared_length(scope)
+        if declared is not None and (declared < 0 or declared > self.limit):
             await self._reject(scope, receive, send)
+            return
+        if declared is not None:
+            # The server (h11/httptools) never delivers more than the declared length.
+            await self.app(scope, receive, send)
+            return
+        # A chunked body of unknown size: buffer it (at most ``limit`` bytes), then replay it.
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)
+                return
+            size += len(message.get("body", b""))
+            if size > self.limit:
+                await self._reject(scope, receive, send)
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _reject(
         self,
@@ -230,8 +239,15 @@ class _BodyLimit:
         await _error(413, "payload_too_large", msg)(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def declared_length(scope: MutableMapping[str, Any]) -> int | None:
+    """The request's Content-Length, if it sent one (-1 when it is not a number)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return -1
+    return None
 
 
 def create_app(

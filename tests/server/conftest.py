@@ -1,0 +1,117 @@
+"""A real memvault server for tests: uvicorn on a free loopback port, in a background thread.
+
+The server runs the real app over a real SQLite file with the real embedding model (shared with
+the rest of the session through the ``minilm`` fixture); clients talk to it over real HTTP.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from memvault.config import load_config
+from memvault.protocols import Embedder
+from memvault.server.keys import KeyStore, open_key_store
+from memvault.server.rest import ServerSettings, create_app
+from memvault.service import MemoryService
+
+
+@dataclass
+class LiveServer:
+    """A running server: its base URL, its service, its key store and the keys made for tests."""
+
+    url: str
+    db: Path
+    service: MemoryService
+    keys: KeyStore | None
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    def client(self, key: str | None = None, **kwargs: Any) -> httpx.Client:
+        """An HTTP client for the server, authenticated with the named test key."""
+        headers = {} if key is None else {"Authorization": f"Bearer {self.secrets[key]}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30.0, **kwargs)
+
+
+def run_app(app: Any) -> tuple[str, Callable[[], None]]:
+    """Serve ``app`` with uvicorn on a free loopback port; returns the URL and a stop function."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            msg = "the test server did not start"
+            raise RuntimeError(msg)
+        time.sleep(0.02)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+    return f"http://127.0.0.1:{port}", stop
+
+
+ServerFactory = Callable[..., LiveServer]
+
+
+@pytest.fixture
+def live_server(tmp_path: Path, minilm: Embedder) -> Iterator[ServerFactory]:
+    """Start servers: ``live_server(auth=True, settings=None, keys={name: kwargs})``."""
+    stops: list[Callable[[], None]] = []
+
+    def start(
+        *,
+        auth: bool = True,
+        settings: ServerSettings | None = None,
+        keys: dict[str, dict[str, Any]] | None = None,
+        db: Path | None = None,
+    ) -> LiveServer:
+        path = db or tmp_path / f"server{len(stops)}.db"
+        service = MemoryService(load_config(url=str(path)), embedder=minilm)
+        store = open_key_store(str(path)) if auth else None
+        secrets: dict[str, str] = {}
+        if store is not None:
+            for name, spec in (keys or {}).items():
+                _, secrets[name] = store.create(name=name, **spec)
+        app = create_app(service, keys=store, settings=settings)
+        url, stop = run_app(app)
+        stops.append(stop)
+        return LiveServer(url=url, db=path, service=service, keys=store, secrets=secrets)
+
+    yield start
+    for stop in reversed(stops):
+        stop()
+
+
+#: The keys most server tests use.
+STANDARD_KEYS: dict[str, dict[str, Any]] = {
+    "admin": {"scopes": ["admin"]},
+    "dev1": {"scopes": ["read", "write"], "agent_id": "dev-1"},
+    "dev2": {"scopes": ["read", "write"], "agent_id": "dev-2"},
+    "reader": {"scopes": ["read"]},
+    "operator": {"scopes": ["read", "write"]},
+    "acme": {"scopes": ["admin"], "tenant": "acme"},
+    "acme-dev1": {"scopes": ["read", "write"], "agent_id": "dev-1", "tenant": "acme"},
+}
+
+
+@pytest.fixture
+def server(live_server: ServerFactory) -> LiveServer:
+    """A server with authentication on and the standard test keys."""
+    return live_server(keys=STANDARD_KEYS)
