@@ -1,0 +1,209 @@
+"""MemoryService: authorisation, tenant isolation and audited destructive operations.
+
+Runs on a real SQLite file and on the real PostgreSQL server (tenants as schemas), with the
+real embedding model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from memvault.backends.factory import tenant_schema
+from memvault.config import load_config
+from memvault.errors import (
+    MemoryNotFoundError,
+    MemoryPermissionError,
+    MemoryValidationError,
+)
+from memvault.models import ChatMessage
+from memvault.protocols import Embedder
+from memvault.service import Actor, ActorKind, MemoryService, Scope, check_reason
+from postgres_server import SchemaFactory
+
+DEV1 = Actor.agent("dev-1")
+DEV2 = Actor.agent("dev-2")
+ADMIN = Actor.admin("ops")
+READER = Actor.human("auditor", scopes=["read"])
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def service(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder
+) -> AsyncIterator[MemoryService]:
+    if request.param == "sqlite":
+        url = str(tmp_path / "svc.db")
+        svc = MemoryService(load_config(url=url), embedder=minilm)
+        yield svc
+        await svc.close()
+        return
+    base: str = request.getfixturevalue("postgres_url")
+    schemas: SchemaFactory = request.getfixturevalue("pg_schemas")
+    schema = schemas()
+    url = f"{base}{'&' if '?' in base else '?'}schema={schema}"
+    svc = MemoryService(load_config(url=url), embedder=minilm)
+    yield svc
+    await svc.close()
+    with psycopg.connect(base, autocommit=True) as conn:
+        for tenant in ("acme", "globex"):
+            name = tenant_schema(tenant, schema)
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+async def test_agents_reach_only_their_own_memories(service: MemoryService) -> None:
+    out = await service.store(DEV1, "dev-1 keeps the deploy token in vault", agent_id="dev-1")
+    assert out.id is not None
+    with pytest.raises(MemoryPermissionError, match="agent:dev-2"):
+        await service.get(DEV2, out.id, agent_id="dev-1")
+    with pytest.raises(MemoryPermissionError):
+        await service.search(DEV2, "deploy token", agent_id="dev-1")
+    with pytest.raises(MemoryPermissionError):
+        await service.store(DEV2, "forged", agent_id="dev-1")
+    with pytest.raises(MemoryPermissionError):
+        await service.delete(DEV2, out.id, agent_id="dev-1")
+    # Under its own id, dev-2 finds nothing and cannot name dev-1's memory.
+    assert await service.search(DEV2, "deploy token", agent_id="dev-2") == []
+    with pytest.raises(MemoryNotFoundError):
+        await service.get(DEV2, out.id, agent_id="dev-2")
+    # Whole-tenant reads are not for agents.
+    for call in (service.stats(DEV1), service.export(DEV1), service.audit(DEV1)):
+        with pytest.raises(MemoryPermissionError):
+            await call
+    assert await service.agents(DEV1) == ["dev-1"]
+    # A human operator of the tenant reaches every agent.
+    hits = await service.search(Actor.human("alice"), "deploy token", agent_id="dev-1")
+    assert [h.id for h in hits] == [out.id]
+
+
+async def test_scopes_gate_operations(service: MemoryService) -> None:
+    await service.store(ADMIN, "the on-call rota changes on Mondays", agent_id="dev-1")
+    assert await service.count(READER, agent_id="dev-1") == 1
+    with pytest.raises(MemoryPermissionError, match="'write'"):
+        await service.store(READER, "nope", agent_id="dev-1")
+    with pytest.raises(MemoryPermissionError, match="'admin'"):
+        await service.clear(Actor.human("bob"), agent_id="dev-1")
+    with pytest.raises(MemoryPermissionError, match="'admin'"):
+        await service.consolidate(DEV1, agent_id="dev-1")
+    # An agent key with the admin scope administers its own memories only.
+    dev1_admin = Actor.agent("dev-1", scopes=["admin"])
+    assert dev1_admin.allows(Scope.READ) and dev1_admin.allows(Scope.WRITE)
+    assert await service.clear(dev1_admin, agent_id="dev-1", reason="reset") == 1
+    with pytest.raises(MemoryPermissionError):
+        await service.clear(dev1_admin, agent_id="dev-2")
+
+
+async def test_destructive_operations_are_audited_with_actor_and_reason(
+    service: MemoryService,
+) -> None:
+    keep = await service.store(DEV1, "Prefers tabs over spaces", agent_id="dev-1")
+    drop = await service.store(DEV1, "The printer on floor 3 is broken", agent_id="dev-1")
+    assert keep.id and drop.id
+    assert await service.delete(ADMIN, drop.id, agent_id="dev-1", reason="user request")
+    assert not await service.delete(ADMIN, drop.id, agent_id="dev-1", reason="again")
+    shared = await service.publish(DEV1, "Standup is at 9:30", agent_id="dev-1")
+    assert await service.retract(DEV1, shared, agent_id="dev-1", reason="moved to 10:00")
+    with pytest.raises(MemoryValidationError, match="reason"):
+        await service.delete(ADMIN, keep.id, agent_id="dev-1", reason="x" * 501)
+
+    records = await service.audit(ADMIN, agent_id="dev-1")
+    by_action = {(r.action, r.memory_id): r for r in records}
+    deleted = by_action[("memory.delete", drop.id)]
+    assert deleted.actor == "admin:ops"
+    assert deleted.details["stated_reason"] == "user request"
+    stored = by_action[("memory.store", keep.id)]
+    assert stored.actor == "agent:dev-1"
+    assert "stated_reason" not in stored.details
+    retracted = by_action[("shared.retract", shared)]
+    assert retracted.actor == "agent:dev-1"
+    assert retracted.details["stated_reason"] == "moved to 10:00"
+    # Only one delete record: the second delete found nothing.
+    assert sum(r.action == "memory.delete" for r in records) == 1
+
+
+async def test_tenants_are_separate_stores(service: MemoryService) -> None:
+    acme = Actor.admin("root", tenant="acme")
+    globex = Actor.admin("root", tenant="globex")
+    a = await service.store(acme, "Acme's launch code is 1111", agent_id="dev-1")
+    g = await service.store(globex, "Globex's launch code is 2222", agent_id="dev-1")
+    await service.publish(acme, "Acme ships on Tuesdays", agent_id="dev-1")
+    assert a.id and g.id
+    assert [e.id for e in await service.search(acme, "launch code", agent_id="dev-1")] == [a.id]
+    assert [e.id for e in await service.search(globex, "launch code", agent_id="dev-1")] == [g.id]
+    assert await service.search_shared(globex, "when does Acme ship?") == []
+    assert await service.count(ADMIN, agent_id="dev-1") == 0  # the default tenant is empty
+    with pytest.raises(MemoryNotFoundError):
+        await service.get(globex, a.id, agent_id="dev-1")
+    acme_memory = await service.memory("acme")
+    assert acme_memory is await service.memory("acme")
+    assert acme_memory.location != (await service.memory("globex")).location
+
+
+async def test_sessions_through_the_service(service: MemoryService) -> None:
+    msgs = [
+        ChatMessage(role="system", content="You are terse."),
+        ChatMessage(role="user", content="What is our deploy day?"),
+        ChatMessage(role="assistant", content="Tuesday."),
+    ]
+    saved = await service.save_session(DEV1, "00000000000a", msgs, agent_id="dev-1")
+    assert saved.message_count == 2
+    latest = await service.session(DEV1, agent_id="dev-1")
+    assert latest is not None and [m.role for m in latest.messages] == ["user", "assistant"]
+    with pytest.raises(MemoryPermissionError):
+        await service.session(DEV2, agent_id="dev-1")
+    assert await service.session(DEV2, agent_id="dev-2") is None
+    with pytest.raises(MemoryValidationError):
+        await service.session(DEV1, "../etc", agent_id="dev-1")
+    assert await service.delete_session(DEV1, "00000000000a", agent_id="dev-1")
+    assert await service.sessions(DEV1, agent_id="dev-1") == []
+
+
+async def test_export_import_and_context(service: MemoryService) -> None:
+    await service.store_many(
+        DEV1,
+        [{"content": "Service A is owned by team red"}, {"content": "Service B by team blue"}],
+        agent_id="dev-1",
+    )
+    ctx = await service.context(DEV1, "who owns service A?", agent_id="dev-1", token_budget=120)
+    assert "team red" in ctx.text
+    mine = await service.export(DEV1, agent_id="dev-1")
+    assert len(mine) == 2
+    with pytest.raises(MemoryPermissionError):
+        await service.import_(DEV1, mine, agent_id="dev-1")
+    # Ids are kept, so importing into the same store adds nothing; another tenant gets copies.
+    assert await service.import_(ADMIN, mine) == 0
+    acme = Actor.admin("root", tenant="acme")
+    assert await service.import_(acme, mine, agent_id="dev-3") == 2
+    assert await service.count(acme, agent_id="dev-3") == 2
+    with pytest.raises(MemoryValidationError):
+        await service.import_(ADMIN, "not a list")  # type: ignore[arg-type]
+
+
+def test_actor_construction_validates() -> None:
+    assert Actor.agent("dev-1").label == "agent:dev-1"
+    assert Actor.admin().kind is ActorKind.ADMIN and Actor.admin().allows(Scope.ADMIN)
+    assert not READER.allows(Scope.WRITE)
+    with pytest.raises(MemoryValidationError, match="unknown scope"):
+        Actor.human("x", scopes=["superuser"])
+    with pytest.raises(MemoryValidationError):
+        Actor.human("x", scopes=[])
+    with pytest.raises(MemoryValidationError):
+        Actor.human("   ")
+    assert check_reason("  why  ") == "why"
+    assert check_reason("   ") is None
+    with pytest.raises(MemoryValidationError):
+        check_reason(" ", required=True)
+
+
+async def test_single_memory_service_has_one_tenant(tmp_path: Path, minilm: Embedder) -> None:
+    from memvault.memory import AsyncMemory
+
+    async with AsyncMemory(str(tmp_path / "one.db"), embedder=minilm) as mem:
+        svc = MemoryService.for_memory(mem)
+        await svc.store(DEV1, "one tenant only", agent_id="dev-1")
+        assert await mem.count(agent_id="dev-1") == 1
+        with pytest.raises(MemoryPermissionError, match="tenant"):
+            await svc.count(Actor.agent("dev-1", tenant="acme"), agent_id="dev-1")
