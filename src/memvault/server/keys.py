@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -46,6 +45,9 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
+
+# One scope vocabulary for keys and service actors (ADMIN implies WRITE implies READ).
+from memvault.service import Scope
 
 if TYPE_CHECKING:
     import psycopg
@@ -63,14 +65,6 @@ __all__ = [
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
-
-
-class Scope(StrEnum):
-    """What a key may do. ``ADMIN`` implies ``WRITE``, which implies ``READ``."""
-
-    READ = "read"
-    WRITE = "write"
-    ADMIN = "admin"
 
 
 _RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}

@@ -96,7 +96,7 @@ class ServerSettings:
 
 def actor_for_key(key: ApiKey) -> Actor:
     """The actor an API key acts as: its agent, or (unbound) a human/admin of its tenant."""
-    scopes = [Scope(s.value if hasattr(s, "value") else s) for s in key.scopes]
+    scopes = list(key.scopes)
     if key.agent_id is not None:
         return Actor.agent(key.agent_id, tenant=key.tenant, scopes=scopes)
     if Scope.ADMIN in scopes:
