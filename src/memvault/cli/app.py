@@ -13,7 +13,9 @@ import typer
 from typer.exceptions import TyperException
 
 import memvault.cli.bench as bench
-from memvault.cli import lifecycle, memories, migrate, sessions, transfer
+import memvault.cli.mcp_cmd as mcp_cmd
+import memvault.cli.serve as serve_cmd
+from memvault.cli import keys, lifecycle, memories, migrate, sessions, transfer
 from memvault.cli._common import close_memory, err_console, state
 from memvault.errors import MemoryError
 
@@ -52,6 +54,9 @@ migrate.register(app)
 bench.register(app)
 lifecycle.register(app)
 sessions.register(app)
+mcp_cmd.register(app)
+serve_cmd.register(app)
+keys.register(app)
 
 
 def _error(text: str) -> None:

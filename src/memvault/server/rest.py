@@ -27,6 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 import memvault
 from memvault.errors import MemoryAuthenticationError, MemoryError, MemoryNotFoundError
@@ -237,6 +238,31 @@ class _BodyLimit:
     ) -> None:
         msg = f"request body larger than {self.limit} bytes"
         await _error(413, "payload_too_large", msg)(scope, receive, send)
+
+
+class _McpEndpoint:
+    """MCP's streamable-HTTP app behind the same API keys as the REST routes.
+
+    The authenticated actor goes into the ASGI scope, where the MCP tools read it.
+    """
+
+    def __init__(self, app: Any, auth: _Authenticator) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        raw = dict(scope.get("headers", ())).get(b"authorization")
+        try:
+            scope["memvault.actor"] = await self.auth(raw.decode("latin-1") if raw else None)
+        except MemoryError as exc:
+            await _error(error_status(exc), error_code(exc), str(exc))(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def declared_length(scope: MutableMapping[str, Any]) -> int | None:
@@ -669,23 +695,9 @@ def create_app(
     # -- MCP over streamable HTTP, behind the same keys -----------------------------------------
 
     if mcp_http is not None:
-        mcp_app = mcp_http.app
-
-        async def mcp_endpoint(
-            scope: MutableMapping[str, Any],
-            receive: Callable[[], Awaitable[Any]],
-            send: Callable[[Any], Awaitable[None]],
-        ) -> None:
-            headers = dict(scope.get("headers", ()))
-            raw = headers.get(b"authorization")
-            try:
-                scope["memvault.actor"] = await auth(raw.decode("latin-1") if raw else None)
-            except MemoryError as exc:
-                await _error(error_status(exc), error_code(exc), str(exc))(scope, receive, send)
-                return
-            await mcp_app(scope, receive, send)
-
-        app.mount("/mcp", mcp_endpoint)
+        # A Route, not a Mount: "/mcp" itself answers (a mount would redirect it to "/mcp/").
+        endpoint = _McpEndpoint(mcp_http.app, auth)
+        app.router.routes.append(Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"]))
 
     # -- middleware (outermost last) ------------------------------------------------------------
 
