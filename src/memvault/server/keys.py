@@ -29,7 +29,6 @@ import re
 import secrets
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -555,20 +554,6 @@ def _from_us(value: int | None) -> datetime | None:
     return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
-def _being_initialised(conn: sqlite3.Connection) -> bool:
-    """True if another connection is creating the memory schema in this file right now.
-
-    ``apply_migrations`` creates ``schema_migrations`` before it takes the write lock for the
-    rest of the schema, so for a moment a new store holds that one table and no ``store_meta``.
-    Migrating again is safe: it waits for the lock and then finds everything applied.
-    """
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if tables != {"schema_migrations"}:
-        return False
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(schema_migrations)")}
-    return columns == {"name", "applied_at"}
-
-
 class SQLiteKeyStore(_KeyStoreBase):
     """Keys in the ``api_keys`` table of a memvault SQLite file (the default tenant's store).
 
@@ -624,29 +609,18 @@ class SQLiteKeyStore(_KeyStoreBase):
     def _open(self) -> sqlite3.Connection:
         from memvault.backends.sqlite._connect import open_sqlite
 
-        deadline = time.monotonic() + self._busy_timeout_ms / 1000
-        while True:
-            try:
-                return open_sqlite(
-                    self._path,
-                    what="key store",
-                    busy_timeout_ms=self._busy_timeout_ms,
-                    prepare=self._prepare,
-                )
-            except MemoryConnectionError as exc:
-                # Two connections creating a new file at once: switching it to WAL takes a
-                # lock SQLite does not wait for (no busy handler), so wait here instead.
-                cause = exc.__cause__
-                locked = isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
-                if not locked or time.monotonic() >= deadline:
-                    raise
-            time.sleep(0.02)
+        return open_sqlite(
+            self._path,
+            what="key store",
+            busy_timeout_ms=self._busy_timeout_ms,
+            prepare=self._prepare,
+        )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         from memvault.backends.sqlite._connect import check_foreign
         from memvault.backends.sqlite.schema import apply_migrations
 
-        if _being_initialised(conn) or check_foreign(conn, self._path, "key store"):
+        if check_foreign(conn, self._path, "key store"):
             # A fresh file gets the memory schema first: the memory backend refuses a file
             # with tables but no store_meta, so keys created first must not lock it out.
             apply_migrations(conn, _to_us(self._now()))

@@ -8,6 +8,7 @@ WAL mode with a busy timeout so several connections (and processes) can share th
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def open_sqlite(
             timeout=busy_timeout_ms / 1000,
         )
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(conn, busy_timeout_ms / 1000)
         conn.execute(f"PRAGMA synchronous = {'FULL' if synchronous == 'FULL' else 'NORMAL'}")
         prepare(conn)
         return conn
@@ -86,6 +87,25 @@ def open_sqlite(
             conn.close()
         msg = f"cannot open {what} {path}: {exc}"
         raise MemoryConnectionError(msg) from exc
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch to WAL, retrying while another connection holds the lock.
+
+    Changing the journal mode can report "database is locked" at once instead of waiting for
+    the busy timeout (two connections creating the same new file), so it is retried here.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
 
 def translate_error(exc: sqlite3.Error, *, write: bool, what: str, path: Path) -> MemoryError:

@@ -111,15 +111,17 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def apply_migrations(conn: sqlite3.Connection, now_us: int) -> list[str]:
     """Apply every migration not yet recorded; returns the names applied.
 
-    Runs under ``BEGIN IMMEDIATE`` so two processes opening a new file do not race.
+    Runs under ``BEGIN IMMEDIATE`` so two connections opening a new file do not race: the
+    bookkeeping table is created in the same transaction as the schema, so another connection
+    never sees a half-made store (tables but no ``store_meta``) and refuses it as foreign.
     """
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
-    )
     applied: list[str] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
+        )
         done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
         for name, sql in MIGRATIONS:
             if name in done:
