@@ -195,33 +195,66 @@ def _item_request(
         raise MemoryValidationError(f"item {position}: {exc}") from None
 
 
+def server_url(url: str | None, config: MemvaultConfig | None) -> str | None:
+    """The server URL this memory should speak to, if it names one (else None: embedded).
+
+    ``url`` wins; without it the configuration decides (``MEMVAULT_URL``, ``memvault.yaml``),
+    so ``MEMVAULT_URL=http://host:8765`` moves unchanged code onto a server.
+    """
+    target = url
+    if target is None:
+        cfg = config if config is not None else load_config()
+        target = cfg.storage.url
+    if isinstance(target, str) and target.strip()[:8].lower().startswith(("http://", "https://")):
+        return target.strip()
+    return None
+
+
 class AsyncMemory:
     """Typed, durable memory for agents (async API).
 
     ``AsyncMemory()`` opens the embedded default store (``~/.memvault/memvault.db``, the bundled
     embedding model). Pass a URL (a path, ``sqlite:///x.db``, ``memory://``) or a config to use
     another store. The store opens on first use; ``close()`` (or ``async with``) releases it.
+
+    A server URL (``AsyncMemory("http://host:8765", api_key=...)``) gives a
+    :class:`memvault.remote.RemoteAsyncMemory` instead: the same methods, spoken over the REST
+    API of ``memvault serve``.
     """
+
+    def __new__(cls, url: str | None = None, *args: Any, **kwargs: Any) -> AsyncMemory:
+        # A given backend without a URL is embedded; a server URL is remote whatever else is
+        # passed (RemoteAsyncMemory then refuses the backend with a clear error).
+        named = url is not None or kwargs.get("backend") is None
+        if cls is AsyncMemory and named and server_url(url, kwargs.get("config")):
+            from memvault.remote import RemoteAsyncMemory  # here: remote imports this module
+
+            return object.__new__(RemoteAsyncMemory)
+        return object.__new__(cls)
 
     def __init__(
         self,
         url: str | None = None,
         *,
+        api_key: str | None = None,
         config: MemvaultConfig | None = None,
         embedder: Embedder | None = None,
         backend: MemoryStore | None = None,
         preset: str | RetrievalConfig | None = None,
         track_access: bool = True,
     ) -> None:
+        """Open (lazily) the store at ``url``.
+
+        ``api_key`` is for server URLs (``http://``/``https://``, see
+        :class:`memvault.remote.RemoteAsyncMemory`; it defaults to ``$MEMVAULT_API_KEY``
+        there); an embedded store ignores it.
+        """
         if backend is not None:
             self._backend: MemoryStore = backend
             self._config = config or MemvaultConfig()
         else:
             self._config = config if config is not None else load_config(url=url)
             target = url or self._config.resolved_url()
-            if target.startswith(("http://", "https://")):
-                msg = "the remote (http) client is not available in this build"
-                raise MemoryConfigError(msg)
             from memvault.backends.factory import open_backend
 
             self._backend = open_backend(target, embedder=embedder, config=self._config)
@@ -1091,20 +1124,29 @@ class Memory:
         mem = Memory()                                  # ~/.memvault/memvault.db
         mem.add("Prefers dark mode", agent_id="dev-1")
         hits = mem.search("ui preferences", agent_id="dev-1")
+
+        remote = Memory("http://host:8765", api_key="mvk_...")  # a `memvault serve` server
     """
 
     def __init__(
         self,
         url: str | None = None,
         *,
+        api_key: str | None = None,
         config: MemvaultConfig | None = None,
         embedder: Embedder | None = None,
         backend: MemoryStore | None = None,
         preset: str | RetrievalConfig | None = None,
         track_access: bool = True,
     ) -> None:
+        """Open (lazily) the store at ``url`` (see :class:`AsyncMemory`).
+
+        ``api_key`` authenticates against a server URL (``Memory("http://host:8765",
+        api_key=...)``; default ``$MEMVAULT_API_KEY``); an embedded store ignores it.
+        """
         self._core = AsyncMemory(
             url,
+            api_key=api_key,
             config=config,
             embedder=embedder,
             backend=backend,

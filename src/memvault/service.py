@@ -294,8 +294,9 @@ class MemoryService:
         source: str | None = None,
         importance: float | None = None,
         dedup: bool | None = None,
+        admission: bool = False,
     ) -> WriteOutcome:
-        """Store one memory through the write path (dedup, supersession, caps)."""
+        """Store one memory through the write path (dedup, supersession, caps, admission)."""
         agent = self._agent(actor, Scope.WRITE, agent_id)
         memory = await self.memory(actor.tenant)
         with acting_as(actor.label):
@@ -312,6 +313,7 @@ class MemoryService:
                 source=source,
                 importance=importance,
                 dedup=dedup,
+                admission=admission,
             )
 
     async def store_many(
@@ -529,6 +531,23 @@ class MemoryService:
         agent = self._agent(actor, Scope.READ, agent_id)
         memory = await self.memory(actor.tenant)
         return await memory.archived(agent_id=agent, limit=limit, offset=offset)
+
+    async def archive(
+        self,
+        actor: Actor,
+        ids: Sequence[str],
+        *,
+        agent_id: str,
+        reason: str = "archive",
+    ) -> dict[str, str]:
+        """Move the agent's memories to the archive (restorable); original id -> archive id."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            msg = "ids must be a list of memory ids"
+            raise MemoryValidationError(msg)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.archive(ids, agent_id=agent, reason=reason)
 
     async def restore(
         self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None

@@ -38,7 +38,9 @@ from memvault.server.schemas import (
     AddBody,
     AddManyBody,
     AgentsOut,
+    ArchiveBody,
     ArchivedOut,
+    ArchiveOut,
     AuditOut,
     ConsolidateBody,
     ContextBody,
@@ -387,8 +389,14 @@ def create_app(
             source=body.source,
             importance=body.importance,
             dedup=body.dedup,
+            admission=body.admission,
         )
-        return StoredOut(id=out.id, decision=out.decision.kind.value, reason=out.decision.reason)
+        return StoredOut(
+            id=out.id,
+            decision=out.decision.kind.value,
+            reason=out.decision.reason,
+            detail=out.decision.model_dump(mode="json"),
+        )
 
     @app.post(
         "/v1/memories/batch", status_code=201, response_model=IdsOut, tags=["memories"],
@@ -567,6 +575,14 @@ def create_app(
     ) -> dict[str, Any]:
         rows = await service.archived(actor, agent_id=agent_id, limit=limit, offset=offset)
         return {"archived": [r.model_dump(mode="json") for r in rows]}
+
+    @app.post(
+        "/v1/archive", response_model=ArchiveOut, tags=["lifecycle"],
+        summary="Move memories to the archive (restorable by id)",
+    )  # fmt: skip
+    async def archive(body: ArchiveBody, actor: Caller) -> ArchiveOut:
+        index = await service.archive(actor, body.ids, agent_id=body.agent_id, reason=body.reason)
+        return ArchiveOut(index=index)
 
     @app.post(
         "/v1/archive/{memory_id}/restore", response_model=EntryOut, tags=["lifecycle"],

@@ -17,6 +17,8 @@ __all__ = [
     "AddBody",
     "AddManyBody",
     "AgentsOut",
+    "ArchiveBody",
+    "ArchiveOut",
     "ArchivedOut",
     "AuditOut",
     "ConsolidateBody",
@@ -106,6 +108,9 @@ class AddBody(BaseModel):
     source: str | None = Field(default=None, max_length=200)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     dedup: bool | None = None
+    admission: bool = Field(
+        default=False, description="Run admission control; a low-value text is rejected."
+    )
 
 
 class StoredOut(BaseModel):
@@ -114,6 +119,10 @@ class StoredOut(BaseModel):
     id: str | None = Field(examples=["01a204f6-3f8c-7000-97c6-5989b26e79e2"])
     decision: str = Field(examples=["add"], description="add, noop, supersede or reject")
     reason: str = Field(examples=["new"])
+    detail: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The whole write decision (duplicate_of, old_id, detected, scores...).",
+    )
 
 
 class AddManyItem(BaseModel):
@@ -131,6 +140,7 @@ class AddManyItem(BaseModel):
     label: str | None = Field(default=None, max_length=200)
     source: str | None = Field(default=None, max_length=200)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class AddManyBody(BaseModel):
@@ -273,6 +283,22 @@ class SweepOut(BaseModel):
 
     expired: dict[str, str]
     evicted: dict[str, str]
+
+
+class ArchiveBody(BaseModel):
+    """Move memories to the archive by request (restorable by id)."""
+
+    model_config = _Body
+
+    agent_id: str = AgentId
+    ids: list[str] = Field(min_length=1, max_length=1000)
+    reason: str = Field(default="archive", min_length=1, max_length=100)
+
+
+class ArchiveOut(BaseModel):
+    """Original id -> archive id of every memory moved (unknown ids are left out)."""
+
+    index: dict[str, str]
 
 
 class ArchivedOut(BaseModel):

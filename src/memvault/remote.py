@@ -1,0 +1,1040 @@
+"""The remote client: :class:`RemoteAsyncMemory` speaks the REST API of ``memvault serve``.
+
+``AsyncMemory("http://host:8765", api_key=...)`` returns one, and ``Memory(...)`` with a server URL
+runs one on its loop thread, so code moves from an embedded store to a server by changing the
+URL: every method keeps its signature, its return type and its errors. A response's
+``{"error": {"code", "message"}}`` becomes the memvault exception of that code (the table in
+:mod:`memvault.server.errors`) with the server's message; a server that cannot be reached, times
+out or answers something that is not memvault is a :class:`~memvault.errors.MemoryConnectionError`
+naming the URL. httpx's own exceptions never escape.
+
+What the server decides for itself is not sent: its retrieval preset, its consolidation LLM and
+settings, its retention rules and consolidation schedule; asking for them per call raises
+:class:`~memvault.errors.MemoryCapabilityError`. Reads (``GET``) are retried twice on connection
+failures and ``503``; writes are never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from pydantic import ValidationError
+
+import memvault
+from memvault.backends._base import check_agent, check_id, model_error
+from memvault.config import MemvaultConfig
+from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
+from memvault.errors import (
+    EmbeddingModelChangedError,
+    MemoryAuthenticationError,
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryConflictError,
+    MemoryConnectionError,
+    MemoryError,
+    MemoryNotFoundError,
+    MemoryPermissionError,
+    MemoryRetrievalError,
+    MemoryStoreError,
+    MemoryValidationError,
+)
+from memvault.injection.context import ContextInjectionConfig, _check_request
+from memvault.memory import (
+    AsyncMemory,
+    CategoryLike,
+    _categories,
+    _item_request,
+    _load_export,
+    _request,
+    parse_category,
+    server_url,
+)
+from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryScope,
+    MemoryStoreRequest,
+    ScoreBreakdown,
+    StoreStats,
+)
+from memvault.protocols import Embedder, LLMProvider, MemoryStore
+from memvault.retrieval.filters import MemoryFilterStrategy
+from memvault.retrieval.packing import MemoryContext
+from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.server.errors import ERROR_TABLE
+from memvault.write.executor import WriteOutcome
+from memvault.write.pipeline import WriteDecision
+from memvault.write.retention import RetentionPolicy, RetentionReport
+
+__all__ = ["API_KEY_ENV", "RemoteAsyncMemory"]
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "MEMVAULT_API_KEY"
+"""The environment variable a remote memory takes its API key from when none is given."""
+
+DEFAULT_TIMEOUT = 30.0
+
+# Wire limits of the REST bodies (memvault.server.schemas). Batches are cut to fit them; search
+# and context limits above the wire maximum ask for the maximum (the best hits come first).
+_BATCH_ITEMS = 1000
+_BATCH_BYTES = 3 * 1024 * 1024  # under the server's default 4 MiB body limit
+_SEARCH_LIMIT = 100
+_CONTEXT_LIMIT = 100
+_TOKEN_BUDGET = 200_000
+
+_GET_RETRIES = 2
+_BACKOFF_SECONDS = 0.1
+
+Kind = Literal["read", "write"]
+
+_BY_CODE: dict[str, type[MemoryError]] = {code: cls for cls, (code, _) in ERROR_TABLE.items()}
+_BY_STATUS: dict[int, type[MemoryError]] = {
+    400: MemoryValidationError,
+    401: MemoryAuthenticationError,
+    403: MemoryPermissionError,
+    404: MemoryNotFoundError,
+    405: MemoryCapabilityError,
+    409: MemoryConflictError,
+    413: MemoryValidationError,
+    422: MemoryValidationError,
+    501: MemoryCapabilityError,
+    503: MemoryConnectionError,
+}
+
+
+def _failure(kind: Kind, message: str) -> MemoryError:
+    """The generic error of a failed read or write."""
+    return MemoryRetrievalError(message) if kind == "read" else MemoryStoreError(message)
+
+
+def _make(cls: type[MemoryError], message: str) -> MemoryError:
+    if cls is EmbeddingModelChangedError:
+        # The server keeps the model names in its log; the message names them too.
+        return EmbeddingModelChangedError(
+            message, stored_model="unknown", configured_model="unknown"
+        )
+    return cls(message)
+
+
+def _not_remote(what: str) -> MemoryCapabilityError:
+    return MemoryCapabilityError(f"{what} is not available over HTTP")
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _store_body(request: MemoryStoreRequest, position: int | None = None) -> dict[str, Any]:
+    """The REST fields of one validated store request (``AddBody`` / ``AddManyItem``)."""
+    meta = request.metadata
+    unsent = [
+        name
+        for name, is_set in (
+            ("valid_from", request.valid_from is not None),
+            ("scope", request.scope is not MemoryScope.PRIVATE),
+        )
+        if is_set
+    ]
+    if unsent:
+        where = "" if position is None else f"item {position}: "
+        raise _not_remote(f"{where}setting {', '.join(unsent)} on a memory")
+    if meta.confidence != 1.0 and position is None:
+        raise _not_remote("setting confidence on a single add (use add_many)")
+    body: dict[str, Any] = {
+        "content": request.content,
+        "category": request.category.value,
+        "tags": list(meta.tags),
+        "metadata": dict(meta.extra),
+        "importance": meta.importance,
+    }
+    if meta.confidence != 1.0:
+        body["confidence"] = meta.confidence
+    optional = {
+        "created_at": _iso(request.created_at),
+        "expires_at": _iso(request.expires_at),
+        "supersedes": request.supersedes,
+        "label": meta.label,
+        "source": meta.source,
+    }
+    body.update({k: v for k, v in optional.items() if v is not None})
+    return body
+
+
+def _encode(body: Any) -> bytes:
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        msg = f"the request cannot be sent as JSON: {exc}"
+        raise MemoryValidationError(msg) from None
+
+
+def _chunks(items: Sequence[dict[str, Any]], limit: int) -> Iterator[builtins.list[dict[str, Any]]]:
+    """``items`` cut into batches of at most ``limit`` items and about ``_BATCH_BYTES`` bytes."""
+    batch: builtins.list[dict[str, Any]] = []
+    size = 0
+    for item in items:
+        n = len(_encode(item)) + 1
+        if batch and (len(batch) >= limit or size + n > _BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += n
+    if batch:
+        yield batch
+
+
+def _entry(data: Any) -> MemoryEntry:
+    """A memory from its REST JSON (``MemoryEntry.to_json`` plus search scores)."""
+    entry = MemoryEntry.from_json(data)
+    update: dict[str, Any] = {}
+    if data.get("relevance_score") is not None:
+        update["relevance_score"] = float(data["relevance_score"])
+    if data.get("score") is not None:
+        update["score"] = ScoreBreakdown.model_validate(data["score"])
+    return entry.model_copy(update=update) if update else entry
+
+
+class RemoteAsyncMemory(AsyncMemory):
+    """:class:`~memvault.AsyncMemory` over the REST API of a memvault server.
+
+    ``RemoteAsyncMemory("http://host:8765", api_key="mvk_...")`` (or ``AsyncMemory(url, ...)``)
+    talks to ``memvault serve``; the key (default ``$MEMVAULT_API_KEY``) decides the tenant and
+    what the caller may do. ``timeout`` bounds every request, in seconds. ``embedder``,
+    ``preset`` and ``track_access`` are accepted for compatibility and ignored (the server
+    embeds, ranks and counts accesses with its own configuration); a ``backend`` cannot be
+    combined with a server URL.
+
+    The HTTP client opens on first use, on the running event loop, and ``close()`` (or
+    ``async with``) releases it.
+
+    Raises:
+        MemoryConfigError: a malformed URL or API key, a ``backend``, an unknown preset name,
+            or a timeout that is not a positive number.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        api_key: str | None = None,
+        config: MemvaultConfig | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        embedder: Embedder | None = None,
+        backend: MemoryStore | None = None,
+        preset: str | RetrievalConfig | None = None,
+        track_access: bool = True,
+    ) -> None:
+        target = server_url(url, config)
+        if target is None:
+            msg = f"not a server URL: {url!r} (expected http(s)://host[:port])"
+            raise MemoryConfigError(msg)
+        self._url = _check_url(target)
+        if backend is not None:
+            msg = "a backend cannot be combined with a server URL (the server has its own store)"
+            raise MemoryConfigError(msg)
+        if isinstance(preset, str):
+            try:
+                get_preset(preset)
+            except KeyError as exc:
+                raise MemoryConfigError(str(exc.args[0])) from None
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout < float("inf")
+        ):
+            msg = f"timeout must be a positive number of seconds, got {timeout!r}"
+            raise MemoryConfigError(msg)
+        self._timeout = float(timeout)
+        self._api_key = _check_key(api_key if api_key is not None else os.environ.get(API_KEY_ENV))
+        self._config = config if config is not None else MemvaultConfig()
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"RemoteAsyncMemory({self._url!r})"
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> MemoryStore:
+        """A remote memory has no local backend.
+
+        Raises:
+            MemoryCapabilityError: always.
+        """
+        msg = f"the memory at {self._url} is a server: it has no local backend"
+        raise MemoryCapabilityError(msg)
+
+    @property
+    def location(self) -> str:
+        """The server's URL."""
+        return self._url
+
+    @property
+    def config(self) -> MemvaultConfig:
+        """The client-side configuration (the one given, else the defaults)."""
+        return self._config
+
+    @property
+    def retention(self) -> RetentionPolicy:
+        """Retention rules are the server's configuration.
+
+        Raises:
+            MemoryCapabilityError: always.
+        """
+        raise _not_remote("reading the server's retention rules")
+
+    async def _ready(self) -> MemoryStore:
+        raise _not_remote("the local store")
+
+    def _http(self) -> httpx.AsyncClient:
+        """The HTTP client of the running loop (made on first use)."""
+        if self._closed:
+            msg = "this memory is closed"
+            raise MemoryConnectionError(msg)
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            headers = {
+                "Accept": "application/json",
+                "User-Agent": f"memvault/{memvault.__version__}",
+            }
+            if self._api_key is not None:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+            self._client = httpx.AsyncClient(
+                base_url=self._url,
+                headers=headers,
+                timeout=self._timeout,
+                follow_redirects=False,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        kind: Kind,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """Send one request; the decoded JSON of a success, else the mapped memvault error."""
+        content = None if body is None else _encode(body)
+        headers = None if content is None else {"Content-Type": "application/json"}
+        query = None if params is None else {k: v for k, v in params.items() if v is not None}
+        attempts = 1 + _GET_RETRIES if method == "GET" else 1
+        client = self._http()
+        for attempt in range(attempts):
+            last = attempt + 1 == attempts
+            try:
+                resp = await client.request(
+                    method, path, params=query, content=content, headers=headers
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if not last:
+                    await asyncio.sleep(_BACKOFF_SECONDS * (attempt + 1))
+                    continue
+                reason = str(exc) or type(exc).__name__
+                msg = f"cannot reach the memvault server at {self._url}: {reason}"
+                raise MemoryConnectionError(msg) from None
+            except httpx.TimeoutException:
+                msg = f"the memvault server at {self._url} did not answer within {self._timeout:g}s"
+                raise MemoryConnectionError(msg) from None
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                reason = str(exc) or type(exc).__name__
+                msg = f"the request to the memvault server at {self._url} failed: {reason}"
+                raise MemoryConnectionError(msg) from None
+            if resp.status_code == 503 and not last and _code(resp) != "embedding_model_changed":
+                await asyncio.sleep(_BACKOFF_SECONDS * (attempt + 1))
+                continue
+            break
+        if resp.is_success:
+            try:
+                return resp.json()
+            except ValueError:
+                msg = (
+                    f"{self._url} answered {method} {path} with a body that is not JSON: "
+                    "is it a memvault server?"
+                )
+                raise MemoryConnectionError(msg) from None
+        raise self._error(resp, kind)
+
+    def _error(self, resp: httpx.Response, kind: Kind) -> MemoryError:
+        """The memvault error of an error response (by its code, else by its status)."""
+        status = resp.status_code
+        code, message = _code(resp), _message(resp)
+        text = message or f"the memvault server at {self._url} answered HTTP {status}"
+        cls = _BY_CODE.get(code) if code is not None and code != "internal_error" else None
+        if cls is None:
+            cls = _BY_STATUS.get(status)
+        if cls is not None:
+            return _make(cls, text)
+        if 300 <= status < 400:
+            where = resp.headers.get("location", "elsewhere")
+            msg = f"the memvault server at {self._url} redirects to {where}: use that URL"
+            return MemoryConnectionError(msg)
+        if status == 500 and message is not None:
+            return _failure(kind, f"{message} (memvault server at {self._url})")
+        if status >= 500:
+            msg = f"the memvault server at {self._url} is unavailable (HTTP {status})"
+            return MemoryConnectionError(msg)
+        return _failure(kind, text)
+
+    @contextmanager
+    def _decoding(self, kind: Kind) -> Iterator[None]:
+        """Turn a response of an unexpected shape into a read/write error."""
+        try:
+            yield
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if isinstance(exc, MemoryError):
+                raise
+            msg = f"unexpected response from the memvault server at {self._url}: {exc}"
+            raise _failure(kind, msg) from None
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+    ) -> str:
+        """Store one memory for ``agent_id`` and return its id (``POST /v1/memories``)."""
+        outcome = await self.write(
+            content,
+            agent_id=agent_id,
+            category=category,
+            tags=tags,
+            metadata=metadata,
+            created_at=created_at,
+            expires_at=expires_at,
+            supersedes=supersedes,
+            label=label,
+            source=source,
+            importance=importance,
+            dedup=dedup,
+            admission=admission,
+        )
+        return outcome.id or ""
+
+    async def write(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+    ) -> WriteOutcome:
+        """Store one memory and report what the write did (``POST /v1/memories``).
+
+        The server sends its whole decision (kind, reason, duplicate_of, old_id, scores).
+        """
+        agent = check_agent(agent_id)
+        request = _request(
+            content,
+            category=category,
+            tags=tags,
+            metadata=metadata,
+            created_at=created_at,
+            expires_at=expires_at,
+            supersedes=supersedes,
+            label=label,
+            source=source,
+            importance=importance,
+        )
+        body = {"agent_id": agent, **_store_body(request)}
+        if dedup is not None:
+            body["dedup"] = bool(dedup)
+        if admission:
+            body["admission"] = True
+        data = await self._call("POST", "/v1/memories", kind="write", body=body)
+        with self._decoding("write"):
+            mid = data["id"]
+            decision = WriteDecision.model_validate(data["detail"])
+            return WriteOutcome(None if mid is None else str(mid), decision)
+
+    async def add_many(
+        self,
+        items: Sequence[MemoryStoreRequest | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        dedup: bool | None = None,
+    ) -> builtins.list[str]:
+        """Store many memories, ids in input order (``POST /v1/memories/batch``).
+
+        Every item is validated before anything is sent. The server stores each batch of up to
+        1000 items in one transaction; a larger call is sent as several batches.
+        """
+        agent = check_agent(agent_id)
+        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            msg = "items must be a list of dicts or MemoryStoreRequest objects"
+            raise MemoryValidationError(msg)
+        bodies = [_store_body(_item_request(item, i), i) for i, item in enumerate(items)]
+        ids: builtins.list[str] = []
+        for batch in _chunks(bodies, _BATCH_ITEMS):
+            body: dict[str, Any] = {"agent_id": agent, "items": batch}
+            if dedup is not None:
+                body["dedup"] = bool(dedup)
+            data = await self._call("POST", "/v1/memories/batch", kind="write", body=body)
+            with self._decoding("write"):
+                got = [str(i) for i in data["ids"]]
+                if len(got) != len(batch):
+                    msg = f"{len(got)} ids for {len(batch)} items"
+                    raise ValueError(msg)
+            ids.extend(got)
+        return ids
+
+    async def delete(self, memory_id: str, *, agent_id: str) -> bool:
+        """Delete one memory; False if the agent has no memory with that id."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        try:
+            await self._call(
+                "DELETE", f"/v1/memories/{mid}", kind="write", params={"agent_id": agent}
+            )
+        except MemoryNotFoundError:
+            return False
+        return True
+
+    async def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Delete all memories of the agent (or of one category); returns how many.
+
+        The server allows it to ``admin`` keys only.
+        """
+        agent = check_agent(agent_id)
+        cat = None if category is None else parse_category(category)
+        params = {"agent_id": agent, "category": None if cat is None else cat.value}
+        data = await self._call("DELETE", "/v1/memories", kind="write", params=params)
+        with self._decoding("write"):
+            return int(data["deleted"])
+
+    # -- retention and archive ------------------------------------------------------------------
+
+    async def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
+        """Have the server enforce its retention rules now (``POST /v1/sweep``, admin)."""
+        agent = None if agent_id is None else check_agent(agent_id)
+        body = {} if agent is None else {"agent_id": agent}
+        data = await self._call("POST", "/v1/sweep", kind="write", body=body)
+        with self._decoding("write"):
+            return RetentionReport(
+                expired={str(k): str(v) for k, v in data["expired"].items()},
+                evicted={str(k): str(v) for k, v in data["evicted"].items()},
+            )
+
+    async def consolidate(
+        self,
+        *,
+        agent_id: str,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+        dry_run: bool = False,
+        config: ConsolidationConfig | None = None,
+    ) -> ConsolidationResult:
+        """Consolidate on the server, with its own LLM and settings (``POST /v1/consolidate``).
+
+        Raises:
+            MemoryCapabilityError: ``llm`` or ``config`` given (the server uses its own).
+            MemoryValidationError: unknown strategy.
+        """
+        agent = check_agent(agent_id)
+        try:
+            kind = ConsolidationStrategy(strategy)
+        except ValueError:
+            names = ", ".join(s.value for s in ConsolidationStrategy)
+            msg = f"unknown consolidation strategy {strategy!r} (choose from {names})"
+            raise MemoryValidationError(msg) from None
+        if llm is not None:
+            raise _not_remote("choosing the consolidation LLM (the server uses its own)")
+        if config is not None:
+            raise _not_remote("a consolidation config (the server uses its own)")
+        body = {"agent_id": agent, "strategy": kind.value, "dry_run": bool(dry_run)}
+        data = await self._call("POST", "/v1/consolidate", kind="write", body=body)
+        with self._decoding("write"):
+            return ConsolidationResult.model_validate(data)
+
+    async def consolidate_if_due(
+        self,
+        *,
+        agent_id: str,
+        session_ended: bool = False,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+    ) -> ConsolidationResult | None:
+        """Scheduled consolidation is the server's job.
+
+        Raises:
+            MemoryCapabilityError: always (call :meth:`consolidate` to consolidate now).
+        """
+        raise _not_remote("scheduled consolidation (the server schedules it; use consolidate)")
+
+    async def archived(
+        self, *, agent_id: str, limit: int = 100, offset: int = 0
+    ) -> builtins.list[ArchivedEntry]:
+        """The agent's archived memories, newest first (``GET /v1/archive``)."""
+        agent = check_agent(agent_id)
+        params = {"agent_id": agent, "limit": limit, "offset": offset}
+        data = await self._call("GET", "/v1/archive", kind="read", params=params)
+        with self._decoding("read"):
+            return [ArchivedEntry.model_validate(row) for row in data["archived"]]
+
+    async def archive(
+        self, ids: Sequence[str], *, agent_id: str, reason: str = "archive"
+    ) -> dict[str, str]:
+        """Move memories to the archive (``POST /v1/archive``); original id -> archive id."""
+        agent = check_agent(agent_id)
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            msg = "ids must be a list of memory ids"
+            raise MemoryValidationError(msg)
+        wanted = [check_id(i) for i in ids]
+        if not wanted:
+            return {}
+        index: dict[str, str] = {}
+        for start in range(0, len(wanted), 1000):
+            body = {"agent_id": agent, "ids": wanted[start : start + 1000], "reason": reason}
+            data = await self._call("POST", "/v1/archive", kind="write", body=body)
+            with self._decoding("write"):
+                index.update({str(k): str(v) for k, v in data["index"].items()})
+        return index
+
+    async def restore(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """Bring an archived memory back under its original id.
+
+        Raises:
+            MemoryNotFoundError: the agent has no archived memory with that id.
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        path = f"/v1/archive/{mid}/restore"
+        data = await self._call("POST", path, kind="write", body={"agent_id": agent})
+        with self._decoding("write"):
+            return _entry(data)
+
+    async def audit(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 100
+    ) -> builtins.list[AuditRecord]:
+        """The newest audit records (of one agent and/or memory), oldest first (admin)."""
+        agent = None if agent_id is None else check_agent(agent_id)
+        params = {"agent_id": agent, "memory_id": memory_id, "limit": limit}
+        data = await self._call("GET", "/v1/audit", kind="read", params=params)
+        with self._decoding("read"):
+            return [AuditRecord.model_validate(row) for row in data["records"]]
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        tags: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        include_shared: bool = False,
+        include_superseded: bool = False,
+        min_relevance: float = 0.0,
+        preset: str | RetrievalConfig | None = None,
+        explain: bool = False,
+    ) -> builtins.list[MemoryEntry]:
+        """Hybrid search of the agent's memories on the server (``POST /v1/search``).
+
+        The server returns at most 100 results per search (a larger ``limit`` gets the best 100).
+
+        Raises:
+            MemoryCapabilityError: ``preset`` given (the server ranks with its own preset).
+        """
+        agent = check_agent(agent_id)
+        if not isinstance(query, str) or not query.strip():
+            msg = "search query is empty"
+            raise MemoryValidationError(msg)
+        q = self._query(
+            query,
+            limit=limit,
+            categories=categories,
+            tags=tags,
+            since=since,
+            until=until,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            min_relevance=min_relevance,
+        )
+        if preset is not None:
+            raise _not_remote("a per-search retrieval preset (the server uses its own)")
+        body: dict[str, Any] = {
+            "agent_id": agent,
+            "query": query,
+            "limit": min(q.limit, _SEARCH_LIMIT),
+            "include_shared": bool(include_shared),
+            "include_superseded": q.include_superseded,
+            "min_relevance": q.min_relevance,
+            "explain": bool(explain),
+        }
+        if q.categories is not None:
+            body["categories"] = sorted(c.value for c in q.categories)
+        if q.tags:
+            body["tags"] = list(q.tags)
+        for name, value in (("since", q.since), ("until", q.until), ("as_of", q.as_of)):
+            if value is not None:
+                body[name] = value.isoformat()
+        data = await self._call("POST", "/v1/search", kind="read", body=body)
+        with self._decoding("read"):
+            return [_entry(row) for row in data["results"]]
+
+    async def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """One memory of the agent.
+
+        Raises:
+            MemoryNotFoundError: no such id for this agent (another agent's id looks the same).
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        data = await self._call(
+            "GET", f"/v1/memories/{mid}", kind="read", params={"agent_id": agent}
+        )
+        with self._decoding("read"):
+            return _entry(data)
+
+    async def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Number of memories of the agent (of one category)."""
+        agent = check_agent(agent_id)
+        cat = None if category is None else parse_category(category)
+        params = {"agent_id": agent, "category": None if cat is None else cat.value}
+        data = await self._call("GET", "/v1/count", kind="read", params=params)
+        with self._decoding("read"):
+            return int(data["count"])
+
+    async def list(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        label: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        include_superseded: bool = False,
+    ) -> builtins.list[MemoryEntry]:
+        """The agent's memories, newest first, filtered by category, label and tags."""
+        agent = check_agent(agent_id)
+        if offset < 0:
+            msg = "offset must be >= 0"
+            raise MemoryValidationError(msg)
+        q = self._query(
+            None,
+            limit=limit,
+            categories=category,
+            tags=tags,
+            label=label,
+            include_superseded=include_superseded,
+        )
+        cat = None if category is None else parse_category(category)
+        params: dict[str, Any] = {
+            "agent_id": agent,
+            "category": None if cat is None else cat.value,
+            "label": q.label,
+            "tags": list(q.tags) or None,
+            "limit": q.limit,
+            "offset": offset,
+            "include_superseded": q.include_superseded,
+        }
+        data = await self._call("GET", "/v1/memories", kind="read", params=params)
+        with self._decoding("read"):
+            return [_entry(row) for row in data["memories"]]
+
+    async def context(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        token_budget: int = 800,
+        limit: int = 20,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        role: Literal["system", "user"] = "system",
+        filter_strategy: MemoryFilterStrategy | None = None,
+        mmr: bool = False,
+    ) -> MemoryContext:
+        """Relevant memories packed into ``token_budget`` tokens (``POST /v1/context``).
+
+        A ``filter_strategy`` is code, which cannot travel: with one, the pipeline runs here
+        over the server's search results.
+        """
+        if filter_strategy is not None:
+            return await super().context(
+                query,
+                agent_id=agent_id,
+                token_budget=token_budget,
+                limit=limit,
+                categories=categories,
+                role=role,
+                filter_strategy=filter_strategy,
+                mmr=mmr,
+            )
+        try:
+            ContextInjectionConfig(role=role, max_memories=limit, mmr_enabled=mmr)
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        _check_request(agent_id, query, token_budget)
+        agent = check_agent(agent_id)
+        cats = _categories(categories)
+        body: dict[str, Any] = {
+            "agent_id": agent,
+            "query": query,
+            "token_budget": min(token_budget, _TOKEN_BUDGET),
+            "limit": min(limit, _CONTEXT_LIMIT),
+            "role": role,
+            "mmr": bool(mmr),
+        }
+        if cats is not None:
+            body["categories"] = sorted(c.value for c in cats)
+        data = await self._call("POST", "/v1/context", kind="read", body=body)
+        with self._decoding("read"):
+            return MemoryContext(
+                entries=tuple(_entry(row) for row in data["entries"]),
+                text=str(data["text"]),
+                tokens=int(data["tokens"]),
+                role=str(data["role"]),
+                messages=tuple(
+                    {str(k): str(v) for k, v in message.items()} for message in data["messages"]
+                ),
+            )
+
+    # -- shared knowledge -------------------------------------------------------------------------
+
+    async def publish(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Publish knowledge every agent of the key's tenant can find; returns its id."""
+        agent = check_agent(agent_id)
+        request = _request(content, category=category, tags=tags, metadata=metadata)
+        body = {
+            "agent_id": agent,
+            "content": request.content,
+            "category": request.category.value,
+            "tags": list(request.metadata.tags),
+            "metadata": dict(request.metadata.extra),
+        }
+        data = await self._call("POST", "/v1/shared", kind="write", body=body)
+        with self._decoding("write"):
+            return str(data["id"])
+
+    async def search_shared(
+        self, query: str, *, limit: int = 10, exclude_agent: str | None = None
+    ) -> builtins.list[MemoryEntry]:
+        """Search the tenant's shared knowledge, best first (at most 100 results)."""
+        exclude = None if exclude_agent is None else check_agent(exclude_agent)
+        if not isinstance(query, str) or not query.strip():
+            msg = "search query is empty"
+            raise MemoryValidationError(msg)
+        q = self._query(query, limit=limit)
+        body: dict[str, Any] = {"query": query, "limit": min(q.limit, _SEARCH_LIMIT)}
+        if exclude is not None:
+            body["exclude_agent"] = exclude
+        data = await self._call("POST", "/v1/shared/search", kind="read", body=body)
+        with self._decoding("read"):
+            return [_entry(row).model_copy(update={"score": None}) for row in data["results"]]
+
+    async def retract(self, memory_id: str, *, agent_id: str) -> bool:
+        """Retract shared knowledge ``agent_id`` published; False if it is not a live one."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        data = await self._call(
+            "DELETE", f"/v1/shared/{mid}", kind="write", params={"agent_id": agent}
+        )
+        with self._decoding("write"):
+            return bool(data["retracted"])
+
+    # -- bulk -----------------------------------------------------------------------------------
+
+    async def export(
+        self, path: str | Path | None = None, *, agent_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Every memory (of one agent, or the tenant's: admin) as JSON objects; written to
+        ``path`` (atomically) if given."""
+        agent = None if agent_id is None else check_agent(agent_id)
+        data = await self._call("GET", "/v1/export", kind="read", params={"agent_id": agent})
+        with self._decoding("read"):
+            rows = data["memories"]
+            if not isinstance(rows, builtins.list) or not all(isinstance(r, dict) for r in rows):
+                msg = "'memories' is not a list of objects"
+                raise TypeError(msg)
+        if path is not None:
+            target = Path(path)
+            tmp = target.with_name(target.name + ".tmp")
+            try:
+                tmp.write_text(json.dumps(rows, ensure_ascii=False, indent=2), encoding="utf-8")
+                tmp.replace(target)
+            except OSError as exc:
+                msg = f"cannot write export file {target}: {exc.strerror or exc}"
+                raise MemoryStoreError(msg) from exc
+        return rows
+
+    async def import_(
+        self,
+        source: str | Path | Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str | None = None,
+        batch_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Import memories from an export into the server (``POST /v1/import``, admin).
+
+        Everything is validated here before anything is sent; batches of ``batch_size`` go one
+        request each (idempotent: known ids are skipped, so an interrupted import is finished
+        by running it again). Returns how many memories were added.
+        """
+        agent = None if agent_id is None else check_agent(agent_id)
+        if batch_size < 1:
+            msg = "batch_size must be >= 1"
+            raise MemoryValidationError(msg)
+        items = _load_export(source)
+        rows: builtins.list[dict[str, Any]] = []
+        for i, item in enumerate(items):
+            try:
+                rows.append(MemoryEntry.from_json(dict(item), agent_id=agent).to_json())
+            except (ValidationError, ValueError, KeyError, TypeError) as exc:
+                detail = model_error(exc).args[0] if isinstance(exc, ValidationError) else exc
+                msg = f"import item {i}: {detail}"
+                raise MemoryValidationError(msg) from None
+        added = 0
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start : start + batch_size]
+            for part in _chunks(batch, batch_size):
+                body: dict[str, Any] = {"items": part}
+                if agent is not None:
+                    body["agent_id"] = agent
+                data = await self._call("POST", "/v1/import", kind="write", body=body)
+                with self._decoding("write"):
+                    added += int(data["added"])
+            if on_progress is not None:
+                on_progress(start + len(batch), len(rows))
+        return added
+
+    async def stats(self) -> StoreStats:
+        """Counts of the key's tenant store (not for agent keys)."""
+        data = await self._call("GET", "/v1/stats", kind="read")
+        with self._decoding("read"):
+            return StoreStats.model_validate(data)
+
+    async def agents(self) -> builtins.list[str]:
+        """Agent ids that have memories (an agent key sees only itself)."""
+        data = await self._call("GET", "/v1/agents", kind="read")
+        with self._decoding("read"):
+            return [str(a) for a in data["agents"]]
+
+    async def close(self) -> None:
+        """Close the HTTP client (idempotent); later calls raise MemoryConnectionError."""
+        if self._closed:
+            return
+        self._closed = True
+        client, self._client = self._client, None
+        loop, self._client_loop = self._client_loop, None
+        if client is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - close() is a coroutine: a loop runs
+            running = None
+        if running is loop:
+            await client.aclose()
+
+    async def __aenter__(self) -> RemoteAsyncMemory:
+        if self._closed:
+            msg = "this memory is closed"
+            raise MemoryConnectionError(msg)
+        return self
+
+
+def _code(resp: httpx.Response) -> str | None:
+    error = _error_body(resp)
+    code = error.get("code")
+    return code if isinstance(code, str) else None
+
+
+def _message(resp: httpx.Response) -> str | None:
+    error = _error_body(resp)
+    message = error.get("message")
+    return message if isinstance(message, str) and message.strip() else None
+
+
+def _error_body(resp: httpx.Response) -> dict[str, Any]:
+    try:
+        data = resp.json()
+    except ValueError:
+        return {}
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _check_url(url: str) -> str:
+    if not isinstance(url, str):
+        msg = f"a server URL must be a string, got {type(url).__name__}"
+        raise MemoryConfigError(msg)
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        msg = f"invalid server URL {url!r}: {exc}"
+        raise MemoryConfigError(msg) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        msg = f"invalid server URL {url!r}: expected http(s)://host[:port]"
+        raise MemoryConfigError(msg)
+    if parsed.query or parsed.fragment:
+        msg = f"invalid server URL {url!r}: it must not have a query or fragment"
+        raise MemoryConfigError(msg)
+    return url.rstrip("/")
+
+
+def _check_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        msg = f"api_key must be a string, got {type(key).__name__}"
+        raise MemoryConfigError(msg)
+    key = key.strip()
+    if not key:
+        return None
+    if not key.isprintable() or not key.isascii() or any(c.isspace() for c in key):
+        msg = "api_key contains characters an API key never has (whitespace or control)"
+        raise MemoryConfigError(msg)
+    return key
