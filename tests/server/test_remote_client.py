@@ -597,6 +597,11 @@ def test_cli_over_http(
     code, out, err = _cli(capsys, *db, "search", "web framework", "-a", "dev-1")
     assert code == 2 and "invalid or revoked API key" in err
     monkeypatch.delenv(API_KEY_ENV)
+    # The key can also be given as an option.
+    code, out, err = _cli(
+        capsys, *db, "--api-key", server.secrets["dev1"], "list", "-a", "dev-1", "--json"
+    )
+    assert code == 0 and len(json.loads(out)) == 2, err
     code, out, err = _cli(capsys, "--db", f"http://127.0.0.1:{_closed_port()}", "list")
     assert code == 2 and "cannot reach the memvault server" in err
 

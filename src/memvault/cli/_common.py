@@ -28,6 +28,7 @@ class State:
 
     db: str | None = None
     config: str | None = None
+    api_key: str | None = None
     memory: Memory | None = None
 
 
@@ -38,7 +39,7 @@ def open_memory() -> Memory:
     """The store named by ``--db`` / ``--config`` / the environment (opened once per run)."""
     if state.memory is None:
         cfg = load_config(state.config, url=state.db)
-        state.memory = Memory(state.db, config=cfg)
+        state.memory = Memory(state.db, config=cfg, api_key=state.api_key)
     return state.memory
 
 

@@ -36,16 +36,27 @@ def _global(
     db: Annotated[
         str | None,
         typer.Option(
-            "--db", envvar="MEMVAULT_URL", help="Store URL: a path, sqlite:///x.db, memory://."
+            "--db",
+            envvar="MEMVAULT_URL",
+            help="Store URL: a path, sqlite:///x.db, postgresql://..., memory://, or a server http://host:port.",
         ),
     ] = None,
     config: Annotated[
         str | None, typer.Option("--config", envvar="MEMVAULT_CONFIG", help="memvault.yaml path.")
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="MEMVAULT_API_KEY",
+            help="API key for a server URL given as --db (http://host:8765).",
+        ),
+    ] = None,
 ) -> None:
     """Durable, typed memory for LLM agents."""
     state.db = db
     state.config = config
+    state.api_key = api_key
 
 
 memories.register(app)
