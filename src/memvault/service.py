@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
 from memvault._actor import acting_as
@@ -346,6 +347,7 @@ class MemoryService:
         include_superseded: bool = False,
         min_relevance: float = 0.0,
         explain: bool = False,
+        preset: str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """Hybrid search of the agent's memories (and the shared knowledge), best first."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -363,6 +365,7 @@ class MemoryService:
             include_superseded=include_superseded,
             min_relevance=min_relevance,
             explain=explain,
+            preset=preset,
         )
 
     async def context(
@@ -455,32 +458,39 @@ class MemoryService:
             return await memory.clear(agent_id=agent, category=category)
 
     async def export(
-        self, actor: Actor, *, agent_id: str | None = None
+        self, actor: Actor, *, agent_id: str | None = None, path: str | Path | None = None
     ) -> builtins.list[dict[str, Any]]:
-        """Every memory of one agent (``read``) or of the whole tenant (``admin``) as JSON."""
+        """Every memory of one agent (``read``) or of the whole tenant (``admin``) as JSON.
+
+        ``path`` (local callers only, e.g. the CLI) also writes the JSON file atomically.
+        """
         if agent_id is None:
             self._check(actor, Scope.ADMIN, None)
             agent = None
         else:
             agent = self._agent(actor, Scope.READ, agent_id)
         memory = await self.memory(actor.tenant)
-        return await memory.export(agent_id=agent)
+        return await memory.export(path, agent_id=agent)
 
     async def import_(
         self,
         actor: Actor,
-        items: Sequence[Mapping[str, Any]],
+        source: str | Path | Sequence[Mapping[str, Any]],
         *,
         agent_id: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Import exported memories (idempotent); needs ``admin``. Returns how many were added."""
+        """Import exported memories (idempotent); needs ``admin``. Returns how many were added.
+
+        ``source`` is the parsed JSON array, or (local callers only) an export file's path.
+        """
         agent = self._check(actor, Scope.ADMIN, agent_id)
-        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        if isinstance(source, bytes) or not isinstance(source, (str, Path, Sequence)):
             msg = "import expects a list of exported memories"
             raise MemoryValidationError(msg)
         memory = await self.memory(actor.tenant)
         with acting_as(actor.label):
-            return await memory.import_(items, agent_id=agent)
+            return await memory.import_(source, agent_id=agent, on_progress=on_progress)
 
     async def stats(self, actor: Actor) -> StoreStats:
         """Counts of the tenant's store (not for agent actors)."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -15,8 +17,22 @@ from memvault.config import load_config
 from memvault.errors import MemoryValidationError
 from memvault.memory import Memory
 from memvault.models import MemoryEntry
+from memvault.protocols import LLMProvider
+from memvault.service import Actor, MemoryService
 
-__all__ = ["State", "emit_json", "err_console", "open_memory", "out", "parse_datetime", "state"]
+__all__ = [
+    "LocalService",
+    "State",
+    "emit_json",
+    "err_console",
+    "open_memory",
+    "open_service",
+    "out",
+    "parse_datetime",
+    "state",
+]
+
+T = TypeVar("T")
 
 out = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -41,6 +57,42 @@ def open_memory() -> Memory:
         cfg = load_config(state.config, url=state.db)
         state.memory = Memory(state.db, config=cfg, api_key=state.api_key)
     return state.memory
+
+
+@dataclass
+class LocalService:
+    """The CLI's way into memvault: the :class:`MemoryService` over the ``--db`` store.
+
+    Commands act as the local user, an admin of the store they opened (they own the file).
+    Over a server URL the server authorises the API key instead, and the local actor only
+    names the caller in error messages.
+    """
+
+    memory: Memory
+    service: MemoryService
+    actor: Actor
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one service call on the memory's private event loop."""
+        return self.memory._run(coro)
+
+
+def local_user() -> str:
+    """The operating-system user running the CLI (``local`` if it cannot be told)."""
+    try:
+        return getpass.getuser() or "local"
+    except (KeyError, OSError):
+        return "local"
+
+
+def open_service(llm: LLMProvider | None = None) -> LocalService:
+    """The service over the store ``--db`` names, acting as the local user (admin)."""
+    mem = open_memory()
+    return LocalService(
+        memory=mem,
+        service=MemoryService.for_memory(mem.aio, llm=llm),
+        actor=Actor.admin(local_user()),
+    )
 
 
 def close_memory() -> None:

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.cli._common import AgentOption, JsonOption, emit_json, entry_json, open_memory, out
+from memvault.cli._common import AgentOption, JsonOption, emit_json, entry_json, open_service, out
 
 __all__ = ["register"]
 
@@ -27,7 +27,8 @@ def archive_list(
     as_json: bool = JsonOption,
 ) -> None:
     """List an agent's archived memories, newest first."""
-    rows = open_memory().archived(agent_id=agent, limit=limit)
+    svc = open_service()
+    rows = svc.run(svc.service.archived(svc.actor, agent_id=agent, limit=limit))
     if as_json:
         emit_json(
             [
@@ -62,7 +63,8 @@ def archive_restore(
     agent: str = AgentOption,
 ) -> None:
     """Bring an archived memory back under its original id."""
-    entry = open_memory().restore(memory_id, agent_id=agent)
+    svc = open_service()
+    entry = svc.run(svc.service.restore(svc.actor, memory_id, agent_id=agent))
     out.print(f"restored {entry.id}")
 
 
@@ -77,7 +79,10 @@ def audit(
     as_json: bool = JsonOption,
 ) -> None:
     """Show the append-only audit log (store, delete, supersede, evict, restore ...)."""
-    records = open_memory().audit(agent_id=agent, memory_id=memory_id, limit=limit)
+    svc = open_service()
+    records = svc.run(
+        svc.service.audit(svc.actor, agent_id=agent, memory_id=memory_id, limit=limit)
+    )
     if as_json:
         emit_json([r.model_dump(mode="json") for r in records])
         return
@@ -96,7 +101,8 @@ def sweep(
     as_json: bool = JsonOption,
 ) -> None:
     """Enforce retention now: archive expired memories and evict over the caps."""
-    report = open_memory().sweep(agent_id=agent)
+    svc = open_service()
+    report = svc.run(svc.service.sweep(svc.actor, agent_id=agent))
     if as_json:
         emit_json({"expired": report.expired, "evicted": report.evicted})
         return
@@ -135,10 +141,11 @@ def consolidate(
         from memvault.llm import OpenAICompatibleLLM
 
         llm = OpenAICompatibleLLM(llm_url, llm_model)
-    mem = open_memory()
-    agents = [agent] if agent is not None else mem.agents()
+    svc = open_service(llm)
+    agents = [agent] if agent is not None else svc.run(svc.service.agents(svc.actor))
     results = [
-        mem.consolidate(agent_id=a, strategy=strategy, dry_run=dry_run, llm=llm) for a in agents
+        svc.run(svc.service.consolidate(svc.actor, agent_id=a, strategy=strategy, dry_run=dry_run))
+        for a in agents
     ]
     if as_json:
         emit_json([r.model_dump(mode="json") for r in results])

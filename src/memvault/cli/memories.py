@@ -13,7 +13,7 @@ from memvault.cli._common import (
     JsonOption,
     emit_json,
     entry_json,
-    open_memory,
+    open_service,
     out,
     parse_datetime,
 )
@@ -67,15 +67,19 @@ def add(
     json_out: bool = JsonOption,
 ) -> None:
     """Store one memory and print its id."""
-    mem = open_memory()
-    new_id = mem.add(
-        content,
-        agent_id=agent,
-        category=category,
-        tags=tag or (),
-        label=label,
-        created_at=parse_datetime(created_at, "--created-at"),
+    svc = open_service()
+    outcome = svc.run(
+        svc.service.store(
+            svc.actor,
+            content,
+            agent_id=agent,
+            category=category,
+            tags=tag or (),
+            label=label,
+            created_at=parse_datetime(created_at, "--created-at"),
+        )
     )
+    new_id = outcome.id or ""
     if json_out:
         emit_json({"id": new_id})
     else:
@@ -97,15 +101,18 @@ def search(
     json_out: bool = JsonOption,
 ) -> None:
     """Hybrid search of an agent's memories."""
-    mem = open_memory()
-    hits = mem.search(
-        query,
-        agent_id=agent,
-        limit=limit,
-        categories=memory_type or None,
-        tags=tag or None,
-        preset=preset,
-        explain=explain,
+    svc = open_service()
+    hits = svc.run(
+        svc.service.search(
+            svc.actor,
+            query,
+            agent_id=agent,
+            limit=limit,
+            categories=memory_type or None,
+            tags=tag or None,
+            preset=preset,
+            explain=explain,
+        )
     )
     if json_out:
         emit_json([entry_json(h) for h in hits])
@@ -127,8 +134,12 @@ def list_(
     json_out: bool = JsonOption,
 ) -> None:
     """List an agent's memories, newest first."""
-    mem = open_memory()
-    rows = mem.list(agent_id=agent, category=memory_type, label=category, limit=limit)
+    svc = open_service()
+    rows = svc.run(
+        svc.service.list(
+            svc.actor, agent_id=agent, category=memory_type, label=category, limit=limit
+        )
+    )
     if json_out:
         emit_json([entry_json(e) for e in rows])
     elif not rows:
@@ -143,7 +154,8 @@ def get(
     json_out: bool = JsonOption,
 ) -> None:
     """Show one memory."""
-    entry = open_memory().get(memory_id, agent_id=agent)
+    svc = open_service()
+    entry = svc.run(svc.service.get(svc.actor, memory_id, agent_id=agent))
     if json_out:
         emit_json(entry_json(entry))
     else:
@@ -154,11 +166,15 @@ def get(
 def delete(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
     agent: str = AgentOption,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
+    ] = None,
 ) -> None:
-    """Delete one memory."""
+    """Delete one memory (audited under your user name)."""
     from memvault.errors import MemoryNotFoundError
 
-    if not open_memory().delete(memory_id, agent_id=agent):
+    svc = open_service()
+    if not svc.run(svc.service.delete(svc.actor, memory_id, agent_id=agent, reason=reason)):
         msg = f"memory {memory_id} not found for agent {agent!r}"
         raise MemoryNotFoundError(msg)
     out.print(f"deleted {memory_id}")
@@ -168,16 +184,21 @@ def clear(
     agent: str = AgentOption,
     memory_type: Annotated[str | None, typer.Option("--type", help="Only this type.")] = None,
     force: Annotated[bool, typer.Option("--force", "-f", help="Do not ask.")] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
+    ] = None,
 ) -> None:
-    """Delete all of an agent's memories (or one type of them)."""
-    mem = open_memory()
+    """Delete all of an agent's memories (or one type of them); audited."""
+    svc = open_service()
     what = f"{memory_type} memories" if memory_type else "memories"
     if not force:
-        n = mem.count(agent_id=agent, category=memory_type)
+        n = svc.run(svc.service.count(svc.actor, agent_id=agent, category=memory_type))
         if not typer.confirm(f"Delete {n} {what} of agent {agent!r}?", default=False):
             out.print("aborted")
             raise typer.Exit(1)
-    removed = mem.clear(agent_id=agent, category=memory_type)
+    removed = svc.run(
+        svc.service.clear(svc.actor, agent_id=agent, category=memory_type, reason=reason)
+    )
     out.print(f"deleted {removed} {what}")
 
 

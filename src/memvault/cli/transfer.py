@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from memvault.cli._common import JsonOption, emit_json, err_console, open_memory, out
+from memvault.cli._common import JsonOption, emit_json, err_console, open_service, out
 
 __all__ = ["register"]
 
@@ -23,11 +23,11 @@ def export(
     ] = None,
 ) -> None:
     """Export memories as a JSON array."""
-    mem = open_memory()
+    svc = open_service()
     if output is None:
-        emit_json(mem.export(agent_id=agent))
+        emit_json(svc.run(svc.service.export(svc.actor, agent_id=agent)))
         return
-    data = mem.export(output, agent_id=agent)
+    data = svc.run(svc.service.export(svc.actor, agent_id=agent, path=output))
     err_console.print(f"exported {len(data)} memories to {output}", markup=False)
 
 
@@ -38,7 +38,7 @@ def import_(
     ] = None,
 ) -> None:
     """Import memories from an export file (ids already present are skipped)."""
-    mem = open_memory()
+    svc = open_service()
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -53,13 +53,16 @@ def import_(
         def on_progress(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        added = mem.import_(path, agent_id=agent, on_progress=on_progress)
+        added = svc.run(
+            svc.service.import_(svc.actor, path, agent_id=agent, on_progress=on_progress)
+        )
     out.print(f"imported {added} memories")
 
 
 def stats(json_out: bool = JsonOption) -> None:
     """Show counts of the store."""
-    s = open_memory().stats()
+    svc = open_service()
+    s = svc.run(svc.service.stats(svc.actor))
     if json_out:
         emit_json(s.model_dump())
         return
