@@ -1,0 +1,828 @@
+"""Loopback load benchmark of ``memvault serve``: ingest, single adds and concurrent searches.
+
+    python benchmarks/bench_server.py [--memories 10000] [--agents 10] [--adds 500]
+        [--concurrency 1,8,32] [--duration 20 | --requests N] [--no-auth] [--out FILE.json]
+    python benchmarks/bench_server.py --server http://127.0.0.1:8765 --api-key mvk_... \\
+        [--skip-ingest] [--server-pid PID]
+
+By default a private server is started: a temporary SQLite store, an admin API key made with
+the real CLI (``memvault keys create --scope admin --json``) and ``python -m memvault serve`` as
+a subprocess on a free loopback port. Then, over real HTTP with keep-alive connections:
+
+1. ingest: ``--memories`` varied memories for ``--agents`` agents through
+   ``POST /v1/memories/batch`` in batches of 500 (dedup off);
+2. adds: ``--adds`` single ``POST /v1/memories`` at concurrency 8 (dedup on, the default);
+3. search: for each ``--concurrency`` level, a short warm-up, then that many clients send
+   ``POST /v1/search`` (limit 10, random agent, a pool of distinct queries) for ``--duration``
+   seconds (or ``--requests`` in total).
+
+Latency is measured per request on the client (``time.perf_counter``); errors are non-2xx
+answers and transport exceptions. The server's own view (its ``/metrics`` histogram sums) and the
+CPU used by the client and the server process in each phase are printed too, which shows how
+much of a request is HTTP/client overhead and how much is the search itself.
+
+Target (2 cores): >= 200 searches/s with p99 < 150 ms and zero errors, at every concurrency.
+The load generator shares the machine with the server, so its CPU share is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _corpus import ISSUES, PEOPLE, PREFS, SYSTEMS, TOOLS, VERBS
+
+TARGET_RPS = 200.0
+TARGET_P99_MS = 150.0
+TARGET_LINE = "target on 2 cores: >= 200 searches/s with p99 < 150 ms and zero errors"
+BATCH = 500
+ADD_CONCURRENCY = 8
+
+# -- synthetic corpus -----------------------------------------------------------------------------
+# The shared vocabulary of benchmarks/_corpus.py, with more slots, and sentence templates made
+# from a core statement and a context tail: len(CORES) * len(TAILS) distinct templates.
+
+TEAMS = ["platform", "payments", "growth", "data", "mobile", "infra", "security", "support"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "the weekend"]
+METRICS = ["p99 latency", "error rate", "queue depth", "CPU usage", "memory usage", "cost"]
+LANGS = ["Python", "Go", "TypeScript", "Rust", "Java", "SQL"]
+CITIES = ["Berlin", "Lisbon", "Toronto", "Singapore", "Nairobi", "Austin", "Osaka"]
+
+CORES = [
+    "{p} {v} the {s} service on {d} after {i} showed up in staging.",
+    "The {s} team stores its data in {t}; {p} owns the schema.",
+    "{p} prefers {pref} and asked for it again in the sprint {n} retro.",
+    "Incident {n}: {s} had {i}; fixed by {p} with a config change in {t}.",
+    "Always run the {s} migrations before deploying {t} upgrades.",
+    "Customer ticket {n} reports {i} in the {s} dashboard.",
+    "Decision: the {s} service moves from {t} to {t2} next quarter.",
+    "{p} reviewed the {s} PR {n} and requested {pref}.",
+    "The {team} team alerts on {m} above {k}% for the {s} service.",
+    "{p} is the on-call engineer for {s} during the week of {d}.",
+    "Our {s} workers are written in {lang} and run on {t}.",
+    "{p} works from {city} and prefers meetings before noon.",
+    "Postmortem {n}: {i} in {s} came from a bad {t} setting; {p} wrote it up.",
+    "The {s} dashboard tracks {m}; {p} set the threshold to {k}.",
+    "We pinned {t} to version {k}.{n2} for {s} after {i}.",
+    "{p} asked that every {s} change ship behind a feature flag.",
+    "The {team} team owns {s}; escalate to {p} for anything urgent.",
+    "{p} {v} the {s} cache layer and cut {m} by {k}%.",
+    "Load test {n} of {s} on {t} hit {i} at {k}00 requests per second.",
+    "The {s} API returns 429 when a client sends more than {k} requests a second.",
+    "{p} likes {pref} in code reviews and dislikes long functions.",
+    "Budget review: {s} on {t} costs about {k}00 dollars a month.",
+    "{p} is migrating the {s} jobs from cron to {t}.",
+    "Runbook: when {s} reports {i}, restart the {t} consumers first.",
+    "The {s} integration tests take {k} minutes; {p} wants them under five.",
+    "{p} and {p2} pair on the {s} rewrite every {d}.",
+    "Security review {n} flagged the {s} service's {t} credentials; {p} rotated them.",
+    "The {team} team's standup is at {k}:30 in the {city} office.",
+    "{p} wrote the {lang} client for the {s} API.",
+    "Release {k}.{n2} of {s} shipped on {d} with a fix for {i}.",
+    "{p} says the {s} schema must stay backwards compatible for {k} releases.",
+    "The {s} service reads from a {t} replica to keep {m} low.",
+    "{p} filed bug {n}: {s} shows {i} when {t} restarts.",
+    "Onboarding note: new engineers start with the {s} service and {lang}.",
+    "{p} wants weekly reports on {m} for {s}, sent on {d}.",
+    "The {s} backfill for {city} customers finished after {k} hours.",
+    "{p} {v} the {t} cluster that {s} depends on.",
+    "Retro {n}: the {team} team agreed to adopt {pref}.",
+]
+
+TAILS = [
+    "",
+    " {p2} agreed.",
+    " This came up again on {d}.",
+    " See ticket {n2}.",
+    " The {team} team was informed.",
+    " Follow up with {p2} next week.",
+    " It affected {m}.",
+    " Noted during the {city} offsite.",
+    " Keep this in mind for the {s2} service too.",
+    " Confirmed by {p2} in chat.",
+]
+
+QUERY_FORMS = [
+    "what went wrong with the {s} service?",
+    "who owns the {s} schema?",
+    "what does {p} prefer?",
+    "which database does {s} use?",
+    "incidents involving {i}",
+    "how do we deploy {t}?",
+    "who is on call for {s}?",
+    "what language is the {s} service written in?",
+    "where does {p} work from?",
+    "which team owns {s}?",
+    "how much does {s} cost on {t}?",
+    "what did the {team} team decide in the retro?",
+    "when did {p} last touch {s}?",
+    "how do we handle {i} in {s}?",
+    "what is the alert threshold for {m}?",
+    "which version of {t} is pinned?",
+    "what is the rate limit of the {s} API?",
+    "what are {p}'s code review preferences?",
+    "runbook for {i}",
+    "security findings about {t} credentials",
+    "how long do the {s} tests take?",
+    "why are we moving off {t}?",
+    "{s} {i} postmortem",
+    "{p} {s} {t}",
+]
+
+
+def _fill(rng: random.Random) -> dict[str, Any]:
+    p, p2 = rng.sample(PEOPLE, 2)
+    s, s2 = rng.sample(SYSTEMS, 2)
+    t, t2 = rng.sample(TOOLS, 2)
+    return {
+        "p": p,
+        "p2": p2,
+        "s": s,
+        "s2": s2,
+        "t": t,
+        "t2": t2,
+        "v": rng.choice(VERBS),
+        "i": rng.choice(ISSUES),
+        "pref": rng.choice(PREFS),
+        "team": rng.choice(TEAMS),
+        "d": rng.choice(DAYS),
+        "m": rng.choice(METRICS),
+        "lang": rng.choice(LANGS),
+        "city": rng.choice(CITIES),
+        "n": rng.randint(100, 9999),
+        "n2": rng.randint(1, 99),
+        "k": rng.randint(2, 95),
+    }
+
+
+def memory_texts(n: int, seed: int = 7) -> list[str]:
+    """``n`` varied memory texts from ``len(CORES) * len(TAILS)`` templates and random fillers."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        values = _fill(rng)
+        out.append(rng.choice(CORES).format(**values) + rng.choice(TAILS).format(**values))
+    return out
+
+
+def query_pool(n: int, seed: int = 11) -> list[str]:
+    """``n`` distinct search queries (fewer only if the forms cannot make that many)."""
+    rng = random.Random(seed)
+    seen: dict[str, None] = {}
+    for _ in range(n * 50):
+        if len(seen) >= n:
+            break
+        seen.setdefault(rng.choice(QUERY_FORMS).format(**_fill(rng)), None)
+    return list(seen)
+
+
+# -- statistics and process readings --------------------------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def proc_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` (Linux /proc), or None."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status_mb(pid: int | None, field_name: str = "VmRSS") -> float | None:
+    """A memory field of /proc/<pid>/status (VmRSS, VmHWM) in MiB, or None."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+_METRIC_RE = re.compile(
+    r'^memvault_http_request_duration_seconds_(sum|count)\{method="(\w+)",route="([^"]*)"\} (\S+)$'
+)
+
+
+async def server_route_totals(client: httpx.AsyncClient) -> dict[tuple[str, str], list[float]]:
+    """(method, route) -> [seconds_sum, count] from the server's /metrics ({} if unavailable)."""
+    try:
+        r = await client.get("/metrics")
+    except httpx.HTTPError:
+        return {}
+    if r.status_code != 200:
+        return {}
+    out: dict[tuple[str, str], list[float]] = {}
+    for line in r.text.splitlines():
+        m = _METRIC_RE.match(line)
+        if m:
+            kind, method, route, value = m.groups()
+            slot = out.setdefault((method, route), [0.0, 0.0])
+            slot[0 if kind == "sum" else 1] = float(value)
+    return out
+
+
+# -- the server under test ------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class SpawnedServer:
+    """A ``memvault serve`` subprocess over a temporary SQLite store."""
+
+    no_auth: bool = False
+    startup_timeout: float = 120.0
+    url: str = ""
+    api_key: str | None = None
+    pid: int | None = None
+    tmp: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    _log: Any = field(default=None, repr=False)
+
+    def _cli(self, db: Path) -> list[str]:
+        return [sys.executable, "-m", "memvault", "--db", str(db)]
+
+    def start(self) -> None:
+        """Make the store and key, start the server, wait until GET /health answers."""
+        self.tmp = Path(tempfile.mkdtemp(prefix="memvault-bench-server-"))
+        db = self.tmp / "bench.db"
+        if not self.no_auth:
+            done = subprocess.run(
+                [*self._cli(db), "keys", "create", "--name", "bench", "--scope", "admin", "--json"],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=120,
+            )
+            if done.returncode != 0:
+                msg = f"memvault keys create failed ({done.returncode}): {done.stderr.strip()}"
+                raise RuntimeError(msg)
+            self.api_key = json.loads(done.stdout)["secret"]
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        cmd = [*self._cli(db), "serve", "--host", "127.0.0.1", "--port", str(port)]
+        cmd += ["--log-level", "warning"]
+        if self.no_auth:
+            cmd.append("--no-auth")
+        self._log = (self.tmp / "server.log").open("wb")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+        deadline = time.monotonic() + self.startup_timeout
+        with httpx.Client(base_url=self.url, timeout=2.0) as client:
+            while True:
+                if self.proc.poll() is not None:
+                    msg = f"the server exited with code {self.proc.returncode}:\n{self.log_tail()}"
+                    raise RuntimeError(msg)
+                try:
+                    if client.get("/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    msg = f"the server did not answer /health in {self.startup_timeout:.0f} s"
+                    raise RuntimeError(msg)
+                time.sleep(0.1)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines the server wrote."""
+        if self.tmp is None or not (self.tmp / "server.log").exists():
+            return ""
+        text = (self.tmp / "server.log").read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def stop(self) -> None:
+        """SIGINT, then kill after 15 s; close the log; remove the temporary directory."""
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGINT)
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=15)
+        finally:
+            if self._log is not None:
+                self._log.close()
+            if self.tmp is not None:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# -- load generation ------------------------------------------------------------------------------
+
+
+@dataclass
+class Phase:
+    """What one load phase measured."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    seconds: float = 0.0
+    client_cpu_s: float = 0.0
+    server_cpu_s: float | None = None
+    notes: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def requests(self) -> int:
+        return len(self.latencies_ms)
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        if len(self.error_samples) < 5:
+            self.error_samples.append(text[:300])
+
+    def summary(self) -> dict[str, Any]:
+        lat = self.latencies_ms
+        out: dict[str, Any] = {
+            "requests": self.requests,
+            "seconds": round(self.seconds, 3),
+            "req_per_s": round(self.requests / self.seconds, 1) if self.seconds else 0.0,
+            "p50_ms": round(pct(lat, 50), 2),
+            "p95_ms": round(pct(lat, 95), 2),
+            "p99_ms": round(pct(lat, 99), 2),
+            "max_ms": round(max(lat), 2) if lat else 0.0,
+            "mean_ms": round(sum(lat) / len(lat), 2) if lat else 0.0,
+            "errors": self.errors,
+            "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+            "client_cpu_pct": (
+                round(100 * self.client_cpu_s / self.seconds, 1) if self.seconds else 0.0
+            ),
+            "server_cpu_pct": (
+                None
+                if self.server_cpu_s is None or not self.seconds
+                else round(100 * self.server_cpu_s / self.seconds, 1)
+            ),
+        }
+        if self.error_samples:
+            out["error_samples"] = self.error_samples
+        return out
+
+
+Send = Callable[[httpx.AsyncClient, random.Random], Awaitable[httpx.Response]]
+Check = Callable[[httpx.Response, Phase], bool]
+
+
+async def run_phase(
+    client: httpx.AsyncClient,
+    send: Send,
+    *,
+    concurrency: int,
+    ok_status: int,
+    total: int | None = None,
+    duration: float | None = None,
+    seed: int = 0,
+    server_pid: int | None = None,
+    check: Check | None = None,
+) -> Phase:
+    """``concurrency`` workers call ``send`` until ``total`` requests or ``duration`` s are done."""
+    phase = Phase()
+    remaining = total
+    deadline = 0.0
+
+    async def worker(wid: int) -> None:
+        nonlocal remaining
+        rng = random.Random(seed * 1000 + wid)
+        while True:
+            if remaining is not None:
+                if remaining <= 0:
+                    return
+                remaining -= 1
+            elif time.perf_counter() >= deadline:
+                return
+            t0 = time.perf_counter()
+            try:
+                r = await send(client, rng)
+            except httpx.HTTPError as exc:
+                phase.latencies_ms.append((time.perf_counter() - t0) * 1000)
+                phase.error(f"{type(exc).__name__}: {exc}")
+                continue
+            phase.latencies_ms.append((time.perf_counter() - t0) * 1000)
+            phase.statuses[r.status_code] += 1
+            if r.status_code != ok_status:
+                phase.error(f"HTTP {r.status_code}: {r.text}")
+            elif check is not None and not check(r, phase):
+                phase.error(f"unexpected body: {r.text}")
+
+    cpu0, srv0 = time.process_time(), proc_cpu_seconds(server_pid)
+    start = time.perf_counter()
+    deadline = start + (duration or 0.0)
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    phase.seconds = time.perf_counter() - start
+    phase.client_cpu_s = time.process_time() - cpu0
+    srv1 = proc_cpu_seconds(server_pid)
+    if srv0 is not None and srv1 is not None:
+        phase.server_cpu_s = srv1 - srv0
+    return phase
+
+
+def agent_ids(n: int) -> list[str]:
+    """The benchmark's agent ids."""
+    return [f"bench-agent-{i:02d}" for i in range(n)]
+
+
+async def ingest(
+    client: httpx.AsyncClient, memories: int, agents: list[str], server_pid: int | None
+) -> dict[str, Any]:
+    """``memories`` memories spread over ``agents`` through /v1/memories/batch, one at a time."""
+    texts = memory_texts(memories)
+    per_agent = [texts[i :: len(agents)] for i in range(len(agents))]
+    batches = [
+        (agent, chunk[j : j + BATCH])
+        for agent, chunk in zip(agents, per_agent, strict=True)
+        for j in range(0, len(chunk), BATCH)
+    ]
+    stored = 0
+
+    async def send(c: httpx.AsyncClient, _: random.Random) -> httpx.Response:
+        agent, items = batches.pop(0)
+        return await c.post(
+            "/v1/memories/batch",
+            json={"agent_id": agent, "items": [{"content": t} for t in items], "dedup": False},
+        )
+
+    def check(r: httpx.Response, _: Phase) -> bool:
+        nonlocal stored
+        ids = r.json().get("ids", [])
+        stored += len(ids)
+        return bool(ids)
+
+    phase = await run_phase(
+        client,
+        send,
+        concurrency=1,
+        ok_status=201,
+        total=len(batches),
+        server_pid=server_pid,
+        check=check,
+    )
+    out = {
+        "memories": stored,
+        "batches": phase.requests,
+        "seconds": round(phase.seconds, 2),
+        "memories_per_s": round(stored / phase.seconds, 1) if phase.seconds else 0.0,
+        "batch_p50_ms": round(pct(phase.latencies_ms, 50), 1),
+        "errors": phase.errors,
+        "server_cpu_pct": phase.summary()["server_cpu_pct"],
+    }
+    if phase.error_samples:
+        out["error_samples"] = phase.error_samples
+    return out
+
+
+async def single_adds(
+    client: httpx.AsyncClient, n: int, agents: list[str], server_pid: int | None
+) -> dict[str, Any]:
+    """``n`` POST /v1/memories at concurrency 8 (dedup as the server defaults: on)."""
+    texts = memory_texts(n, seed=1234)
+
+    async def send(c: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
+        return await c.post(
+            "/v1/memories", json={"agent_id": rng.choice(agents), "content": texts.pop()}
+        )
+
+    def check(r: httpx.Response, phase: Phase) -> bool:
+        phase.notes[str(r.json().get("decision"))] += 1
+        return True
+
+    phase = await run_phase(
+        client,
+        send,
+        concurrency=ADD_CONCURRENCY,
+        ok_status=201,
+        total=n,
+        seed=99,
+        server_pid=server_pid,
+        check=check,
+    )
+    s = phase.summary()
+    return {
+        "requests": s["requests"],
+        "concurrency": ADD_CONCURRENCY,
+        "seconds": s["seconds"],
+        "adds_per_s": s["req_per_s"],
+        "p50_ms": s["p50_ms"],
+        "p99_ms": s["p99_ms"],
+        "errors": s["errors"],
+        "decisions": dict(phase.notes),
+        "server_cpu_pct": s["server_cpu_pct"],
+        **({"error_samples": s["error_samples"]} if "error_samples" in s else {}),
+    }
+
+
+async def search_load(
+    client: httpx.AsyncClient,
+    concurrency: int,
+    queries: list[str],
+    agents: list[str],
+    *,
+    duration: float,
+    requests: int | None,
+    warmup: int,
+    server_pid: int | None,
+) -> dict[str, Any]:
+    """One concurrency level of POST /v1/search: warm-up, then the measured run."""
+
+    async def send(c: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
+        body = {"agent_id": rng.choice(agents), "query": rng.choice(queries), "limit": 10}
+        return await c.post("/v1/search", json=body)
+
+    def check(r: httpx.Response, phase: Phase) -> bool:
+        results = r.json().get("results")
+        if not isinstance(results, list):
+            return False
+        phase.notes["results"] += len(results)
+        return True
+
+    if warmup > 0:
+        await run_phase(
+            client, send, concurrency=concurrency, ok_status=200, total=max(warmup, concurrency)
+        )
+    before = await server_route_totals(client)
+    phase = await run_phase(
+        client,
+        send,
+        concurrency=concurrency,
+        ok_status=200,
+        total=requests,
+        duration=None if requests else duration,
+        seed=concurrency,
+        server_pid=server_pid,
+        check=check,
+    )
+    after = await server_route_totals(client)
+    row: dict[str, Any] = {"concurrency": concurrency, **phase.summary()}
+    key = ("POST", "/v1/search")
+    if key in before and key in after and after[key][1] > before[key][1]:
+        n = after[key][1] - before[key][1]
+        # The server's own time per request (middleware to last byte), without the client.
+        row["server_mean_ms"] = round(1000 * (after[key][0] - before[key][0]) / n, 2)
+    else:
+        row["server_mean_ms"] = None
+    row["mean_results"] = round(phase.notes["results"] / phase.requests, 2) if phase.requests else 0
+    row["pass"] = (
+        row["req_per_s"] >= TARGET_RPS and row["p99_ms"] < TARGET_P99_MS and row["errors"] == 0
+    )
+    return row
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def fmt_opt(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(result: dict[str, Any]) -> str:
+    """The human report: header lines, the search table and the target verdicts."""
+    m, srv = result["machine"], result["server"]
+    lines = [
+        f"# memvault serve load benchmark ({srv['url']}, "
+        f"{'spawned' if srv['spawned'] else 'external'}, auth {'on' if srv['auth'] else 'off'})",
+        "",
+        f"- machine: {m['cpus']} CPUs, {m['platform']}, Python {m['python']}",
+        "- load average at start (1/5/15 min): "
+        + " / ".join(f"{x:.2f}" for x in m["loadavg_start"]),
+        f"- command: `{result['command']}`",
+    ]
+    ing = result.get("ingest")
+    if ing:
+        lines.append(
+            f"- ingest: {ing['memories']:,} memories for {result['config']['agents']} agents in "
+            f"{ing['batches']} batches of <= {BATCH} (dedup off): {ing['seconds']:.1f} s, "
+            f"**{ing['memories_per_s']:.0f} memories/s**, batch p50 {ing['batch_p50_ms']:.0f} ms, "
+            f"errors {ing['errors']}"
+        )
+    else:
+        lines.append("- ingest: skipped")
+    add = result.get("adds")
+    if add:
+        decisions = ", ".join(f"{k} {v}" for k, v in sorted(add["decisions"].items()))
+        lines.append(
+            f"- single adds: {add['requests']} POST /v1/memories at concurrency "
+            f"{add['concurrency']} (dedup on): **{add['adds_per_s']:.1f} adds/s**, "
+            f"p50 {add['p50_ms']:.1f} ms, p99 {add['p99_ms']:.1f} ms, errors {add['errors']} "
+            f"(decisions: {decisions or '-'})"
+        )
+    else:
+        lines.append("- single adds: skipped")
+    lines += [
+        "",
+        "| concurrency | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors | target |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in result["search"]:
+        lines.append(
+            f"| {r['concurrency']} | {r['requests']} | {r['req_per_s']:.1f} | {r['p50_ms']:.1f} | "
+            f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | {r['errors']} | "
+            f"{'PASS' if r['pass'] else 'FAIL'} |"
+        )
+    lines += [
+        "",
+        f"{TARGET_LINE}: {'PASS' if result['pass'] else 'FAIL'}",
+        "",
+        "| concurrency | server mean ms (/metrics) | client mean ms | client CPU % | "
+        "server CPU % | results/query |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["search"]:
+        lines.append(
+            f"| {r['concurrency']} | {fmt_opt(r['server_mean_ms'], '.2f')} | {r['mean_ms']:.2f} | "
+            f"{r['client_cpu_pct']:.0f} | {fmt_opt(r['server_cpu_pct'], '.0f')} | "
+            f"{r['mean_results']:.1f} |"
+        )
+    lines += [
+        "",
+        f"- server RSS at end: {fmt_opt(srv['rss_mb_end'], '.0f')} MiB "
+        f"(peak {fmt_opt(srv['rss_mb_peak'], '.0f')} MiB)",
+    ]
+    for r in result["search"]:
+        for sample in r.get("error_samples", []):
+            lines.append(f"- error sample (concurrency {r['concurrency']}): {sample}")
+    for name in ("ingest", "adds"):
+        for sample in (result.get(name) or {}).get("error_samples", []):
+            lines.append(f"- error sample ({name}): {sample}")
+    return "\n".join(lines)
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--memories", type=int, default=10_000, help="memories to ingest [10000]")
+    ap.add_argument("--agents", type=int, default=10, help="agents to spread them over [10]")
+    ap.add_argument("--adds", type=int, default=500, help="single adds at concurrency 8 [500]")
+    ap.add_argument(
+        "--concurrency", default="1,8,32", help="search concurrency levels, comma-separated"
+    )
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds per level [20]")
+    ap.add_argument(
+        "--requests", type=int, default=None, help="requests per level instead of --duration"
+    )
+    ap.add_argument("--warmup", type=int, default=5, help="warm-up requests per level [5]")
+    ap.add_argument("--queries", type=int, default=400, help="distinct queries in the pool [400]")
+    ap.add_argument("--no-auth", action="store_true", help="start the server with --no-auth")
+    ap.add_argument("--server", default=None, help="benchmark this running server instead")
+    ap.add_argument("--api-key", default=None, help="API key for --server")
+    ap.add_argument("--server-pid", type=int, default=None, help="--server's pid (CPU, RSS)")
+    ap.add_argument("--skip-ingest", action="store_true", help="do not ingest memories")
+    ap.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    args = ap.parse_args(argv)
+    args.levels = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
+    if not args.levels or min(args.levels) < 1:
+        ap.error("--concurrency needs positive integers")
+    if args.agents < 1 or args.memories < 0 or args.adds < 0:
+        ap.error("--agents must be >= 1, --memories and --adds >= 0")
+    if args.requests is not None and args.requests < 1:
+        ap.error("--requests must be >= 1")
+    if args.server is None and (args.api_key or args.server_pid):
+        ap.error("--api-key and --server-pid go with --server")
+    return args
+
+
+async def run(
+    args: argparse.Namespace, url: str, api_key: str | None, pid: int | None
+) -> dict[str, Any]:
+    """Every phase against the server at ``url``."""
+    agents = agent_ids(args.agents)
+    queries = query_pool(args.queries)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    conns = max([*args.levels, ADD_CONCURRENCY]) + 4
+    limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
+    result: dict[str, Any] = {"queries_distinct": len(queries)}
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, limits=limits, timeout=httpx.Timeout(120.0)
+    ) as client:
+        health = await client.get("/health")
+        health.raise_for_status()
+        result["server_version"] = health.json().get("version")
+        if args.skip_ingest or args.memories == 0:
+            result["ingest"] = None
+        else:
+            print(f"ingesting {args.memories:,} memories ...", file=sys.stderr, flush=True)
+            result["ingest"] = await ingest(client, args.memories, agents, pid)
+        if args.adds:
+            print(f"{args.adds} single adds ...", file=sys.stderr, flush=True)
+            result["adds"] = await single_adds(client, args.adds, agents, pid)
+        else:
+            result["adds"] = None
+        rows = []
+        for level in args.levels:
+            print(f"search at concurrency {level} ...", file=sys.stderr, flush=True)
+            rows.append(
+                await search_load(
+                    client,
+                    level,
+                    queries,
+                    agents,
+                    duration=args.duration,
+                    requests=args.requests,
+                    warmup=args.warmup,
+                    server_pid=pid,
+                )
+            )
+        result["search"] = rows
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark, print the report, write ``--out``; returns the results."""
+    args = parse_args(argv)
+    loadavg = [round(x, 2) for x in os.getloadavg()]
+    spawned = SpawnedServer(no_auth=args.no_auth) if args.server is None else None
+    result: dict[str, Any] = {
+        "command": " ".join(
+            ["python", "benchmarks/bench_server.py", *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_start": loadavg,
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "config": {
+            "memories": args.memories,
+            "agents": args.agents,
+            "adds": args.adds,
+            "concurrency": args.levels,
+            "duration_s": None if args.requests else args.duration,
+            "requests": args.requests,
+            "warmup": args.warmup,
+            "batch": BATCH,
+        },
+        "target": {"req_per_s": TARGET_RPS, "p99_ms": TARGET_P99_MS, "errors": 0},
+    }
+    try:
+        if spawned is not None:
+            print("starting memvault serve ...", file=sys.stderr, flush=True)
+            spawned.start()
+            url, key, pid = spawned.url, spawned.api_key, spawned.pid
+        else:
+            url, key, pid = args.server.rstrip("/"), args.api_key, args.server_pid
+        result.update(asyncio.run(run(args, url, key, pid)))
+        result["server"] = {
+            "url": url,
+            "spawned": spawned is not None,
+            "auth": key is not None,
+            "pid": pid,
+            "rss_mb_end": proc_status_mb(pid, "VmRSS"),
+            "rss_mb_peak": proc_status_mb(pid, "VmHWM"),
+            "store_dir": None if spawned is None else str(spawned.tmp),
+        }
+    except BaseException:
+        if spawned is not None and spawned.log_tail():
+            print(f"server log:\n{spawned.log_tail()}", file=sys.stderr)
+        raise
+    finally:
+        if spawned is not None:
+            spawned.stop()
+    result["pass"] = bool(result["search"]) and all(r["pass"] for r in result["search"])
+    print(render(result))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
