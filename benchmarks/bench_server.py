@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -205,29 +206,51 @@ def pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
+def _children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (``serve --workers N`` runs one per worker)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def proc_cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds of process ``pid`` (Linux /proc), or None."""
+    """User + system CPU seconds of process ``pid`` and its children (Linux /proc), or None."""
     if pid is None:
         return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in (pid, *_children(pid)):
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+        except OSError:
+            if p == pid:
+                return None
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def proc_status_mb(pid: int | None, field_name: str = "VmRSS") -> float | None:
-    """A memory field of /proc/<pid>/status (VmRSS, VmHWM) in MiB, or None."""
+    """A memory field of /proc/<pid>/status (VmRSS, VmHWM) in MiB, summed over the process
+    and its children (the worker processes), or None."""
     if pid is None:
         return None
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    total = 0.0
+    for p in (pid, *_children(pid)):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith(field_name + ":"):
+                    total += int(line.split()[1]) / 1024
+        except OSError:
+            if p == pid:
+                return None
+    return total
 
 
 _METRIC_RE = re.compile(
@@ -268,6 +291,7 @@ class SpawnedServer:
     """A ``memvault serve`` subprocess over a temporary SQLite store."""
 
     no_auth: bool = False
+    workers: int = 1
     startup_timeout: float = 120.0
     url: str = ""
     api_key: str | None = None
@@ -298,7 +322,7 @@ class SpawnedServer:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         cmd = [*self._cli(db), "serve", "--host", "127.0.0.1", "--port", str(port)]
-        cmd += ["--log-level", "warning"]
+        cmd += ["--log-level", "warning", "--workers", str(self.workers)]
         if self.no_auth:
             cmd.append("--no-auth")
         self._log = (self.tmp / "server.log").open("wb")
@@ -453,6 +477,117 @@ async def run_phase(
     return phase
 
 
+class RawHttp:
+    """A minimal HTTP/1.1 keep-alive connection for the search load.
+
+    A load generator shares the two cores with the server, so its own cost per request counts:
+    httpx spends a large part of a millisecond per request on the client, this plain
+    request/response loop (one prepared request, Content-Length framing) a small fraction of
+    that, the way wrk does in C.
+    """
+
+    def __init__(self, host: str, port: int, headers: dict[str, str]) -> None:
+        self.host = host
+        self.port = port
+        self.head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None or self.reader is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        request = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self.head}"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        try:
+            self.writer.write(request)
+            head = await self.reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            return status, await self.reader.readexactly(length)
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
+
+
+async def run_raw_search_phase(
+    url: str,
+    headers: dict[str, str],
+    queries: list[str],
+    agents: list[str],
+    *,
+    concurrency: int,
+    total: int | None,
+    duration: float | None,
+    seed: int = 0,
+    server_pid: int | None = None,
+) -> Phase:
+    """Like :func:`run_phase` for POST /v1/search, over :class:`RawHttp` connections."""
+    parsed = httpx.URL(url)
+    host, port = parsed.host, parsed.port or 80
+    phase = Phase()
+    remaining = total
+    deadline = 0.0
+
+    async def worker(wid: int) -> None:
+        nonlocal remaining
+        rng = random.Random(seed * 1000 + wid)
+        conn = RawHttp(host, port, headers)
+        try:
+            while True:
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    remaining -= 1
+                elif time.perf_counter() >= deadline:
+                    return
+                body = json.dumps(
+                    {"agent_id": rng.choice(agents), "query": rng.choice(queries), "limit": 10}
+                ).encode()
+                t0 = time.perf_counter()
+                try:
+                    status, data = await conn.post("/v1/search", body)
+                except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+                    phase.latencies_ms.append((time.perf_counter() - t0) * 1000)
+                    phase.error(f"{type(exc).__name__}: {exc}")
+                    continue
+                phase.latencies_ms.append((time.perf_counter() - t0) * 1000)
+                phase.statuses[status] += 1
+                if status != 200:
+                    phase.error(f"HTTP {status}: {data[:300]!r}")
+                    continue
+                results = json.loads(data).get("results")
+                if not isinstance(results, list):
+                    phase.error(f"unexpected body: {data[:300]!r}")
+                    continue
+                phase.notes["results"] += len(results)
+        finally:
+            await conn.close()
+
+    cpu0, srv0 = time.process_time(), proc_cpu_seconds(server_pid)
+    start = time.perf_counter()
+    deadline = start + (duration or 0.0)
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    phase.seconds = time.perf_counter() - start
+    phase.client_cpu_s = time.process_time() - cpu0
+    srv1 = proc_cpu_seconds(server_pid)
+    if srv0 is not None and srv1 is not None:
+        phase.server_cpu_s = srv1 - srv0
+    return phase
+
+
 def agent_ids(n: int) -> list[str]:
     """The benchmark's agent ids."""
     return [f"bench-agent-{i:02d}" for i in range(n)]
@@ -557,6 +692,8 @@ async def search_load(
     requests: int | None,
     warmup: int,
     server_pid: int | None,
+    raw: bool = True,
+    single_process: bool = True,
 ) -> dict[str, Any]:
     """One concurrency level of POST /v1/search: warm-up, then the measured run."""
 
@@ -575,19 +712,33 @@ async def search_load(
         await run_phase(
             client, send, concurrency=concurrency, ok_status=200, total=max(warmup, concurrency)
         )
-    before = await server_route_totals(client)
-    phase = await run_phase(
-        client,
-        send,
-        concurrency=concurrency,
-        ok_status=200,
-        total=requests,
-        duration=None if requests else duration,
-        seed=concurrency,
-        server_pid=server_pid,
-        check=check,
-    )
-    after = await server_route_totals(client)
+    # With several worker processes /metrics is one worker's view: no server-side mean then.
+    before = await server_route_totals(client) if single_process else {}
+    if raw:
+        phase = await run_raw_search_phase(
+            str(client.base_url),
+            {k: v for k, v in client.headers.items() if k.lower() == "authorization"},
+            queries,
+            agents,
+            concurrency=concurrency,
+            total=requests,
+            duration=None if requests else duration,
+            seed=concurrency,
+            server_pid=server_pid,
+        )
+    else:
+        phase = await run_phase(
+            client,
+            send,
+            concurrency=concurrency,
+            ok_status=200,
+            total=requests,
+            duration=None if requests else duration,
+            seed=concurrency,
+            server_pid=server_pid,
+            check=check,
+        )
+    after = await server_route_totals(client) if single_process else {}
     row: dict[str, Any] = {"concurrency": concurrency, **phase.summary()}
     key = ("POST", "/v1/search")
     if key in before and key in after and after[key][1] > before[key][1]:
@@ -707,6 +858,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--server-pid", type=int, default=None, help="--server's pid (CPU, RSS)")
     ap.add_argument("--skip-ingest", action="store_true", help="do not ingest memories")
     ap.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    ap.add_argument(
+        "--client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="search load client: raw keep-alive HTTP/1.1 (light, like wrk) or httpx [raw]",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="serve --workers of the spawned (or given) server; >1 skips /metrics means [1]",
+    )
     args = ap.parse_args(argv)
     args.levels = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
     if not args.levels or min(args.levels) < 1:
@@ -759,6 +922,8 @@ async def run(
                     requests=args.requests,
                     warmup=args.warmup,
                     server_pid=pid,
+                    raw=args.client == "raw",
+                    single_process=args.workers == 1,
                 )
             )
         result["search"] = rows
@@ -769,7 +934,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, write ``--out``; returns the results."""
     args = parse_args(argv)
     loadavg = [round(x, 2) for x in os.getloadavg()]
-    spawned = SpawnedServer(no_auth=args.no_auth) if args.server is None else None
+    spawned = (
+        SpawnedServer(no_auth=args.no_auth, workers=args.workers) if args.server is None else None
+    )
     result: dict[str, Any] = {
         "command": " ".join(
             ["python", "benchmarks/bench_server.py", *(sys.argv[1:] if argv is None else argv)]

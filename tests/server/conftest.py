@@ -43,7 +43,9 @@ class LiveServer:
 
 def run_app(app: Any) -> tuple[str, Callable[[], None]]:
     """Serve ``app`` with uvicorn on a free loopback port; returns the URL and a stop function."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the
+    # listening socket says TCP (proto 0 would leave every response waiting on delayed ACKs).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
-from typing import Annotated
+import os
+import socket
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,7 +15,12 @@ from memvault.cli._common import err_console, state
 from memvault.config import load_config
 from memvault.errors import MemoryConfigError, MemoryValidationError
 
-__all__ = ["is_loopback", "register"]
+if TYPE_CHECKING:
+    from memvault.server.keys import KeyStore
+
+__all__ = ["app_factory", "bind_tcp", "build_app", "is_loopback", "register"]
+
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
 
 def is_loopback(host: str) -> bool:
@@ -41,21 +49,26 @@ def serve(
     ] = None,
     max_body_bytes: Annotated[
         int, typer.Option("--max-body-bytes", help="Largest accepted request body in bytes.")
-    ] = 4 * 1024 * 1024,
+    ] = DEFAULT_MAX_BODY,
     log_level: Annotated[
         str, typer.Option("--log-level", help="uvicorn log level (info, warning, error).")
     ] = "info",
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers", help="Server processes (each loads the model); use the core count."
+        ),
+    ] = 1,
 ) -> None:
     """Serve the REST API (and MCP over HTTP at /mcp) for the store --db names."""
     try:
         import uvicorn
+        from uvicorn.supervisors import Multiprocess
 
-        from memvault.server.rest import ServerSettings, create_app
+        import memvault.server.rest  # noqa: F401  (fails early without fastapi)
     except ImportError as exc:
         msg = f"the server needs the 'server' extra: pip install 'memvault[server]' ({exc.name})"
         raise MemoryConfigError(msg) from None
-    from memvault.server.keys import open_key_store
-    from memvault.service import MemoryService
 
     if not 0 < port < 65536:
         msg = f"--port must be between 1 and 65535, got {port}"
@@ -63,33 +76,105 @@ def serve(
     if max_body_bytes < 1024:
         msg = "--max-body-bytes must be at least 1024"
         raise MemoryValidationError(msg)
+    if not 1 <= workers <= 64:
+        msg = f"--workers must be between 1 and 64, got {workers}"
+        raise MemoryValidationError(msg)
     if no_auth and not is_loopback(host):
         msg = f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1), not {host!r}"
         raise MemoryValidationError(msg)
-    config = load_config(state.config, url=state.db)
-    url = state.db or config.resolved_url()
+    options = {
+        "db": state.db,
+        "config": state.config,
+        "no_auth": no_auth,
+        "max_body_bytes": max_body_bytes,
+        "cors_origins": list(cors_origin or ()),
+    }
+    logging.basicConfig(level=log_level.upper() if log_level else "INFO")
+    if workers == 1:
+        app = build_app(options, warn=True)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+        return
+    # Several processes: each imports the app from the factory below (the options travel in
+    # the environment), loads its own model and opens its own connections; the kernel spreads
+    # connections over them. Python runs one thread of Python at a time per process, so this
+    # is how a server uses more than one core.
+    preflight = _open_keys(options, warn=True)  # bad options fail here, once, not per worker
+    if preflight is not None:
+        preflight.close()
+    os.environ[_OPTIONS_ENV] = json.dumps(options)
+    config = uvicorn.Config(
+        "memvault.cli.serve:app_factory",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=False,
+    )
+    Multiprocess(config, sockets=[bind_tcp(host, port)]).run()
+
+
+_OPTIONS_ENV = "MEMVAULT_SERVE_OPTIONS"
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening TCP socket for worker processes to share.
+
+    Created with ``IPPROTO_TCP`` explicitly: asyncio turns on TCP_NODELAY for accepted
+    connections only when the listening socket says TCP, and without it every keep-alive
+    response waits ~40 ms for a delayed ACK.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        msg = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        raise MemoryConfigError(msg) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _open_keys(options: dict[str, Any], *, warn: bool) -> KeyStore | None:
+    """The key store of the served store (None with ``no_auth``)."""
+    from memvault.server.keys import open_key_store
+
+    config = load_config(options.get("config"), url=options.get("db"))
+    url = options.get("db") or config.resolved_url()
     if url.startswith(("http://", "https://")):
         msg = "serve needs a local store (a path or postgresql:// URL), not another server"
         raise MemoryValidationError(msg)
-    keys = None
-    if not no_auth:
-        keys = open_key_store(url)
-        if not keys.list():
-            err_console.print(
-                "warning: no API keys yet; every request will be refused. Create one with "
-                "'memvault keys create --name NAME'.",
-                markup=False,
-            )
-    service = MemoryService(config)
-    app = create_app(
-        service,
-        keys=keys,
-        settings=ServerSettings(
-            max_body_bytes=max_body_bytes, cors_origins=tuple(cors_origin or ())
-        ),
+    if options.get("no_auth"):
+        return None
+    keys = open_key_store(url)
+    if warn and not keys.list():
+        err_console.print(
+            "warning: no API keys yet; every request will be refused. Create one with "
+            "'memvault keys create --name NAME'.",
+            markup=False,
+        )
+    return keys
+
+
+def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
+    """The REST app for ``serve``'s options (the store, auth, limits)."""
+    from memvault.server.rest import ServerSettings, create_app
+    from memvault.service import MemoryService
+
+    keys = _open_keys(options, warn=warn)
+    settings = ServerSettings(
+        max_body_bytes=int(options.get("max_body_bytes") or DEFAULT_MAX_BODY),
+        cors_origins=tuple(options.get("cors_origins") or ()),
     )
-    logging.basicConfig(level=log_level.upper() if log_level else "INFO")
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    config = load_config(options.get("config"), url=options.get("db"))
+    return create_app(MemoryService(config), keys=keys, settings=settings)
+
+
+def app_factory() -> Any:
+    """The app of one ``serve --workers N`` process (options from the environment)."""
+    return build_app(json.loads(os.environ[_OPTIONS_ENV]))
 
 
 def register(app: typer.Typer) -> None:

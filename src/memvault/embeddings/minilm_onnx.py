@@ -479,6 +479,9 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only: ORT's info/warning lines go to stderr
+        # Idle worker threads sleep instead of spinning: a server embeds one short query at a
+        # time between other work (SQLite, ranking, HTTP), and spinning threads steal those cores.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         source = str(model) if isinstance(model, Path) else model
         return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 

@@ -171,7 +171,7 @@ _SHARED_SCOPE = "m.scope = 'shared' AND m.retracted_at IS NULL"
 # with the same operation order, so the double-precision result is identical to SQLite's.
 # Parameters: k1 + 1, k1, 1 - b, b, avgdl, terms, idfs, tsquery, scope and filters, limit.
 _BM25 = (
-    "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * m.doc_len / %s)))"
+    "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * (m.doc_len + 1) / %s)))"
     " ORDER BY q.ord) AS score"
     " FROM memories m CROSS JOIN LATERAL ("
     " SELECT t.ord, t.idf, (m.term_freqs ->> t.term)::float8 AS tf"
@@ -1109,8 +1109,10 @@ class PostgresBackend(BaseBackend):
         total_len: int,
     ) -> list[tuple[int, float]]:
         # Collection statistics exactly as FTS5 derives them: avgdl = total tokens / rows, and
-        # idf floored at 1e-6, both computed here in double precision as SQLite does.
-        avgdl = total_len / n_total
+        # idf floored at 1e-6, both computed here in double precision as SQLite does. FTS5
+        # counts every column of a row in its length, and SQLite's FTS row holds one scope-key
+        # token besides the text: each row is one token longer there (see _BM25's doc_len + 1).
+        avgdl = (total_len + n_total) / n_total
         weights = [idf(n_total, int(df)) for df in dfs]
         searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
         cur = await conn.execute(

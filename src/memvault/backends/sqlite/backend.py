@@ -173,9 +173,28 @@ class _EntryCache:
     def drop_ids(self, ids: Iterable[str]) -> None:
         self.drop_rowids([r for r in (self._rowid.get(i) for i in ids) if r is not None])
 
+    def touch(self, agent_id: str, ids: Iterable[str], when: datetime) -> None:
+        """Apply an access-counter bump to the cached copies (instead of dropping them:
+        popular entries are the ones searches touch, and they would be re-read every time)."""
+        for i in dict.fromkeys(ids):  # SQL's IN bumps a repeated id once
+            rowid = self._rowid.get(i)
+            entry = None if rowid is None else self._items.get(rowid)
+            if rowid is not None and entry is not None and entry.agent_id == agent_id:
+                self._items[rowid] = entry.model_copy(
+                    update={"access_count": entry.access_count + 1, "last_accessed_at": when}
+                )
+
     def clear(self) -> None:
         self._items.clear()
         self._rowid.clear()
+
+
+def _fts_scope_key(agent_id: str, scope: MemoryScope = MemoryScope.PRIVATE) -> str:
+    """The FTS ``scope_key`` of a row: ``a`` + hex of the agent id (one token, exact for any
+    id), or ``shared`` (not hex, so never an agent's key) for shared knowledge."""
+    if scope is MemoryScope.SHARED:
+        return "shared"
+    return "a" + agent_id.encode("utf-8").hex()
 
 
 def _fts_query(terms: Sequence[str]) -> str:
@@ -564,8 +583,8 @@ class SQLiteBackend(BaseBackend):
                     (rowid, np.ascontiguousarray(vectors[i], dtype="<f4").tobytes()),
                 )
                 conn.execute(
-                    "INSERT INTO memories_fts (rowid, body) VALUES (?, ?)",
-                    (rowid, index_text(lexical_text(e))),
+                    "INSERT INTO memories_fts (rowid, body, scope_key) VALUES (?, ?, ?)",
+                    (rowid, index_text(lexical_text(e)), _fts_scope_key(e.agent_id, e.scope)),
                 )
                 row = IndexRow(
                     rowid=rowid,
@@ -697,12 +716,14 @@ class SQLiteBackend(BaseBackend):
         def run() -> None:
             with self._transaction() as conn:
                 marks = ",".join("?" * len(ids))
+                # "+agent_id": look rows up by id; an agent_id term would let the planner walk
+                # the agent's whole index range instead.
                 conn.execute(
                     "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
-                    f" WHERE agent_id = ? AND id IN ({marks})",
+                    f" WHERE +agent_id = ? AND id IN ({marks})",
                     [when_us, agent, *ids],
                 )
-            self._cache.drop_ids(ids)
+            self._cache.touch(agent, ids, when)
 
         await self._run(run, write=True)
 
@@ -720,7 +741,7 @@ class SQLiteBackend(BaseBackend):
                     marks = ",".join("?" * len(chunk))
                     conn.execute(
                         "UPDATE memories SET consolidated_at = ?"
-                        f" WHERE agent_id = ? AND id IN ({marks})",
+                        f" WHERE +agent_id = ? AND id IN ({marks})",
                         [when_us, agent, *chunk],
                     )
                 self._bump_generation(conn)
@@ -849,12 +870,20 @@ class SQLiteBackend(BaseBackend):
         lexical: list[tuple[int, float]] = []
         terms = self._prune_terms(terms)
         if terms:
+            key = "shared" if agent_id == SHARED_KEY else _fts_scope_key(agent_id)
+            # The scope key narrows the match inside FTS5 (weight 0: it never scores); the
+            # join still checks scope and filters exactly.
             rows = conn.execute(
-                "SELECT m.rowid, bm25(memories_fts) AS s FROM memories_fts"
+                "SELECT m.rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts"
                 " JOIN memories m ON m.rowid = memories_fts.rowid"
                 f" WHERE memories_fts MATCH ? AND {scope} AND {where}"
                 " ORDER BY s, m.rowid DESC LIMIT ?",
-                [_fts_query(terms), *scope_params, *params, pool],
+                [
+                    f'scope_key : "{key}" AND body : ({_fts_query(terms)})',
+                    *scope_params,
+                    *params,
+                    pool,
+                ],
             ).fetchall()
             # FTS5's bm25() is negated so that ORDER BY ascending puts the best first.
             lexical = [(int(r[0]), -float(r[1])) for r in rows]
@@ -922,13 +951,17 @@ class SQLiteBackend(BaseBackend):
         self._refresh()
         index = self._index_for(agent_id)
         marks = ",".join("?" * len(ids))
-        scope, scope_params = _scope_sql(agent_id)
-        own = dict(
-            self._db.execute(
-                f"SELECT m.id, m.rowid FROM memories m WHERE {scope} AND m.id IN ({marks})",
-                [*scope_params, *ids],
-            ).fetchall()
-        )
+        # Looked up by id (unique index), then kept if the row is in this matrix: a WHERE on
+        # agent/scope lets the planner pick the scope index and scan every private row.
+        own = {
+            r[0]: r[1]
+            for r in self._db.execute(
+                "SELECT m.id, m.rowid, m.agent_id, m.scope, m.retracted_at FROM memories m"
+                f" WHERE m.id IN ({marks})",
+                ids,
+            )
+            if _index_key(r[2], r[3], r[4]) == agent_id
+        }
         sides = {entry_id: index.adjacent(rowid, hops) for entry_id, rowid in own.items()}
         by_rowid = self._load_rows({r for b, a in sides.values() for r in (*b, *a)})
         return {

@@ -99,11 +99,32 @@ CREATE INDEX IF NOT EXISTS idx_archive_agent ON archive (agent_id, archived_at);
 CREATE INDEX IF NOT EXISTS idx_archive_memory ON archive (memory_id);
 """
 
+# The full-text index learns which matrix a row belongs to (``scope_key``: ``a`` + the hex of the
+# agent id for private rows, ``shared`` for shared knowledge), so a search matches only its own
+# agent's rows inside FTS5 instead of scoring every agent's matches and filtering after the join.
+# FTS5 tables cannot gain a column, so the index is rebuilt from the stored analysed text.
+M005_FTS_SCOPE_KEY = """
+CREATE VIRTUAL TABLE memories_fts_new USING fts5 (
+    body,
+    scope_key,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO memories_fts_new (rowid, body, scope_key)
+    SELECT f.rowid, f.body,
+           CASE WHEN m.scope = 'private' THEN 'a' || lower(hex(m.agent_id)) ELSE 'shared' END
+    FROM memories_fts f JOIN memories m ON m.rowid = f.rowid;
+DROP TABLE memories_fts_vocab;
+DROP TABLE memories_fts;
+ALTER TABLE memories_fts_new RENAME TO memories_fts;
+CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
     ("m003_fts_vocab", M003_FTS_VOCAB),
     ("m004_archive", M004_ARCHIVE),
+    ("m005_fts_scope_key", M005_FTS_SCOPE_KEY),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,97 @@
+"""``memvault serve`` as users run it: a real subprocess on a free port, one or two workers."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def _cli(db: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memvault", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_answers_with_keys_and_stops_on_sigint(tmp_path: Path, workers: int) -> None:
+    db = tmp_path / "served.db"
+    made = _cli(db, "keys", "create", "--name", "ci", "--agent", "dev-1", "--json")
+    assert made.returncode == 0, made.stderr
+    secret = json.loads(made.stdout)["secret"]
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memvault", "--db", str(db), "serve", "--port", str(port),
+             "--workers", str(workers), "--log-level", "warning"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.2)
+        headers = {"Authorization": f"Bearer {secret}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
+            assert c.get("/v1/count", params={"agent_id": "dev-1"}).json() == {"count": 0}
+            mids = [
+                c.post("/v1/memories", json={"agent_id": "dev-1", "content": text}).json()["id"]
+                for text in ("Prefers Litestar over Flask", "Lunch is at noon")
+            ]
+            # Every worker sees what any worker wrote (one SQLite file, WAL).
+            for _ in range(6):
+                hits = c.post("/v1/search", json={"agent_id": "dev-1", "query": "web framework"})
+                assert hits.json()["results"][0]["id"] == mids[0]
+            refused = c.get("/v1/count", params={"agent_id": "dev-2"})
+            assert refused.status_code == 403
+        assert httpx.get(f"{url}/v1/count", params={"agent_id": "dev-1"}).status_code == 401
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log.read_text()
+
+
+def test_serve_refuses_bad_options_with_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    for args, needle in (
+        (("--host", "0.0.0.0", "--no-auth"), "loopback"),
+        (("--workers", "0"), "--workers"),
+        (("--port", "70000"), "--port"),
+        (("--max-body-bytes", "10"), "--max-body-bytes"),
+    ):
+        done = _cli(db, "serve", *args, timeout=60)
+        assert done.returncode == 2, (args, done.stderr)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and needle in lines[0], (args, done.stderr)
+    assert not db.exists()
