@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -282,6 +283,9 @@ class AsyncMemory:
         self._admission: AdmissionController | None = None
         self._connect_lock: asyncio.Lock | None = None
         self._closed = False
+        # Access counts of searches, written behind in batches (see _note_access).
+        self._access_pending: dict[str, Counter[str]] = {}
+        self._access_task: asyncio.Task[None] | None = None
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -300,10 +304,12 @@ class AsyncMemory:
         """The configuration this memory runs with."""
         return self._config
 
-    async def _ready(self) -> MemoryStore:
+    async def _ready(self, *, settle: bool = True) -> MemoryStore:
         if self._closed:
             msg = "this memory is closed"
             raise MemoryConnectionError(msg)
+        if settle:
+            await self._settle_access()
         if not self._backend.is_connected:
             if self._connect_lock is None:
                 self._connect_lock = asyncio.Lock()
@@ -311,6 +317,45 @@ class AsyncMemory:
                 if not self._backend.is_connected:
                     await self._backend.connect()
         return self._backend
+
+    def _note_access(self, backend: MemoryStore, agent: str, ids: builtins.list[str]) -> None:
+        """Count a search's hits as accesses, written behind the search.
+
+        Every search used to commit its own small write: under concurrent load (and across
+        server worker processes sharing one SQLite file) those commits queued behind each other
+        and behind the write lock. Hits are counted in memory instead and one task writes them:
+        everything searched while a write runs goes out in the next one. Reads that return
+        entries (and close) wait for pending counts first, so callers still read their own
+        accesses; a failed write is logged, never raised into a search.
+        """
+        counts = self._access_pending.setdefault(agent, Counter())
+        counts.update(ids)
+        if self._access_task is None or self._access_task.done():
+            self._access_task = asyncio.get_running_loop().create_task(self._flush_access(backend))
+
+    async def _flush_access(self, backend: MemoryStore) -> None:
+        while self._access_pending:
+            pending, self._access_pending = self._access_pending, {}
+            when = utc_now()
+            for agent, counts in pending.items():
+                # record_access bumps each id once per call: an id hit n times takes n calls.
+                while counts:
+                    ids = builtins.list(counts)
+                    try:
+                        await backend.record_access(agent, ids, when)
+                    except MemoryError as exc:
+                        logger.warning(
+                            "memory.access.failed", extra={"agent_id": agent, "error": str(exc)}
+                        )
+                        break
+                    counts.subtract(ids)
+                    counts = +counts
+
+    async def _settle_access(self) -> None:
+        """Wait until the access counts of earlier searches are written."""
+        task = self._access_task
+        if task is not None and not task.done():
+            await asyncio.shield(task)
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -767,7 +812,11 @@ class AsyncMemory:
             min_relevance=min_relevance,
         )
         cfg = self._resolve_preset(preset)
-        backend = await self._shared_store() if include_shared else await self._ready()
+        backend = (
+            await self._shared_store(settle=False)
+            if include_shared
+            else await self._ready(settle=False)
+        )
         results = await hybrid_search(
             backend, agent, q, cfg, now=utc_now(), include_shared=include_shared
         )
@@ -776,7 +825,7 @@ class AsyncMemory:
         # Only the agent's own private memories count accesses: shared rows are append-only.
         private = [r.id for r in results if r.scope is MemoryScope.PRIVATE]
         if self._track_access and private:
-            await backend.record_access(agent, private, utc_now())
+            self._note_access(backend, agent, private)
         return results
 
     def _resolve_preset(self, preset: str | RetrievalConfig | None) -> RetrievalConfig:
@@ -909,12 +958,12 @@ class AsyncMemory:
 
     # -- shared knowledge -------------------------------------------------------------------------
 
-    async def _shared_store(self) -> SharedMemoryStore:
+    async def _shared_store(self, *, settle: bool = True) -> SharedMemoryStore:
         """The backend, if it keeps shared knowledge and the configuration allows it."""
         if not self._config.options.shared_knowledge_base:
             msg = "shared knowledge is disabled (memory.options.shared_knowledge_base: false)"
             raise MemoryCapabilityError(msg)
-        backend = await self._ready()
+        backend = await self._ready(settle=settle)
         if not isinstance(backend, SharedMemoryStore) or not backend.supports_shared_access:
             msg = f"the {backend.backend_name} backend offers no shared knowledge"
             raise MemoryCapabilityError(msg)
@@ -1043,6 +1092,7 @@ class AsyncMemory:
         """Release the store (idempotent)."""
         if self._closed:
             return
+        await self._settle_access()
         self._closed = True
         await self._backend.disconnect()
 

@@ -298,7 +298,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """
         raise _not_remote("reading the server's retention rules")
 
-    async def _ready(self) -> MemoryStore:
+    async def _ready(self, *, settle: bool = True) -> MemoryStore:
         raise _not_remote("the local store")
 
     def _http(self) -> httpx.AsyncClient:

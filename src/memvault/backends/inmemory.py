@@ -35,7 +35,7 @@ from memvault.models import (
     MemoryScope,
     StoreStats,
 )
-from memvault.retrieval.bm25 import bm25_scores, prune_common_terms
+from memvault.retrieval.bm25 import ROW_EXTRA_TOKENS, bm25_scores, prune_common_terms
 from memvault.retrieval.text import tokenize
 
 __all__ = ["InMemoryBackend"]
@@ -241,12 +241,13 @@ class InMemoryBackend(BaseBackend):
         terms = prune_common_terms(terms, self._doc_freq, len(self._entries))
         if terms and live:
             n = len(self._entries)
-            docs = ((e.id, self._terms[e.id], self._lengths[e.id]) for e in live)
+            extra = ROW_EXTRA_TOKENS
+            docs = ((e.id, self._terms[e.id], self._lengths[e.id] + extra) for e in live)
             scored = bm25_scores(
                 terms,
                 docs,
                 doc_count=n,
-                avg_len=self._total_len / n if n else 0.0,
+                avg_len=(self._total_len + extra * n) / n if n else 0.0,
                 doc_freq=self._doc_freq,
             )
             cands.lexical = scored[:pool]

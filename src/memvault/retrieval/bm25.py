@@ -36,6 +36,13 @@ def idf(doc_count: int, doc_freq: int) -> float:
     return value if value > 0 else 1e-6
 
 
+#: Tokens every indexed row holds besides its text. SQLite's FTS5 row also carries a scope key
+#: (one token, so a search matches only its own agent's rows), and FTS5's bm25() counts every
+#: column in a row's length D and in avgdl. The in-memory and PostgreSQL backends add the same
+#: to rank identically.
+ROW_EXTRA_TOKENS = 1
+
+
 def bm25_scores(
     terms: Sequence[str],
     docs: Iterable[tuple[str, Mapping[str, int], int]],

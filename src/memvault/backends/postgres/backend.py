@@ -80,7 +80,7 @@ from memvault.models import (
     StoreStats,
 )
 from memvault.protocols import Embedder
-from memvault.retrieval.bm25 import K1, B, idf, prune_common_terms
+from memvault.retrieval.bm25 import K1, ROW_EXTRA_TOKENS, B, idf, prune_common_terms
 from memvault.retrieval.text import tokenize
 
 __all__ = ["PostgresBackend"]
@@ -169,9 +169,10 @@ _SHARED_SCOPE = "m.scope = 'shared' AND m.retracted_at IS NULL"
 # FTS5's bm25(), term for term: score = sum over query terms, in query order, of
 #   idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)))
 # with the same operation order, so the double-precision result is identical to SQLite's.
-# Parameters: k1 + 1, k1, 1 - b, b, avgdl, terms, idfs, tsquery, scope and filters, limit.
+# Parameters: k1 + 1, k1, 1 - b, b, extra row tokens, avgdl, terms, idfs, tsquery, scope and
+# filters, limit.
 _BM25 = (
-    "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * (m.doc_len + 1) / %s)))"
+    "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * (m.doc_len + %s) / %s)))"
     " ORDER BY q.ord) AS score"
     " FROM memories m CROSS JOIN LATERAL ("
     " SELECT t.ord, t.idf, (m.term_freqs ->> t.term)::float8 AS tf"
@@ -1109,10 +1110,9 @@ class PostgresBackend(BaseBackend):
         total_len: int,
     ) -> list[tuple[int, float]]:
         # Collection statistics exactly as FTS5 derives them: avgdl = total tokens / rows, and
-        # idf floored at 1e-6, both computed here in double precision as SQLite does. FTS5
-        # counts every column of a row in its length, and SQLite's FTS row holds one scope-key
-        # token besides the text: each row is one token longer there (see _BM25's doc_len + 1).
-        avgdl = (total_len + n_total) / n_total
+        # idf floored at 1e-6, both computed here in double precision as SQLite does. Rows
+        # count ROW_EXTRA_TOKENS more than their text, as in SQLite (see _BM25).
+        avgdl = (total_len + ROW_EXTRA_TOKENS * n_total) / n_total
         weights = [idf(n_total, int(df)) for df in dfs]
         searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
         cur = await conn.execute(
@@ -1122,6 +1122,7 @@ class PostgresBackend(BaseBackend):
                 K1,
                 1 - B,
                 B,
+                ROW_EXTRA_TOKENS,
                 avgdl,
                 terms,
                 weights,
