@@ -184,6 +184,20 @@ def memory_texts(n: int, seed: int = 7) -> list[str]:
     return out
 
 
+#: Whether searches repeat the pool's queries verbatim (``--repeat-queries``). By default every
+#: request's query is made unique (a ticket number is appended) so the embedder's query cache
+#: never answers: each search pays for its query embedding, as a stream of new questions would.
+REPEAT_QUERIES = False
+
+
+def pick_query(rng: random.Random, queries: list[str]) -> str:
+    """A query for one request: from the pool, unique per request unless REPEAT_QUERIES."""
+    query = rng.choice(queries)
+    if REPEAT_QUERIES:
+        return query
+    return f"{query.rstrip('?')} for ticket T-{rng.randrange(10**7)}?"
+
+
 def query_pool(n: int, seed: int = 11) -> list[str]:
     """``n`` distinct search queries (fewer only if the forms cannot make that many)."""
     rng = random.Random(seed)
@@ -554,7 +568,7 @@ async def run_raw_search_phase(
                 elif time.perf_counter() >= deadline:
                     return
                 body = json.dumps(
-                    {"agent_id": rng.choice(agents), "query": rng.choice(queries), "limit": 10}
+                    {"agent_id": rng.choice(agents), "query": pick_query(rng, queries), "limit": 10}
                 ).encode()
                 t0 = time.perf_counter()
                 try:
@@ -698,7 +712,7 @@ async def search_load(
     """One concurrency level of POST /v1/search: warm-up, then the measured run."""
 
     async def send(c: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
-        body = {"agent_id": rng.choice(agents), "query": rng.choice(queries), "limit": 10}
+        body = {"agent_id": rng.choice(agents), "query": pick_query(rng, queries), "limit": 10}
         return await c.post("/v1/search", json=body)
 
     def check(r: httpx.Response, phase: Phase) -> bool:
@@ -772,6 +786,12 @@ def render(result: dict[str, Any]) -> str:
         "- load average at start (1/5/15 min): "
         + " / ".join(f"{x:.2f}" for x in m["loadavg_start"]),
         f"- command: `{result['command']}`",
+        f"- search queries: {result['queries_distinct']} distinct forms, "
+        + (
+            "repeated verbatim (the query-embedding cache answers many)"
+            if result.get("queries_repeated")
+            else "made unique per request (no query-embedding cache hits)"
+        ),
     ]
     ing = result.get("ingest")
     if ing:
@@ -859,6 +879,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--skip-ingest", action="store_true", help="do not ingest memories")
     ap.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
     ap.add_argument(
+        "--repeat-queries",
+        action="store_true",
+        help="reuse the pool's queries verbatim (the query-embedding cache then answers many)",
+    )
+    ap.add_argument(
         "--client",
         choices=("raw", "httpx"),
         default="raw",
@@ -892,7 +917,10 @@ async def run(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     conns = max([*args.levels, ADD_CONCURRENCY]) + 4
     limits = httpx.Limits(max_connections=conns, max_keepalive_connections=conns)
-    result: dict[str, Any] = {"queries_distinct": len(queries)}
+    result: dict[str, Any] = {
+        "queries_distinct": len(queries),
+        "queries_repeated": REPEAT_QUERIES,
+    }
     async with httpx.AsyncClient(
         base_url=url, headers=headers, limits=limits, timeout=httpx.Timeout(120.0)
     ) as client:
@@ -933,6 +961,8 @@ async def run(
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, write ``--out``; returns the results."""
     args = parse_args(argv)
+    global REPEAT_QUERIES
+    REPEAT_QUERIES = args.repeat_queries
     loadavg = [round(x, 2) for x in os.getloadavg()]
     spawned = (
         SpawnedServer(no_auth=args.no_auth, workers=args.workers) if args.server is None else None

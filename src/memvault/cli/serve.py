@@ -13,6 +13,7 @@ import typer
 
 from memvault.cli._common import err_console, state
 from memvault.config import load_config
+from memvault.embeddings.minilm_onnx import THREADS_ENV
 from memvault.errors import MemoryConfigError, MemoryValidationError
 
 if TYPE_CHECKING:
@@ -63,7 +64,6 @@ def serve(
     """Serve the REST API (and MCP over HTTP at /mcp) for the store --db names."""
     try:
         import uvicorn
-        from uvicorn.supervisors import Multiprocess
 
         import memvault.server.rest  # noqa: F401  (fails early without fastapi)
     except ImportError as exc:
@@ -79,6 +79,9 @@ def serve(
     if not 1 <= workers <= 64:
         msg = f"--workers must be between 1 and 64, got {workers}"
         raise MemoryValidationError(msg)
+    if workers > 1 and not hasattr(socket, "SO_REUSEPORT"):
+        msg = "--workers above 1 needs SO_REUSEPORT, which this platform lacks"
+        raise MemoryConfigError(msg)
     if no_auth and not is_loopback(host):
         msg = f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1), not {host!r}"
         raise MemoryValidationError(msg)
@@ -94,31 +97,70 @@ def serve(
         app = build_app(options, warn=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
         return
-    # Several processes: each imports the app from the factory below (the options travel in
-    # the environment), loads its own model and opens its own connections; the kernel spreads
-    # connections over them. Python runs one thread of Python at a time per process, so this
-    # is how a server uses more than one core.
+    # Several processes, each with its own listening socket on the same port (SO_REUSEPORT):
+    # the kernel spreads connections over them evenly, where one shared socket lets whichever
+    # process wakes first accept a whole burst of keep-alive connections. Each process loads
+    # its own model and opens its own connections; Python runs one thread of Python at a time
+    # per process, so this is how a server uses more than one core.
     preflight = _open_keys(options, warn=True)  # bad options fail here, once, not per worker
     if preflight is not None:
         preflight.close()
+    bind_tcp(host, port).close()  # the port is free (or a clear error now)
     os.environ[_OPTIONS_ENV] = json.dumps(options)
+    # The workers share the cores: each embeds with its share of them, not all of them.
+    os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
+    raise typer.Exit(_supervise(workers, host, port, log_level))
+
+
+def _worker(host: str, port: int, log_level: str) -> None:
+    """One ``serve --workers`` process (spawned: it starts from a fresh interpreter)."""
+    import uvicorn
+
+    sock = bind_tcp(host, port)
     config = uvicorn.Config(
-        "memvault.cli.serve:app_factory",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        access_log=False,
+        app_factory, factory=True, log_level=log_level, access_log=False, lifespan="on"
     )
-    Multiprocess(config, sockets=[bind_tcp(host, port)]).run()
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _supervise(workers: int, host: str, port: int, log_level: str) -> int:
+    """Run the worker processes until SIGINT/SIGTERM (or one dies); returns the exit code."""
+    import multiprocessing
+    import signal
+    import threading
+
+    ctx = multiprocessing.get_context("spawn")
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    procs = [ctx.Process(target=_worker, args=(host, port, log_level)) for _ in range(workers)]
+    try:
+        for proc in procs:
+            proc.start()
+        while not stop.wait(0.2):
+            if any(not p.is_alive() for p in procs):
+                err_console.print("error: a server worker exited; stopping", markup=False)
+                return 1
+        return 0
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()  # SIGTERM: uvicorn finishes requests in flight, then exits
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 _OPTIONS_ENV = "MEMVAULT_SERVE_OPTIONS"
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:
-    """A listening TCP socket for worker processes to share.
+    """A TCP socket bound to ``host:port`` that other workers can bind too (SO_REUSEPORT).
 
     Created with ``IPPROTO_TCP`` explicitly: asyncio turns on TCP_NODELAY for accepted
     connections only when the listening socket says TCP, and without it every keep-alive
@@ -127,6 +169,8 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if hasattr(socket, "SO_REUSEPORT"):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:

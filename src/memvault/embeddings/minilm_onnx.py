@@ -302,6 +302,24 @@ def _build_graph(
     return model
 
 
+THREADS_ENV = "MEMVAULT_EMBEDDER_THREADS"
+
+
+def _default_threads() -> int:
+    """``$MEMVAULT_EMBEDDER_THREADS``, else ``min(4, cores)`` (``serve --workers`` sets the
+    variable so that its processes share the cores instead of each claiming all of them)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise MemoryConfigError(f"{THREADS_ENV} must be a positive integer, got {raw!r}")
+        return value
+    return min(4, os.cpu_count() or 1)
+
+
 class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
     """all-MiniLM-L6-v2 on onnxruntime, int8-quantised by default; memvault's default embedder.
 
@@ -332,8 +350,9 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
     ) -> None:
         """Record settings; nothing is read or built until the first embed call or :meth:`load`.
 
-        ``intra_op_threads`` defaults to ``min(4, os.cpu_count())``: MiniLM's matrices are too
-        small for more threads to pay for their synchronisation.
+        ``intra_op_threads`` defaults to ``$MEMVAULT_EMBEDDER_THREADS``, else
+        ``min(4, os.cpu_count())``: MiniLM's matrices are too small for more threads to pay for
+        their synchronisation.
         """
         super().__init__(
             model_dir=model_dir,
@@ -345,7 +364,7 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
             raise MemoryConfigError(f"intra_op_threads must be >= 1, got {intra_op_threads}")
         self._quantize = quantize
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
-        self._threads = intra_op_threads or min(4, os.cpu_count() or 1)
+        self._threads = intra_op_threads or _default_threads()
         self._session: onnxruntime.InferenceSession | None = None
         self._model_path: Path | None = None
 
