@@ -29,13 +29,14 @@ import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, field_validator
 
+from memvault.backends.sqlite._connect import immediate, prepare_side_table
 from memvault.errors import (
     MemoryConfigError,
     MemoryConnectionError,
@@ -595,16 +596,7 @@ class SQLiteKeyStore(_KeyStoreBase):
             except sqlite3.Error as exc:
                 raise translate_error(exc, write=write, what="key store", path=self._path) from exc
 
-    @staticmethod
-    @contextlib.contextmanager
-    def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    _transaction = staticmethod(immediate)
 
     def _open(self) -> sqlite3.Connection:
         from memvault.backends.sqlite._connect import open_sqlite
@@ -617,23 +609,15 @@ class SQLiteKeyStore(_KeyStoreBase):
         )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        from memvault.backends.sqlite._connect import check_foreign
-        from memvault.backends.sqlite.schema import apply_migrations
-
-        if check_foreign(conn, self._path, "key store"):
-            # A fresh file gets the memory schema first: the memory backend refuses a file
-            # with tables but no store_meta, so keys created first must not lock it out.
-            apply_migrations(conn, _to_us(self._now()))
-        with self._transaction(conn):
-            conn.execute(_SQLITE_TABLE)
-            conn.execute(_SQLITE_INDEX)
-        columns = {r[1] for r in conn.execute("PRAGMA table_info(api_keys)")}
-        if not columns >= _EXPECTED_COLUMNS:
-            msg = (
-                f"cannot open key store {self._path}: its api_keys table has other columns "
-                f"({', '.join(sorted(columns))})"
-            )
-            raise MemoryConnectionError(msg)
+        prepare_side_table(
+            conn,
+            self._path,
+            what="key store",
+            table="api_keys",
+            ddl=(_SQLITE_TABLE, _SQLITE_INDEX),
+            columns=_EXPECTED_COLUMNS,
+            now_us=_to_us(self._now()),
+        )
 
     def _key(self, row: Sequence[Any]) -> ApiKey:
         *head, created, revoked = row

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
-from memvault.backends.sqlite.schema import apply_migrations
+from memvault.backends.sqlite._connect import (
+    immediate,
+    open_sqlite,
+    prepare_side_table,
+    translate_error,
+)
 from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
@@ -119,18 +122,9 @@ class SQLiteSessionStore:
     def _translate(self, exc: sqlite3.Error, write: bool) -> MemoryError:
         return translate_error(exc, write=write, what="session store", path=self._path)
 
-    @staticmethod
-    @contextlib.contextmanager
-    def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-        # IMMEDIATE takes the write lock up front: the seq read and the write that uses it must
-        # not interleave with another writer's.
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    # IMMEDIATE: the seq read and the write that uses it must not interleave with another
+    # writer's.
+    _transaction = staticmethod(immediate)
 
     def _open(self) -> sqlite3.Connection:
         return open_sqlite(
@@ -141,20 +135,15 @@ class SQLiteSessionStore:
         )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        if check_foreign(conn, self._path, "session store"):
-            # A fresh file gets the memory schema first: the memory backend refuses a file
-            # with tables but no store_meta, so sessions saved first must not lock it out.
-            apply_migrations(conn, _to_us(self._clock()))
-        with self._transaction(conn):
-            conn.execute(_SESSIONS_TABLE)
-            conn.execute(_SESSIONS_INDEX)
-        columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
-        if not columns >= _EXPECTED_COLUMNS:
-            msg = (
-                f"cannot open session store {self._path}: its sessions table has other columns "
-                f"({', '.join(sorted(columns))})"
-            )
-            raise MemoryConnectionError(msg)
+        prepare_side_table(
+            conn,
+            self._path,
+            what="session store",
+            table="sessions",
+            ddl=(_SESSIONS_TABLE, _SESSIONS_INDEX),
+            columns=_EXPECTED_COLUMNS,
+            now_us=_to_us(self._clock()),
+        )
 
     def _record(self, row: Sequence[Any]) -> SessionRecord:
         session_id, agent_id, created, updated, count, messages = row

@@ -7,9 +7,10 @@ WAL mode with a busy timeout so several connections (and processes) can share th
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from memvault.errors import (
@@ -19,7 +20,14 @@ from memvault.errors import (
     MemoryStoreError,
 )
 
-__all__ = ["SQLITE_MAGIC", "check_foreign", "open_sqlite", "translate_error"]
+__all__ = [
+    "SQLITE_MAGIC",
+    "check_foreign",
+    "immediate",
+    "open_sqlite",
+    "prepare_side_table",
+    "translate_error",
+]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -34,6 +42,51 @@ def check_foreign(conn: sqlite3.Connection, path: Path, what: str) -> bool:
         )
         raise MemoryConnectionError(msg)
     return not tables
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction that takes the write lock up front (``BEGIN IMMEDIATE``): reads and
+    the writes that depend on them never interleave with another writer's."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def prepare_side_table(
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    what: str,
+    table: str,
+    ddl: Sequence[str],
+    columns: Collection[str],
+    now_us: int,
+) -> None:
+    """Make sure a table memvault keeps beside the memories (sessions, API keys) is there.
+
+    A fresh file gets the memory schema first (the memory backend refuses a file with tables but
+    no ``store_meta``, so a side table created first must not lock it out); a file of another
+    application is refused; a ``table`` without the expected ``columns`` is refused too.
+    """
+    from memvault.backends.sqlite.schema import apply_migrations
+
+    if check_foreign(conn, path, what):
+        apply_migrations(conn, now_us)
+    with immediate(conn):
+        for statement in ddl:
+            conn.execute(statement)
+    found = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    if not found >= set(columns):
+        msg = (
+            f"cannot open {what} {path}: its {table} table has other columns "
+            f"({', '.join(sorted(found))})"
+        )
+        raise MemoryConnectionError(msg)
 
 
 def open_sqlite(
