@@ -286,6 +286,9 @@ class AsyncMemory:
         # Access counts of searches, written behind in batches (see _note_access).
         self._access_pending: dict[str, Counter[str]] = {}
         self._access_task: asyncio.Task[None] | None = None
+        self._access_noted = 0  # searches whose hits were counted ...
+        self._access_written = 0  # ... and how many of those are written (or given up)
+        self._access_waiters: builtins.list[tuple[int, asyncio.Future[None]]] = []
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -330,32 +333,59 @@ class AsyncMemory:
         """
         counts = self._access_pending.setdefault(agent, Counter())
         counts.update(ids)
+        self._access_noted += 1
         if self._access_task is None or self._access_task.done():
             self._access_task = asyncio.get_running_loop().create_task(self._flush_access(backend))
 
     async def _flush_access(self, backend: MemoryStore) -> None:
-        while self._access_pending:
-            pending, self._access_pending = self._access_pending, {}
-            when = utc_now()
-            for agent, counts in pending.items():
-                # record_access bumps each id once per call: an id hit n times takes n calls.
-                while counts:
-                    ids = builtins.list(counts)
-                    try:
-                        await backend.record_access(agent, ids, when)
-                    except MemoryError as exc:
-                        logger.warning(
-                            "memory.access.failed", extra={"agent_id": agent, "error": str(exc)}
-                        )
-                        break
-                    counts.subtract(ids)
-                    counts = +counts
+        try:
+            # No await between the last emptiness check and the end of the task: a search
+            # that finds this task still running can rely on it to write its counts.
+            while self._access_pending:
+                upto = self._access_noted
+                pending, self._access_pending = self._access_pending, {}
+                when = utc_now()
+                for agent, counts in pending.items():
+                    # One write per distinct hit count: ids hit n times in this batch get +n.
+                    by_times: dict[int, builtins.list[str]] = {}
+                    for entry_id, n in counts.items():
+                        by_times.setdefault(n, []).append(entry_id)
+                    for n, ids in sorted(by_times.items()):
+                        try:
+                            await backend.record_access(agent, ids, when, times=n)
+                        except MemoryError as exc:
+                            logger.warning(
+                                "memory.access.failed",
+                                extra={"agent_id": agent, "error": str(exc)},
+                            )
+                            break
+                self._access_written = upto
+                self._release_settlers()
+        finally:
+            self._release_settlers(everyone=True)
+
+    def _release_settlers(self, *, everyone: bool = False) -> None:
+        waiting = []
+        for target, future in self._access_waiters:
+            if everyone or self._access_written >= target:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((target, future))
+        self._access_waiters = waiting
 
     async def _settle_access(self) -> None:
-        """Wait until the access counts of earlier searches are written."""
+        """Wait until the access counts of searches made before this call are written.
+
+        Only those: counts noted later (searches still streaming in) do not hold it up.
+        """
+        target = self._access_noted
         task = self._access_task
-        if task is not None and not task.done():
-            await asyncio.shield(task)
+        if self._access_written >= target or task is None or task.done():
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._access_waiters.append((target, future))
+        await future
 
     # -- writes ---------------------------------------------------------------------------------
 

@@ -276,8 +276,10 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         """
         ...
 
-    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
-        """Bump access counters of retrieved entries (feeds retention scoring)."""
+    async def record_access(
+        self, agent_id: str, ids: Sequence[str], when: datetime, *, times: int = 1
+    ) -> None:
+        """Add ``times`` to the access counters of retrieved entries (feeds retention scoring)."""
         ...
 
     async def agent_ids(self) -> list[str]:

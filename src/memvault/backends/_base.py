@@ -63,6 +63,7 @@ __all__ = [
     "check_agent",
     "check_id",
     "check_stored_model",
+    "check_times",
     "embedding_text",
     "lexical_text",
     "same_thread",
@@ -72,6 +73,18 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Vectors = NDArray[np.float32]
+
+
+def check_times(times: int) -> int:
+    """An access-count increment: a positive integer.
+
+    Raises:
+        MemoryValidationError: anything else.
+    """
+    if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+        msg = f"times must be a positive integer, got {times!r}"
+        raise MemoryValidationError(msg)
+    return times
 
 
 def check_agent(agent_id: str) -> str:
@@ -679,7 +692,9 @@ class BaseBackend(ABC):
         """Every entry (of one agent, or all), oldest first."""
 
     @abstractmethod
-    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+    async def record_access(
+        self, agent_id: str, ids: Sequence[str], when: datetime, *, times: int = 1
+    ) -> None:
         """Bump access counters of retrieved entries."""
 
     @abstractmethod

@@ -53,7 +53,7 @@ import numpy as np
 
 from memvault._ids import utc_now
 from memvault._search import hybrid_search, retrieve_entries
-from memvault.backends._base import Vectors, check_agent, check_id
+from memvault.backends._base import Vectors, check_agent, check_id, check_times
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
@@ -441,13 +441,16 @@ class CompositeBackend:
             total += await child.clear(agent, category=category)
         return total
 
-    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+    async def record_access(
+        self, agent_id: str, ids: Sequence[str], when: datetime, *, times: int = 1
+    ) -> None:
         """Bump access counters; every child ignores the ids it does not hold."""
         agent = check_agent(agent_id)
+        times = check_times(times)
         if not ids:
             return
         for child in self._children:
-            await child.record_access(agent, ids, when)
+            await child.record_access(agent, ids, when, times=times)
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from memvault.backends._base import (
     append_only_error,
     check_agent,
     check_id,
+    check_times,
     lexical_text,
 )
 from memvault.models import (
@@ -156,15 +157,18 @@ class InMemoryBackend(BaseBackend):
                 self._unindex(entry_id)
             return len(doomed)
 
-    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+    async def record_access(
+        self, agent_id: str, ids: Sequence[str], when: datetime, *, times: int = 1
+    ) -> None:
         """Bump access counters."""
         agent = check_agent(agent_id)
+        times = check_times(times)
         async with self._lock:
             for entry_id in ids:
                 e = self._entries.get(entry_id)
                 if e is not None and e.agent_id == agent:
                     self._entries[entry_id] = e.model_copy(
-                        update={"access_count": e.access_count + 1, "last_accessed_at": when}
+                        update={"access_count": e.access_count + times, "last_accessed_at": when}
                     )
 
     async def mark_consolidated(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:

@@ -743,6 +743,11 @@ class BackendContract(NeighbourContract, SharedKnowledgeContract):
         assert got is not None
         assert got.access_count == 2
         assert got.last_accessed_at == when
+        await backend.record_access("a", [mid], when, times=3)
+        again = await backend.get("a", mid)
+        assert again is not None and again.access_count == 5
+        with pytest.raises(MemoryValidationError):
+            await backend.record_access("a", [mid], when, times=0)
 
     async def test_stats_and_agent_ids(self, backend: MemoryStore) -> None:
         await self._seed(backend, "agent-a")

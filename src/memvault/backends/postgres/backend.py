@@ -36,6 +36,7 @@ from memvault.backends._base import (
     check_agent,
     check_id,
     check_stored_model,
+    check_times,
     lexical_text,
 )
 from memvault.errors import (
@@ -831,9 +832,12 @@ class PostgresBackend(BaseBackend):
 
         return await self._write("clear", run)
 
-    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+    async def record_access(
+        self, agent_id: str, ids: Sequence[str], when: datetime, *, times: int = 1
+    ) -> None:
         """Bump access counters of the agent's entries among ``ids``."""
         agent = check_agent(agent_id)
+        times = check_times(times)
         if not ids:
             return
 
@@ -841,9 +845,9 @@ class PostgresBackend(BaseBackend):
             # Through _write for its deadlock retry: concurrent bumps of overlapping id sets
             # lock the same rows in different orders.
             await conn.execute(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = %s"
+                "UPDATE memories SET access_count = access_count + %s, last_accessed_at = %s"
                 " WHERE agent_id = %s AND id = ANY(%s::text[])",
-                [when, agent, list(ids)],
+                [times, when, agent, list(ids)],
             )
 
         await self._write("record access", run)

@@ -106,14 +106,11 @@ def open_sqlite(
     if path.is_dir():
         msg = f"cannot open {what} {path}: it is a directory"
         raise MemoryConnectionError(msg)
+    # The header is not peeked at with open(): closing any descriptor of a SQLite file drops
+    # every POSIX lock this process holds on it (other connections' included), and another
+    # process could then delete the live WAL. SQLite itself reports a foreign file below.
     try:
-        if path.exists():
-            with path.open("rb") as fh:
-                head = fh.read(16)
-            if head and head != SQLITE_MAGIC:
-                msg = f"cannot open {what} {path}: not a SQLite database"
-                raise MemoryConnectionError(msg)
-        else:
+        if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         msg = f"cannot open {what} {path}: {exc.strerror or exc}"
@@ -138,7 +135,8 @@ def open_sqlite(
     except sqlite3.Error as exc:
         if conn is not None:
             conn.close()
-        msg = f"cannot open {what} {path}: {exc}"
+        detail = "not a SQLite database" if "not a database" in str(exc) else str(exc)
+        msg = f"cannot open {what} {path}: {detail}"
         raise MemoryConnectionError(msg) from exc
 
 

@@ -33,6 +33,7 @@ from memvault.backends._base import (
     check_agent,
     check_id,
     check_stored_model,
+    check_times,
     lexical_text,
 )
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
@@ -173,7 +174,7 @@ class _EntryCache:
     def drop_ids(self, ids: Iterable[str]) -> None:
         self.drop_rowids([r for r in (self._rowid.get(i) for i in ids) if r is not None])
 
-    def touch(self, agent_id: str, ids: Iterable[str], when: datetime) -> None:
+    def touch(self, agent_id: str, ids: Iterable[str], when: datetime, times: int = 1) -> None:
         """Apply an access-counter bump to the cached copies (instead of dropping them:
         popular entries are the ones searches touch, and they would be re-read every time)."""
         for i in dict.fromkeys(ids):  # SQL's IN bumps a repeated id once
@@ -181,7 +182,7 @@ class _EntryCache:
             entry = None if rowid is None else self._items.get(rowid)
             if rowid is not None and entry is not None and entry.agent_id == agent_id:
                 self._items[rowid] = entry.model_copy(
-                    update={"access_count": entry.access_count + 1, "last_accessed_at": when}
+                    update={"access_count": entry.access_count + times, "last_accessed_at": when}
                 )
 
     def clear(self) -> None:
@@ -706,9 +707,12 @@ class SQLiteBackend(BaseBackend):
 
         return await self._run(run, write=True)
 
-    async def record_access(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
+    async def record_access(
+        self, agent_id: str, ids: Sequence[str], when: datetime, *, times: int = 1
+    ) -> None:
         """Bump access counters (does not invalidate other processes' matrices)."""
         agent = check_agent(agent_id)
+        times = check_times(times)
         if not ids:
             return
         when_us = to_us(when)
@@ -719,11 +723,11 @@ class SQLiteBackend(BaseBackend):
                 # "+agent_id": look rows up by id; an agent_id term would let the planner walk
                 # the agent's whole index range instead.
                 conn.execute(
-                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                    "UPDATE memories SET access_count = access_count + ?, last_accessed_at = ?"
                     f" WHERE +agent_id = ? AND id IN ({marks})",
-                    [when_us, agent, *ids],
+                    [times, when_us, agent, *ids],
                 )
-            self._cache.touch(agent, ids, when)
+            self._cache.touch(agent, ids, when, times)
 
         await self._run(run, write=True)
 
