@@ -346,3 +346,40 @@ def test_loopback_detection(host: str) -> None:
     assert is_loopback(host)
     assert not is_loopback("0.0.0.0")
     assert not is_loopback("192.168.1.4")
+
+
+def test_no_auth_server_answers_only_local_host_names(live_server: ServerFactory) -> None:
+    srv = live_server(auth=False)
+    with srv.client() as c:
+        assert c.get("/v1/agents").status_code == 200
+        # A page on another origin reaching the port through DNS rebinding sends its own Host.
+        rebound = c.get("/v1/agents", headers={"Host": "attacker.example"})
+        assert rebound.status_code == 400
+        assert c.get("/v1/agents", headers={"Host": "localhost:1234"}).status_code == 200
+
+
+def test_values_the_store_cannot_hold_are_422(server: LiveServer) -> None:
+    with server.client("dev1") as c:
+        edge = c.post(
+            "/v1/memories",
+            json={"agent_id": "dev-1", "content": "x", "created_at": "9999-12-31T23:59:59-23:59"},
+        )
+        _error(edge, 422, "validation_error")
+        lone = c.put(
+            "/v1/sessions/0123456789ab",
+            content=b'{"agent_id": "dev-1", "messages": [{"role": "user", "content": "\\ud800"}]}',
+            headers={"Content-Type": "application/json"},
+        )
+        _error(lone, 422, "validation_error")
+
+
+def test_server_side_failures_do_not_leak_details() -> None:
+    from memvault.errors import MemoryConnectionError, MemoryNotFoundError, MemoryStoreError
+    from memvault.server.errors import public_message
+
+    leak = MemoryStoreError("sqlite write to /srv/secret/x.db failed: database is locked")
+    assert "/srv/secret" not in public_message(leak)
+    assert "/srv" not in public_message(MemoryConnectionError("store /srv/x.db is unusable"))
+    assert public_message(RuntimeError("boom at 0xdeadbeef")) == "internal server error"
+    # Client errors keep their message: it tells the caller what to fix.
+    assert public_message(MemoryNotFoundError("memory m1 not found")) == "memory m1 not found"

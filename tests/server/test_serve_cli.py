@@ -95,3 +95,18 @@ def test_serve_refuses_bad_options_with_one_line(tmp_path: Path) -> None:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and needle in lines[0], (args, done.stderr)
     assert not db.exists()
+
+
+def test_workers_refuse_a_port_another_server_listens_on(tmp_path: Path) -> None:
+    # Another server with SO_REUSEPORT on the port: workers must not quietly share it.
+    other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    other.bind(("127.0.0.1", 0))
+    other.listen()
+    try:
+        port = other.getsockname()[1]
+        done = _cli(tmp_path / "y.db", "serve", "--no-auth", "--workers", "2", "--port", str(port))
+        assert done.returncode == 2, done.stderr
+        assert "cannot listen" in done.stderr
+    finally:
+        other.close()

@@ -6,7 +6,10 @@ import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
+import threading
+import time
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -105,7 +108,9 @@ def serve(
     preflight = _open_keys(options, warn=True)  # bad options fail here, once, not per worker
     if preflight is not None:
         preflight.close()
-    bind_tcp(host, port).close()  # the port is free (or a clear error now)
+    # The port is free (or a clear error now). Probed without SO_REUSEPORT: a socket with it
+    # would bind next to another server's and silently split the traffic with it.
+    bind_tcp(host, port, reuse_port=False).close()
     os.environ[_OPTIONS_ENV] = json.dumps(options)
     # The workers share the cores: each embeds with its share of them, not all of them.
     os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
@@ -116,6 +121,15 @@ def _worker(host: str, port: int, log_level: str) -> None:
     """One ``serve --workers`` process (spawned: it starts from a fresh interpreter)."""
     import uvicorn
 
+    parent = os.getppid()
+
+    def orphaned() -> None:
+        # A supervisor killed outright (SIGKILL) cannot stop its workers: they stop themselves.
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=orphaned, daemon=True).start()
     sock = bind_tcp(host, port)
     config = uvicorn.Config(
         app_factory, factory=True, log_level=log_level, access_log=False, lifespan="on"
@@ -126,8 +140,6 @@ def _worker(host: str, port: int, log_level: str) -> None:
 def _supervise(workers: int, host: str, port: int, log_level: str) -> int:
     """Run the worker processes until SIGINT/SIGTERM (or one dies); returns the exit code."""
     import multiprocessing
-    import signal
-    import threading
 
     ctx = multiprocessing.get_context("spawn")
     stop = threading.Event()
@@ -159,7 +171,7 @@ def _supervise(workers: int, host: str, port: int, log_level: str) -> int:
 _OPTIONS_ENV = "MEMVAULT_SERVE_OPTIONS"
 
 
-def bind_tcp(host: str, port: int) -> socket.socket:
+def bind_tcp(host: str, port: int, *, reuse_port: bool = True) -> socket.socket:
     """A TCP socket bound to ``host:port`` that other workers can bind too (SO_REUSEPORT).
 
     Created with ``IPPROTO_TCP`` explicitly: asyncio turns on TCP_NODELAY for accepted
@@ -169,7 +181,7 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if hasattr(socket, "SO_REUSEPORT"):
+    if reuse_port and hasattr(socket, "SO_REUSEPORT"):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host.strip("[]"), port))

@@ -23,7 +23,7 @@ from memvault.errors import (
     MemoryValidationError,
 )
 
-__all__ = ["ERROR_TABLE", "INTERNAL", "error_code", "error_status"]
+__all__ = ["ERROR_TABLE", "INTERNAL", "error_code", "error_status", "public_message"]
 
 #: exception class -> (code, HTTP status)
 ERROR_TABLE: dict[type[MemoryError], tuple[str, int]] = {
@@ -60,3 +60,25 @@ def error_code(exc: BaseException) -> str:
 def error_status(exc: BaseException) -> int:
     """The HTTP status of ``exc`` (500 for anything that is not ours)."""
     return _lookup(exc)[1]
+
+
+# What a client is told about a server-side failure: its details (paths, driver messages) stay in
+# the server log. 501 keeps its message: it says what the deployment cannot do, which the caller
+# needs to know.
+_PUBLIC = {
+    "backend_unavailable": "the memory store is unavailable; try again later",
+    "embedding_model_changed": "the store was built with another embedding model than the server's",
+    "configuration_error": "the server is misconfigured",
+    "store_failed": "the memory store could not complete the write",
+    "retrieval_failed": "the memory store could not complete the read",
+    "memvault_error": "the memory service failed",
+    "internal_error": "internal server error",
+}
+
+
+def public_message(exc: BaseException) -> str:
+    """The message a client may see for ``exc``: its own for client errors, generic for 5xx."""
+    code, status = _lookup(exc)
+    if status < 500 or status == 501:
+        return str(exc)
+    return _PUBLIC.get(code, _PUBLIC["internal_error"])

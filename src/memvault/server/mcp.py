@@ -53,7 +53,7 @@ from memvault.errors import (
 )
 from memvault.injection.dispatch import validate_arguments
 from memvault.models import MemoryCategory, MemoryEntry
-from memvault.server.errors import error_code
+from memvault.server.errors import error_code, public_message
 from memvault.service import Actor, ActorKind, MemoryService, check_reason
 
 __all__ = [
@@ -528,7 +528,7 @@ async def _call(
         data = await tool.handler(service, actor, args)
     except MemoryError as exc:
         logger.info("memvault.mcp.tool_error", extra={"tool": name, "error": str(exc)})
-        return _error_result(f"{error_code(exc)}: {exc}")
+        return _error_result(f"{error_code(exc)}: {public_message(exc)}")
     except Exception:
         logger.exception("memvault.mcp.unexpected_error", extra={"tool": name})
         return _error_result(_INTERNAL_ERROR)

@@ -32,7 +32,7 @@ from starlette.routing import Route
 import memvault
 from memvault.errors import MemoryAuthenticationError, MemoryError, MemoryNotFoundError
 from memvault.models import MemoryCategory, MemoryEntry
-from memvault.server.errors import error_code, error_status
+from memvault.server.errors import error_code, error_status, public_message
 from memvault.server.metrics import Metrics, MetricsMiddleware
 from memvault.server.schemas import (
     AddBody,
@@ -78,6 +78,8 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerSettings", "actor_for_key", "create_
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Host headers a server without API keys answers (loopback names only).
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 # How long an authenticated key is trusted without asking the key store again: revocation
 # takes effect within this many seconds, and a busy server does not hit the store per request.
 KEY_CACHE_SECONDS = 5.0
@@ -262,7 +264,9 @@ class _McpEndpoint:
         try:
             scope["memvault.actor"] = await self.auth(raw.decode("latin-1") if raw else None)
         except MemoryError as exc:
-            await _error(error_status(exc), error_code(exc), str(exc))(scope, receive, send)
+            await _error(error_status(exc), error_code(exc), public_message(exc))(
+                scope, receive, send
+            )
             return
         await self.app(scope, receive, send)
 
@@ -331,9 +335,18 @@ def create_app(
     @app.exception_handler(MemoryError)
     async def memvault_error(_: Request, exc: MemoryError) -> JSONResponse:
         status = error_status(exc)
-        if status >= 500 and status not in (501, 503):
+        if status >= 500 and status != 501:
             logger.error("request.failed", exc_info=exc)
-        return _error(status, error_code(exc), str(exc))
+        return _error(status, error_code(exc), public_message(exc))
+
+    @app.exception_handler(OverflowError)
+    @app.exception_handler(UnicodeError)
+    async def unrepresentable(_: Request, exc: Exception) -> JSONResponse:
+        # Valid JSON the store cannot hold: dates at the edge of the calendar that overflow
+        # once shifted to UTC, lone surrogates that cannot be encoded.
+        logger.info("request.unrepresentable", extra={"error": str(exc)})
+        msg = "a value cannot be stored (a date out of range or text that is not valid Unicode)"
+        return _error(422, "validation_error", msg)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -729,5 +742,11 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(_BodyLimit, limit=conf.max_body_bytes)
+    if keys is None:
+        # Without keys the server trusts whoever can reach it, which --no-auth limits to this
+        # machine; a Host check stops web pages from reaching it through DNS rebinding.
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
