@@ -52,6 +52,7 @@ def test_no_operation_answers_with_a_server_error(api_server: str) -> None:
             max_examples=10,
             deadline=None,
             database=None,
+            derandomize=True,
             suppress_health_check=list(HealthCheck),
         )
         def fuzz(case: Any) -> None:
