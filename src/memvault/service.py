@@ -42,7 +42,16 @@ from memvault.sessions.store import check_session_id
 from memvault.write.executor import WriteOutcome
 from memvault.write.retention import RetentionReport
 
-__all__ = ["DEFAULT_TENANT", "Actor", "ActorKind", "MemoryService", "Scope"]
+__all__ = [
+    "DEFAULT_TENANT",
+    "Actor",
+    "ActorKind",
+    "MemoryService",
+    "Scope",
+    "covers",
+    "parse_scopes",
+    "scope_rank",
+]
 
 DEFAULT_TENANT = "default"
 _REASON_MAX_CHARS = 500
@@ -57,6 +66,21 @@ class Scope(StrEnum):
 
 
 _RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
+
+
+def scope_rank(scope: Scope) -> int:
+    """Where ``scope`` stands in ``read`` < ``write`` < ``admin`` (for sorting)."""
+    return _RANK[scope]
+
+
+def covers(scopes: Iterable[Scope], scope: Scope | str) -> bool:
+    """True if one of ``scopes`` covers ``scope`` (admin > write > read).
+
+    Raises:
+        MemoryValidationError: ``scope`` is not a scope.
+    """
+    wanted = _RANK[_to_scope(scope)]
+    return any(_RANK[s] >= wanted for s in scopes)
 
 
 class ActorKind(StrEnum):
@@ -89,7 +113,9 @@ class Actor:
         scopes: Iterable[Scope | str] = (Scope.READ, Scope.WRITE),
     ) -> Actor:
         """An agent: reaches its own memories and its tenant's shared knowledge."""
-        return cls(ActorKind.AGENT, check_agent(agent_id), check_tenant(tenant), _scopes(scopes))
+        return cls(
+            ActorKind.AGENT, check_agent(agent_id), check_tenant(tenant), parse_scopes(scopes)
+        )
 
     @classmethod
     def human(
@@ -100,7 +126,7 @@ class Actor:
         scopes: Iterable[Scope | str] = (Scope.READ, Scope.WRITE),
     ) -> Actor:
         """A human operator: reaches every agent of the tenant, within ``scopes``."""
-        return cls(ActorKind.HUMAN, _name(name), check_tenant(tenant), _scopes(scopes))
+        return cls(ActorKind.HUMAN, _name(name), check_tenant(tenant), parse_scopes(scopes))
 
     @classmethod
     def admin(cls, name: str = "admin", *, tenant: str = DEFAULT_TENANT) -> Actor:
@@ -114,22 +140,46 @@ class Actor:
 
     def allows(self, scope: Scope) -> bool:
         """True if one of the actor's scopes covers ``scope`` (admin > write > read)."""
-        return any(_RANK[s] >= _RANK[scope] for s in self.scopes)
+        return covers(self.scopes, scope)
 
 
-def _scopes(values: Iterable[Scope | str]) -> frozenset[Scope]:
-    out: set[Scope] = set()
-    for value in values:
+_VALID_SCOPES = ", ".join(s.value for s in Scope)
+
+
+def _to_scope(value: object) -> Scope:
+    if isinstance(value, Scope):
+        return value
+    if isinstance(value, str):
         try:
-            out.add(Scope(value))
+            return Scope(value.strip().lower())
         except ValueError:
-            names = ", ".join(s.value for s in Scope)
-            msg = f"unknown scope {value!r} (choose from {names})"
+            pass
+    msg = f"unknown scope {value!r}: valid scopes are {_VALID_SCOPES}"
+    raise MemoryValidationError(msg)
+
+
+def parse_scopes(
+    scopes: Iterable[Scope | str] | Scope | str, *, owner: str = "an actor"
+) -> frozenset[Scope]:
+    """Scopes from names (case-insensitive) or members; one string is one scope.
+
+    Raises:
+        MemoryValidationError: an unknown scope, none at all, or not a list of scopes.
+    """
+    items: Iterable[object]
+    if isinstance(scopes, str):  # one scope (a Scope is a str too), not its characters
+        items = (scopes,)
+    else:
+        try:
+            items = builtins.list(scopes)
+        except TypeError:
+            msg = f"scopes must be a list of scopes ({_VALID_SCOPES}), got {type(scopes).__name__}"
             raise MemoryValidationError(msg) from None
-    if not out:
-        msg = "an actor needs at least one scope"
+    found = frozenset(_to_scope(item) for item in items)
+    if not found:
+        msg = f"{owner} needs at least one scope ({_VALID_SCOPES})"
         raise MemoryValidationError(msg)
-    return frozenset(out)
+    return found
 
 
 def _name(name: str) -> str:

@@ -47,7 +47,7 @@ from memvault.errors import (
 )
 
 # One scope vocabulary for keys and service actors (ADMIN implies WRITE implies READ).
-from memvault.service import Scope
+from memvault.service import Scope, covers, parse_scopes, scope_rank
 
 if TYPE_CHECKING:
     import psycopg
@@ -67,8 +67,6 @@ T = TypeVar("T")
 Clock = Callable[[], datetime]
 
 
-_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
-_VALID_SCOPES = ", ".join(s.value for s in Scope)
 _DEFAULT_SCOPES = (Scope.READ, Scope.WRITE)
 
 _NAME_MAX_CHARS = 100
@@ -122,31 +120,8 @@ def _check_agent(agent_id: str | None) -> str | None:
     return check_agent(agent_id)
 
 
-def _to_scope(value: object) -> Scope:
-    if isinstance(value, Scope):
-        return value
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            return Scope(value.strip().lower())
-    msg = f"unknown scope {value!r}: valid scopes are {_VALID_SCOPES}"
-    raise MemoryValidationError(msg)
-
-
 def _check_scopes(scopes: Iterable[Scope | str] | Scope | str) -> frozenset[Scope]:
-    items: Iterable[object]
-    if isinstance(scopes, str):  # one scope (a Scope is a str too), not its characters
-        items = (scopes,)
-    else:
-        try:
-            items = builtins.list(scopes)
-        except TypeError:
-            msg = f"scopes must be a list of scopes ({_VALID_SCOPES}), got {type(scopes).__name__}"
-            raise MemoryValidationError(msg) from None
-    found = frozenset(_to_scope(item) for item in items)
-    if not found:
-        msg = f"a key needs at least one scope ({_VALID_SCOPES})"
-        raise MemoryValidationError(msg)
-    return found
+    return parse_scopes(scopes, owner="a key")
 
 
 def _check_key_id(key_id: str) -> str:
@@ -166,7 +141,7 @@ def _check_time(value: datetime | None, field: str) -> datetime | None:
 
 
 def _sorted_scopes(scopes: Iterable[Scope]) -> builtins.list[str]:
-    return [s.value for s in sorted(scopes, key=_RANK.__getitem__)]
+    return [s.value for s in sorted(scopes, key=scope_rank)]
 
 
 # -- secrets ---------------------------------------------------------------------------------------
@@ -262,8 +237,7 @@ class ApiKey(BaseModel):
 
         Revocation is not considered here: a store never authenticates a revoked key.
         """
-        wanted = _RANK[_to_scope(scope)]
-        return any(_RANK[s] >= wanted for s in self.scopes)
+        return covers(self.scopes, scope)
 
 
 # -- the protocol ----------------------------------------------------------------------------------
