@@ -419,9 +419,9 @@ class AsyncMemory:
             MemoryValidationError: blank/oversized/NUL content, unknown category, naive datetime.
             MemoryNotFoundError: ``supersedes`` names no memory of this agent.
         """
-        agent = check_agent(agent_id)
-        request = _request(
+        outcome = await self.write(
             content,
+            agent_id=agent_id,
             category=category,
             tags=tags,
             metadata=metadata,
@@ -431,9 +431,10 @@ class AsyncMemory:
             label=label,
             source=source,
             importance=importance,
+            dedup=dedup,
+            admission=admission,
         )
-        outcome = await self._write(agent, [request], dedup=dedup, admission=admission)
-        return outcome[0].id or ""
+        return outcome.id or ""
 
     async def write(
         self,

@@ -407,41 +407,6 @@ class RemoteAsyncMemory(AsyncMemory):
 
     # -- writes ---------------------------------------------------------------------------------
 
-    async def add(
-        self,
-        content: str,
-        *,
-        agent_id: str,
-        category: CategoryLike = MemoryCategory.SEMANTIC,
-        tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        created_at: datetime | None = None,
-        expires_at: datetime | None = None,
-        supersedes: str | None = None,
-        label: str | None = None,
-        source: str | None = None,
-        importance: float | None = None,
-        dedup: bool | None = None,
-        admission: bool = False,
-    ) -> str:
-        """Store one memory for ``agent_id`` and return its id (``POST /v1/memories``)."""
-        outcome = await self.write(
-            content,
-            agent_id=agent_id,
-            category=category,
-            tags=tags,
-            metadata=metadata,
-            created_at=created_at,
-            expires_at=expires_at,
-            supersedes=supersedes,
-            label=label,
-            source=source,
-            importance=importance,
-            dedup=dedup,
-            admission=admission,
-        )
-        return outcome.id or ""
-
     async def write(
         self,
         content: str,
