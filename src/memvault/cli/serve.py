@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memvault.cli._common import err_console, state
-from memvault.config import load_config
+from memvault.config import MemvaultConfig, load_config
 from memvault.embeddings.minilm_onnx import THREADS_ENV
 from memvault.errors import MemoryConfigError, MemoryValidationError
 
@@ -105,7 +105,8 @@ def serve(
     # process wakes first accept a whole burst of keep-alive connections. Each process loads
     # its own model and opens its own connections; Python runs one thread of Python at a time
     # per process, so this is how a server uses more than one core.
-    preflight = _open_keys(options, warn=True)  # bad options fail here, once, not per worker
+    # Bad options fail here, once, not in every worker.
+    preflight = _open_keys(options, _load(options), warn=True)
     if preflight is not None:
         preflight.close()
     # The port is free (or a clear error now). Probed without SO_REUSEPORT: a socket with it
@@ -193,11 +194,10 @@ def bind_tcp(host: str, port: int, *, reuse_port: bool = True) -> socket.socket:
     return sock
 
 
-def _open_keys(options: dict[str, Any], *, warn: bool) -> KeyStore | None:
+def _open_keys(options: dict[str, Any], config: MemvaultConfig, *, warn: bool) -> KeyStore | None:
     """The key store of the served store (None with ``no_auth``)."""
     from memvault.server.keys import open_key_store
 
-    config = load_config(options.get("config"), url=options.get("db"))
     url = options.get("db") or config.resolved_url()
     if url.startswith(("http://", "https://")):
         msg = "serve needs a local store (a path or postgresql:// URL), not another server"
@@ -214,17 +214,21 @@ def _open_keys(options: dict[str, Any], *, warn: bool) -> KeyStore | None:
     return keys
 
 
+def _load(options: dict[str, Any]) -> MemvaultConfig:
+    return load_config(options.get("config"), url=options.get("db"))
+
+
 def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
     """The REST app for ``serve``'s options (the store, auth, limits)."""
     from memvault.server.rest import ServerSettings, create_app
     from memvault.service import MemoryService
 
-    keys = _open_keys(options, warn=warn)
+    config = _load(options)
+    keys = _open_keys(options, config, warn=warn)
     settings = ServerSettings(
         max_body_bytes=int(options.get("max_body_bytes") or DEFAULT_MAX_BODY),
         cors_origins=tuple(options.get("cors_origins") or ()),
     )
-    config = load_config(options.get("config"), url=options.get("db"))
     return create_app(MemoryService(config), keys=keys, settings=settings)
 
 
