@@ -438,6 +438,48 @@ Send = Callable[[httpx.AsyncClient, random.Random], Awaitable[httpx.Response]]
 Check = Callable[[httpx.Response, Phase], bool]
 
 
+Worker = Callable[[random.Random, Callable[[], bool]], Awaitable[None]]
+
+
+async def drive(
+    phase: Phase,
+    worker: Worker,
+    *,
+    concurrency: int,
+    total: int | None,
+    duration: float | None,
+    seed: int,
+    server_pid: int | None,
+) -> Phase:
+    """Run ``concurrency`` workers until ``total`` requests or ``duration`` s are done, and
+    record the phase's wall time and the client's and server's CPU.
+
+    A worker loops ``while more(): <send one request>``.
+    """
+    remaining = total
+    deadline = 0.0
+
+    def more() -> bool:
+        nonlocal remaining
+        if remaining is None:
+            return time.perf_counter() < deadline
+        remaining -= 1
+        return remaining >= 0
+
+    cpu0, srv0 = time.process_time(), proc_cpu_seconds(server_pid)
+    start = time.perf_counter()
+    deadline = start + (duration or 0.0)
+    await asyncio.gather(
+        *(worker(random.Random(seed * 1000 + i), more) for i in range(concurrency))
+    )
+    phase.seconds = time.perf_counter() - start
+    phase.client_cpu_s = time.process_time() - cpu0
+    srv1 = proc_cpu_seconds(server_pid)
+    if srv0 is not None and srv1 is not None:
+        phase.server_cpu_s = srv1 - srv0
+    return phase
+
+
 async def run_phase(
     client: httpx.AsyncClient,
     send: Send,
@@ -452,19 +494,9 @@ async def run_phase(
 ) -> Phase:
     """``concurrency`` workers call ``send`` until ``total`` requests or ``duration`` s are done."""
     phase = Phase()
-    remaining = total
-    deadline = 0.0
 
-    async def worker(wid: int) -> None:
-        nonlocal remaining
-        rng = random.Random(seed * 1000 + wid)
-        while True:
-            if remaining is not None:
-                if remaining <= 0:
-                    return
-                remaining -= 1
-            elif time.perf_counter() >= deadline:
-                return
+    async def worker(rng: random.Random, more: Callable[[], bool]) -> None:
+        while more():
             t0 = time.perf_counter()
             try:
                 r = await send(client, rng)
@@ -479,16 +511,15 @@ async def run_phase(
             elif check is not None and not check(r, phase):
                 phase.error(f"unexpected body: {r.text}")
 
-    cpu0, srv0 = time.process_time(), proc_cpu_seconds(server_pid)
-    start = time.perf_counter()
-    deadline = start + (duration or 0.0)
-    await asyncio.gather(*(worker(i) for i in range(concurrency)))
-    phase.seconds = time.perf_counter() - start
-    phase.client_cpu_s = time.process_time() - cpu0
-    srv1 = proc_cpu_seconds(server_pid)
-    if srv0 is not None and srv1 is not None:
-        phase.server_cpu_s = srv1 - srv0
-    return phase
+    return await drive(
+        phase,
+        worker,
+        concurrency=concurrency,
+        total=total,
+        duration=duration,
+        seed=seed,
+        server_pid=server_pid,
+    )
 
 
 class RawHttp:
@@ -552,21 +583,11 @@ async def run_raw_search_phase(
     parsed = httpx.URL(url)
     host, port = parsed.host, parsed.port or 80
     phase = Phase()
-    remaining = total
-    deadline = 0.0
 
-    async def worker(wid: int) -> None:
-        nonlocal remaining
-        rng = random.Random(seed * 1000 + wid)
+    async def worker(rng: random.Random, more: Callable[[], bool]) -> None:
         conn = RawHttp(host, port, headers)
         try:
-            while True:
-                if remaining is not None:
-                    if remaining <= 0:
-                        return
-                    remaining -= 1
-                elif time.perf_counter() >= deadline:
-                    return
+            while more():
                 body = json.dumps(
                     {"agent_id": rng.choice(agents), "query": pick_query(rng, queries), "limit": 10}
                 ).encode()
@@ -590,16 +611,15 @@ async def run_raw_search_phase(
         finally:
             await conn.close()
 
-    cpu0, srv0 = time.process_time(), proc_cpu_seconds(server_pid)
-    start = time.perf_counter()
-    deadline = start + (duration or 0.0)
-    await asyncio.gather(*(worker(i) for i in range(concurrency)))
-    phase.seconds = time.perf_counter() - start
-    phase.client_cpu_s = time.process_time() - cpu0
-    srv1 = proc_cpu_seconds(server_pid)
-    if srv0 is not None and srv1 is not None:
-        phase.server_cpu_s = srv1 - srv0
-    return phase
+    return await drive(
+        phase,
+        worker,
+        concurrency=concurrency,
+        total=total,
+        duration=duration,
+        seed=seed,
+        server_pid=server_pid,
+    )
 
 
 def agent_ids(n: int) -> list[str]:
