@@ -113,10 +113,16 @@ def test_longmemeval_json(run, tmp_path: Path) -> None:
     assert result.code == 0, result.err
     report = result.json()
     assert report["benchmark"] == "longmemeval"
-    assert report["metrics"] == ["session_recall@5", "session_recall@10", "turn_recall@10"]
+    assert report["metrics"] == [
+        "turn_recall@10",
+        "session_any@5",
+        "session_all@5",
+        "session_recall@10",
+        "ndcg@10",
+    ]
     (qtype,) = report["question_types"]
     assert qtype["key"] == "single-session-user"
-    assert qtype["metrics"]["session_recall@5"] == 1.0
+    assert qtype["metrics"]["session_any@5"] == 1.0
     assert report["overall"]["questions"] == 1
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -183,23 +184,38 @@ class Stopwatch:
     latencies_ms: list[float] = field(default_factory=list)
 
     async def ingest(
-        self, mem: AsyncMemory, items: Sequence[Mapping[str, Any]], *, agent_id: str
+        self,
+        mem: AsyncMemory,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str,
+        dedup: bool | None = False,
     ) -> list[str]:
-        """``add_many`` timed as ingest (dedup off: every turn of a transcript is a record)."""
+        """``add_many`` timed as ingest.
+
+        LoCoMo ingests with dedup off: two identical turns ("ok", "thanks") are two gold
+        targets there, and merging them would change what is measured. ``dedup=None`` uses the
+        store's default, as a user's ``add_many`` does.
+        """
         start = time.perf_counter()
-        # A benchmark transcript is raw history: two identical turns ("ok", "thanks") are two
-        # gold targets, and merging them would change what is measured.
-        ids = await mem.add_many(items, agent_id=agent_id, dedup=False)
+        ids = await mem.add_many(items, agent_id=agent_id, dedup=dedup)
         self.ingest_seconds += time.perf_counter() - start
         self.ingested += len(ids)
         return ids
 
     async def search(
-        self, mem: AsyncMemory, query: str, *, agent_id: str, limit: int, preset: RetrievalConfig
+        self,
+        mem: AsyncMemory,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int,
+        preset: RetrievalConfig,
+        as_of: datetime | None = None,
     ) -> list[MemoryEntry]:
         """``search`` timed as one search."""
         start = time.perf_counter()
-        hits = await mem.search(query, agent_id=agent_id, limit=limit, preset=preset)
+        hits = await mem.search(query, agent_id=agent_id, limit=limit, preset=preset, as_of=as_of)
         self.latencies_ms.append((time.perf_counter() - start) * 1000.0)
         return hits
 

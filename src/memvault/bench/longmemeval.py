@@ -4,10 +4,15 @@ Protocol: one fresh store per question; one episodic memory per haystack turn, c
 ``"<role>: <content>"``, ``created_at`` the session's date, metadata ``{"session_id",
 "session_index", "turn", "has_answer"}``. The question retrieves the top ``limit`` (10) turns.
 
-* session recall@k: a session counts as retrieved when any of its turns is among the top k
-  turns; recall is ``|answer sessions retrieved| / |answer sessions|``.
-* turn recall@10: gold = the turns marked ``has_answer``; questions without such turns are
-  left out of this metric only.
+* session recall: a session counts as retrieved when any of its turns is among the top k
+  turns; ``session_any@5`` is 1 when any answer session is retrieved in the top 5, ``session_all@5``
+  when every one is, ``session_recall@10`` the share retrieved in the top 10.
+* turn recall@10 and nDCG@10: gold = the turns marked ``has_answer``; questions without such
+  turns are left out of these metrics only.
+
+Turns are stored the way a user would store them: ``add_many`` with default options. Searches
+run at the present time, not ``as_of`` the question date: some haystacks hold sessions dated
+after their question, and an as-of search would hide them.
 
 Abstention questions (id ending ``_abs``) ask about something the history does not contain, so
 they have no evidence to retrieve and are skipped unless ``include_abstention`` is set, as in
@@ -31,7 +36,7 @@ from memvault.bench._runner import (
     resolve_preset,
 )
 from memvault.bench.datasets import LongMemEvalDataset, LongMemEvalItem, load_longmemeval
-from memvault.bench.metrics import aggregate, recall_at_k
+from memvault.bench.metrics import aggregate, ndcg_at_k, recall_at_k
 from memvault.bench.report import LongMemEvalReport, MetricRow
 from memvault.errors import MemoryValidationError
 from memvault.models import MemoryCategory
@@ -40,8 +45,20 @@ from memvault.retrieval.presets import RetrievalConfig
 
 __all__ = ["LONGMEMEVAL_METRICS", "haystack_items", "run_longmemeval"]
 
-LONGMEMEVAL_METRICS = ("session_recall@5", "session_recall@10", "turn_recall@10")
-"""The metrics a LongMemEval run reports."""
+LONGMEMEVAL_METRICS = (
+    "turn_recall@10",
+    "session_any@5",
+    "session_all@5",
+    "session_recall@10",
+    "ndcg@10",
+)
+"""The metrics a LongMemEval run reports.
+
+``turn_recall@10``: share of the gold turns among the top 10; ``session_any@5`` /
+``session_all@5``: 1 when any / every answer session holds one of the top 5 turns (LongMemEval's
+recall_any@5 and recall_all@5); ``session_recall@10``: share of answer sessions among the top 10
+turns' sessions; ``ndcg@10``: of the gold turns.
+"""
 
 
 def _turn_key(session_index: int, turn_index: int) -> str:
@@ -101,13 +118,14 @@ async def run_longmemeval(
     progress: ProgressCallback | None = None,
     max_questions: int | None = None,
     include_abstention: bool = False,
+    dedup: bool | None = None,
 ) -> LongMemEvalReport:
     """Run the LongMemEval retrieval benchmark on the file at ``path`` (or a loaded dataset).
 
     Each question gets a fresh store (see :func:`~memvault.bench.run_locomo` for ``backend``
     and ``store_url_factory``, which here receives the ``question_id``). ``max_questions``
     evaluates only the first questions of the file; ``progress`` is called with
-    ``(questions done, total)``.
+    ``(questions done, total)``. ``dedup`` None ingests with the store's default (on).
 
     Raises:
         MemoryValidationError: unreadable or malformed data file, unknown preset or backend,
@@ -146,19 +164,29 @@ async def run_longmemeval(
             else:
                 blank_total += blank
                 async with stores.open(item.question_id) as mem:
-                    turns += len(await watch.ingest(mem, records, agent_id=AGENT_ID))
+                    turns += len(
+                        await watch.ingest(mem, records, agent_id=AGENT_ID, dedup=dedup)
+                    )
                     hits = await watch.search(
-                        mem, item.question, agent_id=AGENT_ID, limit=limit, preset=retrieval
+                        mem,
+                        item.question,
+                        agent_id=AGENT_ID,
+                        limit=limit,
+                        preset=retrieval,
                     )
                 keys = [_keys(h.metadata.extra) for h in hits]
                 sessions = [s for s, _ in keys]
-                gold_sessions = item.answer_session_ids
+                gold_sessions = set(item.answer_session_ids)
+                top5 = set(sessions[:5])
                 scores = {
-                    "session_recall@5": recall_at_k(gold_sessions, sessions, 5),
+                    "session_any@5": float(bool(gold_sessions & top5)),
+                    "session_all@5": float(gold_sessions <= top5),
                     "session_recall@10": recall_at_k(gold_sessions, sessions, 10),
                 }
                 if gold_turns:
-                    scores["turn_recall@10"] = recall_at_k(gold_turns, [t for _, t in keys], 10)
+                    ranked_turns = [t for _, t in keys]
+                    scores["turn_recall@10"] = recall_at_k(gold_turns, ranked_turns, 10)
+                    scores["ndcg@10"] = ndcg_at_k(gold_turns, ranked_turns, 10)
                 scored.append((item.question_type, scores))
             if progress is not None:
                 progress(done, total)

@@ -202,6 +202,8 @@ def metric_header(name: str) -> str:
         return f"R@{k}"
     if head.endswith("_recall") and sep:
         return f"{head.removesuffix('_recall')} R@{k}"
+    if head in ("session_any", "session_all") and sep:
+        return f"session {head.removeprefix('session_')}@{k}"
     if head == "ndcg" and sep:
         return f"nDCG@{k}"
     return name.upper() if name == "mrr" else name

@@ -188,15 +188,20 @@ class TestLongMemEval:
         assert report.turns == 28
         assert [r.label for r in report.rows] == ["single-session-user", "multi-session"]
         ssu, multi = report.rows
-        assert ssu.metrics["session_recall@5"] == 1.0  # "Ducati motorcycle" is distinctive
+        assert ssu.metrics["session_any@5"] == 1.0  # "Ducati motorcycle" is distinctive
+        assert ssu.metrics["session_all@5"] == 1.0
         assert ssu.metrics["turn_recall@10"] == 1.0
+        assert ssu.metrics["ndcg@10"] is not None and 0.0 < ssu.metrics["ndcg@10"] <= 1.0
         assert ssu.counts["turn_recall@10"] == 1
         # No has_answer turns in the multi-session question: turn recall is not defined there.
         assert multi.metrics["turn_recall@10"] is None
+        assert multi.metrics["ndcg@10"] is None
         assert multi.counts == {
-            "session_recall@5": 1,
-            "session_recall@10": 1,
             "turn_recall@10": 0,
+            "session_any@5": 1,
+            "session_all@5": 1,
+            "session_recall@10": 1,
+            "ndcg@10": 0,
         }
         assert report.overall.counts["turn_recall@10"] == 1
         assert report.overall.questions == 2
