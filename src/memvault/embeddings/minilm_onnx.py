@@ -31,7 +31,6 @@ from memvault.embeddings._base import (
     MiniLMEmbedderBase,
 )
 from memvault.embeddings._model_files import (
-    MINILM_MODEL_ID,
     BertConfig,
     ModelFiles,
     load_weights,
@@ -383,12 +382,25 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         """The cached ``.onnx`` file in use, or None before the model is loaded."""
         return self._model_path
 
+    # Prefix of the cached file names; subclasses serving another model change it.
+    _cache_stem = "all-minilm-l6-v2"
+
+    def _source_fingerprint(self, files: ModelFiles) -> str:
+        """Fingerprint of the file the graph is built from (part of the cache file name)."""
+        return files.fingerprint()
+
+    def _build_float_graph(self, files: ModelFiles, metadata: dict[str, str]) -> onnx.ModelProto:
+        """The float32 graph (inputs ``input_ids``/``attention_mask``, output
+        ``sentence_embedding`` of unit vectors) that is then quantised and cached."""
+        weights = load_weights(files)
+        return build_minilm_graph(weights, files.config, metadata=metadata)
+
     def _load_runtime(self, files: ModelFiles) -> None:
-        fingerprint = files.fingerprint()
+        fingerprint = self._source_fingerprint(files)
         kind = "int8" if self._quantize else "fp32"
-        file_name = f"all-minilm-l6-v2-{fingerprint}-g{GRAPH_VERSION}-{kind}.onnx"
+        file_name = f"{self._cache_stem}-{fingerprint}-g{GRAPH_VERSION}-{kind}.onnx"
         metadata = {
-            f"{_META_PREFIX}model_id": MINILM_MODEL_ID,
+            f"{_META_PREFIX}model_id": self.model_id,
             f"{_META_PREFIX}weights_fingerprint": fingerprint,
             f"{_META_PREFIX}graph_version": str(GRAPH_VERSION),
             f"{_META_PREFIX}kind": kind,
@@ -448,9 +460,7 @@ class OnnxMiniLMEmbedder(MiniLMEmbedderBase):
         import onnx
 
         logger.info("embedder.building_graph runtime=%s (one-off, cached afterwards)", self.runtime)
-        weights = load_weights(files)
-        model = build_minilm_graph(weights, files.config, metadata=metadata)
-        del weights
+        model = self._build_float_graph(files, metadata)
         if not self._quantize:
             return bytes(model.SerializeToString())
         from onnxruntime.quantization import QuantType, quantize_dynamic
