@@ -267,40 +267,54 @@ def load_lme_task(path: str, max_questions: int | None) -> LmeTask:
 # --- Embedding with a cache --------------------------------------------------------------------
 
 
-def _cache_path(model: str, kind: str, texts: Sequence[str]) -> Path:
-    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    return CACHE_DIR / f"{model}-{kind}-{len(texts)}-{digest}.npy"
+def _key(text: str) -> bytes:
+    return hashlib.sha1(text.encode()).digest()
 
 
 def embed_cached(model: Model, kind: str, texts: Sequence[str], query: bool = False) -> Vectors:
-    path = _cache_path(model.name, kind, texts)
+    """Embed ``texts``, reusing vectors cached per text (so a subset run seeds a full one)."""
+    role = "query" if query else "doc"
+    path = CACHE_DIR / f"{model.name}-{role}.npz"
+    cache: dict[bytes, Vectors] = {}
     if path.exists():
-        return np.load(path)
-    started = time.perf_counter()
-    if query:
-        out = np.stack([model.embed_query(t) for t in texts]) if texts else np.zeros((0, 1))
-    else:
-        out = np.zeros((len(texts), model.dimension), dtype=np.float32)
-        chunk = 2048
-        for s in range(0, len(texts), chunk):
-            out[s : s + chunk] = model.embed_documents(texts[s : s + chunk])
-            done = min(s + chunk, len(texts))
-            rate = done / (time.perf_counter() - started)
-            print(
-                f"  [{model.name}] {kind}: {done}/{len(texts)} ({rate:.0f}/s, "
-                f"eta {(len(texts) - done) / rate:.0f}s)",
-                file=sys.stderr,
-                flush=True,
-            )
-    out = np.asarray(out, dtype=np.float32)
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    np.save(path, out)
-    print(
-        f"  [{model.name}] {kind}: {len(texts)} texts in {time.perf_counter() - started:.1f}s",
-        file=sys.stderr,
-        flush=True,
-    )
-    return out
+        with np.load(path) as data:
+            cache = dict(zip((bytes(k) for k in data["keys"]), data["vecs"], strict=True))
+    keys = [_key(t) for t in texts]
+    missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in cache}.items())
+    if missing:
+        todo = [t for _, t in missing]
+        started = time.perf_counter()
+        if query:
+            fresh = np.stack([model.embed_query(t) for t in todo])
+        else:
+            fresh = np.zeros((len(todo), model.dimension), dtype=np.float32)
+            chunk = 2048
+            for s in range(0, len(todo), chunk):
+                fresh[s : s + chunk] = model.embed_documents(todo[s : s + chunk])
+                done = min(s + chunk, len(todo))
+                rate = done / (time.perf_counter() - started)
+                print(
+                    f"  [{model.name}] {kind}: {done}/{len(todo)} ({rate:.0f}/s, "
+                    f"eta {(len(todo) - done) / rate:.0f}s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        print(
+            f"  [{model.name}] {kind}: {len(todo)} new texts in "
+            f"{time.perf_counter() - started:.1f}s ({len(texts) - len(todo)} cached)",
+            file=sys.stderr,
+            flush=True,
+        )
+        cache.update(zip((k for k, _ in missing), np.asarray(fresh, dtype=np.float32), strict=True))
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(
+            tmp,
+            keys=np.array(list(cache), dtype="S20"),
+            vecs=np.stack(list(cache.values())).astype(np.float32),
+        )
+        os.replace(tmp, path)
+    return np.stack([cache[k] for k in keys]).astype(np.float32)
 
 
 def _top(doc: Vectors, q: Vectors, k: int) -> NDArray[np.int64]:
@@ -396,7 +410,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             row["locomo_r10"] = locomo_quality(model, locomo)
             row["lme_turn_r10"], row["lme_sess_any5"] = lme_quality(model, lme)
         if not args.skip_speed:
-            qs = [q for _, q, _ in locomo.queries][: args.speed_queries]
+            # Distinct questions only, so no query cache answers them.
+            qs = list(dict.fromkeys(q for _, q, _ in locomo.queries))[: args.speed_queries]
             row["query_p50_ms"], row["ingest_per_s"] = speed(
                 model, qs, locomo.texts[: args.speed_docs]
             )
