@@ -278,7 +278,14 @@ def embed_cached(model: Model, kind: str, texts: Sequence[str], query: bool = Fa
     cache: dict[bytes, Vectors] = {}
     if path.exists():
         with np.load(path) as data:
-            cache = dict(zip((bytes(k) for k in data["keys"]), data["vecs"], strict=True))
+            # Keys are raw 20-byte digests in a uint8 array; older files used "S20", which drops
+            # trailing zero bytes on reading, so those are padded back.
+            raw = data["keys"]
+            if raw.dtype.kind == "S":
+                found = [bytes(k).ljust(20, b"\0") for k in raw]
+            else:
+                found = [k.tobytes() for k in raw]
+            cache = dict(zip(found, data["vecs"], strict=True))
     keys = [_key(t) for t in texts]
     missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in cache}.items())
     if missing:
@@ -310,7 +317,7 @@ def embed_cached(model: Model, kind: str, texts: Sequence[str], query: bool = Fa
         tmp = path.with_suffix(".tmp.npz")
         np.savez(
             tmp,
-            keys=np.array(list(cache), dtype="S20"),
+            keys=np.frombuffer(b"".join(cache), dtype=np.uint8).reshape(len(cache), 20),
             vecs=np.stack(list(cache.values())).astype(np.float32),
         )
         os.replace(tmp, path)
