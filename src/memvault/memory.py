@@ -43,7 +43,11 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
-from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
+from memvault.injection.context import (
+    CONTEXT_MIN_RELEVANCE,
+    ContextInjectionConfig,
+    ContextInjectionStrategy,
+)
 from memvault.injection.self_editing import SelfEditingMemoryStrategy
 from memvault.injection.tool_based import ToolBasedInjectionStrategy
 from memvault.models import (
@@ -848,8 +852,10 @@ class AsyncMemory:
             if include_shared
             else await self._ready(settle=False)
         )
+        # A search as of a past moment ranks from that moment too ("last week" means the week
+        # before it, and recency counts back from it).
         results = await hybrid_search(
-            backend, agent, q, cfg, now=utc_now(), include_shared=include_shared
+            backend, agent, q, cfg, now=q.as_of or utc_now(), include_shared=include_shared
         )
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]
@@ -929,17 +935,23 @@ class AsyncMemory:
         role: Literal["system", "user"] = "system",
         filter_strategy: MemoryFilterStrategy | None = None,
         mmr: bool = False,
+        min_relevance: float = CONTEXT_MIN_RELEVANCE,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt.
 
-        Runs the context-injection pipeline: search -> ``filter_strategy`` (e.g.
+        Runs the context-injection pipeline: search -> off-topic gate (nothing is injected
+        when the best hit's relevance is below ``min_relevance``) -> ``filter_strategy`` (e.g.
         ``NonInferableFilter()``; fails closed) -> optional MMR diversity -> greedy packing ->
         one chat message (``role``) with the memories between delimiters.
         """
         strategy = self.context_strategy(
             categories=categories,
             config=ContextInjectionConfig(
-                role=role, max_memories=limit, filter_strategy=filter_strategy, mmr_enabled=mmr
+                role=role,
+                max_memories=limit,
+                filter_strategy=filter_strategy,
+                mmr_enabled=mmr,
+                min_relevance=min_relevance,
             ),
         )
         return await strategy.prepare_context(agent_id, query, token_budget)
@@ -1491,6 +1503,7 @@ class Memory:
         role: Literal["system", "user"] = "system",
         filter_strategy: MemoryFilterStrategy | None = None,
         mmr: bool = False,
+        min_relevance: float = CONTEXT_MIN_RELEVANCE,
     ) -> MemoryContext:
         """Relevant memories packed for a prompt (see :meth:`AsyncMemory.context`)."""
         return self._run(
@@ -1503,6 +1516,7 @@ class Memory:
                 role=role,
                 filter_strategy=filter_strategy,
                 mmr=mmr,
+                min_relevance=min_relevance,
             )
         )
 

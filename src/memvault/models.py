@@ -233,6 +233,9 @@ class ScoreBreakdown(BaseModel):
     mmr_penalty: float = 0.0
     rerank: float | None = None
     final: float = 0.0
+    # Evidence ranking (``fusion="evidence"``): each feature's weighted contribution to the
+    # score whose calibrated probability is ``fused``; dense and bm25 above are the raw values.
+    evidence: dict[str, float] | None = None
 
 
 class MemoryEntry(BaseModel):

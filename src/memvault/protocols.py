@@ -250,7 +250,7 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         analysed terms, e.g. from query expansion).
 
         ``dense=False`` skips the query embedding; ``neighbours`` > 0 fetches up to ``hops``
-        thread neighbours on each side of that many top lexical candidates
+        thread neighbours on each side of that many top lexical and top dense candidates
         (``CandidateSet.neighbours``).
         """
         ...

@@ -48,7 +48,11 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
-from memvault.injection.context import ContextInjectionConfig, _check_request
+from memvault.injection.context import (
+    CONTEXT_MIN_RELEVANCE,
+    ContextInjectionConfig,
+    _check_request,
+)
 from memvault.memory import (
     AsyncMemory,
     CategoryLike,
@@ -753,6 +757,7 @@ class RemoteAsyncMemory(AsyncMemory):
         role: Literal["system", "user"] = "system",
         filter_strategy: MemoryFilterStrategy | None = None,
         mmr: bool = False,
+        min_relevance: float = CONTEXT_MIN_RELEVANCE,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens (``POST /v1/context``).
 
@@ -769,9 +774,12 @@ class RemoteAsyncMemory(AsyncMemory):
                 role=role,
                 filter_strategy=filter_strategy,
                 mmr=mmr,
+                min_relevance=min_relevance,
             )
         try:
-            ContextInjectionConfig(role=role, max_memories=limit, mmr_enabled=mmr)
+            ContextInjectionConfig(
+                role=role, max_memories=limit, mmr_enabled=mmr, min_relevance=min_relevance
+            )
         except ValidationError as exc:
             raise model_error(exc) from None
         _check_request(agent_id, query, token_budget)
@@ -784,6 +792,7 @@ class RemoteAsyncMemory(AsyncMemory):
             "limit": min(limit, _CONTEXT_LIMIT),
             "role": role,
             "mmr": bool(mmr),
+            "min_relevance": float(min_relevance),
         }
         if cats is not None:
             body["categories"] = sorted(c.value for c in cats)

@@ -33,6 +33,7 @@ from memvault.backends.factory import check_tenant, create_memory_backend, tenan
 from memvault.config import MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
+from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.memory import AsyncMemory, CategoryLike
 from memvault.models import ArchivedEntry, AuditRecord, ChatMessage, MemoryEntry, StoreStats
 from memvault.protocols import Embedder, LLMProvider
@@ -429,6 +430,7 @@ class MemoryService:
         categories: Iterable[CategoryLike] | None = None,
         role: Literal["system", "user"] = "system",
         mmr: bool = False,
+        min_relevance: float = CONTEXT_MIN_RELEVANCE,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens for a prompt."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -441,6 +443,7 @@ class MemoryService:
             categories=None if categories is None else list(categories),
             role=role,
             mmr=mmr,
+            min_relevance=min_relevance,
         )
 
     async def get(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryEntry:

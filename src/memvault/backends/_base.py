@@ -49,7 +49,7 @@ from memvault.models import (
 from memvault.protocols import Embedder
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.retrieval.text import query_terms
-from memvault.retrieval.threads import same_thread, thread_key
+from memvault.retrieval.threads import neighbour_anchors, same_thread, thread_key
 
 # Archive reasons with an audit action of their own (``memory.evict`` ...); others are
 # ``memory.archive`` with the reason in the details.
@@ -576,7 +576,7 @@ class BaseBackend(ABC):
 
         ``terms`` replaces the analysed words of the query on the lexical side.
 
-        With ``neighbours`` > 0, the best that many lexical candidates also get up to ``hops``
+        With ``neighbours`` > 0, the best that many lexical and dense candidates get up to ``hops``
         thread neighbours on each side (the entries stored just before and after them), for
         context expansion.
         """
@@ -592,8 +592,8 @@ class BaseBackend(ABC):
             )
         words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
         cands = await self._candidates(agent, query, qvec, words, pool, self._clock())
-        if neighbours > 0 and hops > 0 and cands.lexical:
-            top = [i for i, _ in cands.lexical[:neighbours]]
+        if neighbours > 0 and hops > 0 and (cands.lexical or cands.dense):
+            top = neighbour_anchors(cands, neighbours)
             await self._add_neighbours(agent, query, cands, top, hops)
         return cands
 
@@ -901,8 +901,8 @@ class BaseBackend(ABC):
             )
         words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
         cands = await self._shared_candidates(exclude, query, qvec, words, pool, self._clock())
-        if neighbours > 0 and hops > 0 and cands.lexical:
-            top = [i for i, _ in cands.lexical[:neighbours]]
+        if neighbours > 0 and hops > 0 and (cands.lexical or cands.dense):
+            top = neighbour_anchors(cands, neighbours)
             adjacent = await self._shared_adjacent(top, hops)
             if exclude is not None:
                 adjacent = {

@@ -4,9 +4,10 @@ Protocol: one fresh store per question; one episodic memory per haystack turn, c
 ``"<role>: <content>"``, ``created_at`` the session's date, metadata ``{"session_id",
 "session_index", "turn", "has_answer"}``. The question retrieves the top ``limit`` (10) turns.
 
-* session recall: a session counts as retrieved when any of its turns is among the top k
-  turns; ``session_any@5`` is 1 when any answer session is retrieved in the top 5, ``session_all@5``
-  when every one is, ``session_recall@10`` the share retrieved in the top 10.
+* session recall: the sessions of the ranked turns, in rank order without repeats (as in
+  LongMemEval's turn-to-session evaluation); ``session_any@5`` is 1 when any answer session is
+  among the first five of them, ``session_all@5`` when every one is; ``session_recall@10`` is
+  the share of answer sessions that hold one of the top 10 turns.
 * turn recall@10 and nDCG@10: gold = the turns marked ``has_answer``; questions without such
   turns are left out of these metrics only.
 
@@ -55,9 +56,9 @@ LONGMEMEVAL_METRICS = (
 """The metrics a LongMemEval run reports.
 
 ``turn_recall@10``: share of the gold turns among the top 10; ``session_any@5`` /
-``session_all@5``: 1 when any / every answer session holds one of the top 5 turns (LongMemEval's
-recall_any@5 and recall_all@5); ``session_recall@10``: share of answer sessions among the top 10
-turns' sessions; ``ndcg@10``: of the gold turns.
+``session_all@5``: 1 when any / every answer session is among the first five distinct sessions
+of the ranked turns (LongMemEval's recall_any@5 and recall_all@5); ``session_recall@10``: share
+of answer sessions among the top 10 turns' sessions; ``ndcg@10``: of the gold turns.
 """
 
 
@@ -164,9 +165,7 @@ async def run_longmemeval(
             else:
                 blank_total += blank
                 async with stores.open(item.question_id) as mem:
-                    turns += len(
-                        await watch.ingest(mem, records, agent_id=AGENT_ID, dedup=dedup)
-                    )
+                    turns += len(await watch.ingest(mem, records, agent_id=AGENT_ID, dedup=dedup))
                     hits = await watch.search(
                         mem,
                         item.question,
@@ -177,7 +176,9 @@ async def run_longmemeval(
                 keys = [_keys(h.metadata.extra) for h in hits]
                 sessions = [s for s, _ in keys]
                 gold_sessions = set(item.answer_session_ids)
-                top5 = set(sessions[:5])
+                # As LongMemEval's turn-to-session evaluation: sessions ranked by their best
+                # turn, duplicates dropped, then the first five.
+                top5 = set(list(dict.fromkeys(sessions))[:5])
                 scores = {
                     "session_any@5": float(bool(gold_sessions & top5)),
                     "session_all@5": float(gold_sessions <= top5),

@@ -42,13 +42,19 @@ def _print_hits(hits: list[MemoryEntry], *, explain: bool) -> None:
         out.print(f"    [dim]{e.id}[/dim]")
         if explain and e.score is not None:
             s = e.score
-            dense = "-" if s.dense is None else f"{s.dense:.3f} (#{s.dense_rank})"
+            rank_d = "" if s.dense_rank is None else f" (#{s.dense_rank})"
+            dense = "-" if s.dense is None else f"{s.dense:.3f}{rank_d}"
             bm25 = "-" if s.bm25 is None else f"{s.bm25:.2f} (#{s.bm25_rank})"
             rerank = "" if s.rerank is None else f" rerank={s.rerank:.3f}"
+            # Raw values first (cosine, BM25), then the relevance they calibrate to.
+            fused = "relevance" if s.evidence is not None else "fused"
             out.print(
-                f"    dense={dense} bm25={bm25} fused={s.fused:.3f} recency={s.recency:.3f} "
+                f"    cosine={dense} bm25={bm25} {fused}={s.fused:.3f} recency={s.recency:.3f} "
                 f"boost={s.boost:.3f} mmr={s.mmr_penalty:.3f}{rerank} final={s.final:.3f}"
             )
+            if s.evidence:
+                parts = " ".join(f"{k}={v:+.2f}" for k, v in s.evidence.items())
+                out.print(f"    [dim]evidence: {escape(parts)}[/dim]")
 
 
 def add(

@@ -41,12 +41,21 @@ SearchFn = Callable[[str, str, int], Awaitable[Sequence[MemoryEntry]]]
 """``async search(agent_id, query_text, limit)``: the agent's memories for a query, best first."""
 
 
+CONTEXT_MIN_RELEVANCE = 0.03
+"""Default gate of context injection: nothing is injected unless the best memory's calibrated
+relevance reaches it. Measured on the development sets (``benchmarks/ranking_lab.py
+--offtopic``): most questions about things the store does not hold inject nothing, while
+on-topic questions keep almost all their evidence."""
+
+
 class ContextInjectionConfig(BaseModel):
     """Settings of :class:`ContextInjectionStrategy`.
 
-    ``similarity`` is what MMR measures redundancy with: ``"bigram"`` (word-bigram Jaccard, no
-    model needed), ``"cosine"`` (of embeddings; the strategy then needs an ``embedder``), or a
-    function of two entries returning a value in [0, 1].
+    ``min_relevance`` gates the whole injection: when the best hit's ``relevance_score`` is
+    below it, nothing is injected. ``similarity`` is what MMR measures redundancy with:
+    ``"bigram"`` (word-bigram Jaccard, no model needed), ``"cosine"`` (of embeddings; the
+    strategy then needs an ``embedder``), or a function of two entries returning a value in
+    [0, 1].
     """
 
     model_config = ConfigDict(
@@ -60,6 +69,10 @@ class ContextInjectionConfig(BaseModel):
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     similarity: Literal["bigram", "cosine"] | SimilarityFn = "bigram"
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
+    # Inject nothing when the best hit's relevance is below this. Relevance is the calibrated
+    # probability of the default preset (absolute, so one threshold fits every query); presets
+    # with per-query rescaled scores give the best hit 1.0 and always pass.
+    min_relevance: float = Field(default=CONTEXT_MIN_RELEVANCE, ge=0.0, le=1.0)
 
 
 class ContextInjectionStrategy:
@@ -129,6 +142,11 @@ class ContextInjectionStrategy:
         # hits; both would otherwise leave the budget half used.
         fetch = cfg.max_memories * cfg.candidate_pool_multiplier if thinned else cfg.max_memories
         hits = list(await self._search(agent_id, query_text, fetch))
+        best = max((h.relevance_score for h in hits if h.relevance_score is not None), default=None)
+        if best is not None and best < cfg.min_relevance:
+            # Off-topic: the store holds nothing this query is about, and injecting its nearest
+            # neighbours would only mislead the model.
+            hits = []
         visible = apply_filter(cfg.filter_strategy, hits, query_text=query_text)
         if cfg.mmr_enabled and visible:
             ranked = await self._diversify(visible)

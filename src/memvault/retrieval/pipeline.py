@@ -10,18 +10,22 @@ ranking with recency and personal boost -> ``min_relevance`` -> filter strategy 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
+
+import numpy as np
+from numpy.typing import NDArray
 
 from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
 from memvault.retrieval.diversity import mmr
+from memvault.retrieval.evidence import FEATURES, EvidenceModel, evidence_features, sigmoid
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.presets import RetrievalConfig
 from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
 from memvault.retrieval.threads import thread_id
 
-__all__ = ["adjust", "fuse", "rank", "recency", "spread_to_neighbours"]
+__all__ = ["adjust", "evidence_relevance", "fuse", "rank", "recency", "spread_to_neighbours"]
 
 
 def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
@@ -135,6 +139,68 @@ def adjust(
     return min_max(out) if changed else out
 
 
+def evidence_relevance(
+    cands: CandidateSet,
+    config: RetrievalConfig,
+    model: EvidenceModel,
+    *,
+    query_text: str,
+    now: datetime,
+) -> tuple[dict[str, float], dict[str, float], Mapping[str, dict[str, float]], dict[str, float]]:
+    """Calibrated relevance of every candidate under ``model``.
+
+    Returns ``(relevance, score, contributions, cosine)``: relevance in [0, 1] (absolute,
+    comparable across queries), the model's raw ranking score, each feature's share of that
+    score (for ``explain``; features that add nothing are left out), and the raw cosine of every
+    candidate the dense side could score.
+    """
+    feats = evidence_features(
+        cands,
+        query_text=query_text,
+        now=now,
+        use_dense=config.use_dense,
+        use_lexical=config.use_lexical,
+        context_hops=model.context_hops,
+        thread_top_k=model.thread_top_k,
+    )
+    if not feats.ids:
+        return {}, {}, {}, {}
+    weights = model.vector()
+    raw = feats.matrix @ weights
+    rel = sigmoid(model.scale * raw + model.offset)
+    parts = _Contributions(feats.ids, feats.matrix, weights)
+    relevance = dict(zip(feats.ids, rel.tolist(), strict=True))
+    score = dict(zip(feats.ids, raw.tolist(), strict=True))
+    cosine = {i: c for i, c in zip(feats.ids, feats.cosine, strict=True) if c is not None}
+    return relevance, score, parts, cosine
+
+
+class _Contributions(Mapping[str, dict[str, float]]):
+    """Each feature's weighted contribution per entry, computed only for entries asked about
+    (the few that are returned), not for every candidate."""
+
+    def __init__(
+        self, ids: Sequence[str], matrix: NDArray[np.float64], weights: NDArray[np.float64]
+    ):
+        self._row = {entry_id: row for row, entry_id in enumerate(ids)}
+        self._matrix = matrix
+        self._weights = weights
+
+    def __getitem__(self, entry_id: str) -> dict[str, float]:
+        row = self._matrix[self._row[entry_id]]
+        return {
+            name: round(float(row[j] * w), 4)
+            for j, (name, w) in enumerate(zip(FEATURES, self._weights, strict=True))
+            if w != 0.0 and row[j] != 0.0
+        }
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
 def _by_score(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda i: (scores[i], i), reverse=True)
 
@@ -156,42 +222,56 @@ def rank(
     ``filter_strategy`` runs after ranking and before MMR, so entries it removes never act as
     MMR anchors; it fails closed (an exception yields no entries).
     """
-    relevance = adjust(fuse(cands, config), cands, config, query_text=query_text, now=now)
+    order: dict[str, float] = {}
+    parts: Mapping[str, dict[str, float]] = {}
+    dense = dict(cands.dense)
+    if config.uses_evidence:
+        assert config.evidence is not None
+        relevance, order, parts, cosine = evidence_relevance(
+            cands, config, config.evidence, query_text=query_text, now=now
+        )
+        dense.update(cosine)  # explain shows the raw cosine of every ranked entry
+    else:
+        relevance = adjust(fuse(cands, config), cands, config, query_text=query_text, now=now)
     threshold = max(min_relevance, config.min_relevance)
-    scored: list[tuple[float, str, float, float, float]] = []
+    scored: list[tuple[float, float, str, float, float, float]] = []
     for entry_id, rel in relevance.items():
         entry = cands.entries.get(entry_id)
         if entry is None:
             continue
         boost = 0.0 if entry_id in shared_ids else config.personal_boost
         boosted = min(rel + boost, 1.0)
-        rec = recency(entry.created_at, now, config.decay_rate)
+        # Recency costs a datetime subtraction per candidate; unweighted, only results need it.
+        rec = recency(entry.created_at, now, config.decay_rate) if config.recency_weight else 0.0
         combined = config.relevance_weight * boosted + config.recency_weight * rec
         if combined >= threshold:
-            scored.append((combined, entry_id, rel, rec, boosted - rel))
-    # Best first; ties go to the larger id, i.e. the newer entry (UUIDv7 ids sort by creation).
-    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+            scored.append((combined, order.get(entry_id, 0.0), entry_id, rel, rec, boosted - rel))
+    # Best first (the evidence score breaks ties of saturated probabilities); then the larger
+    # id, i.e. the newer entry (UUIDv7 ids sort by creation).
+    scored.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
     # Filtering and MMR choose from a window larger than the result so they have room to work.
     window = (
         limit * config.candidate_pool_multiplier
         if (filter_strategy or config.mmr_enabled)
         else limit
     )
-    dense = dict(cands.dense)
     lexical = dict(cands.lexical)
     dense_rank = {i: r for r, (i, _) in enumerate(cands.dense, start=1)}
     lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
     ranked: list[MemoryEntry] = []
-    for combined, entry_id, rel, rec, boost in scored[:window]:
+    for combined, _, entry_id, rel, rec, boost in scored[:window]:
         breakdown = ScoreBreakdown(
             dense=dense.get(entry_id),
             dense_rank=dense_rank.get(entry_id),
             bm25=lexical.get(entry_id),
             bm25_rank=lex_rank.get(entry_id),
             fused=rel,
-            recency=rec,
+            recency=rec
+            if config.recency_weight
+            else recency(cands.entries[entry_id].created_at, now, config.decay_rate),
             boost=boost,
             final=combined,
+            evidence=parts.get(entry_id),
         )
         entry = cands.entries[entry_id]
         ranked.append(entry.model_copy(update={"relevance_score": combined, "score": breakdown}))

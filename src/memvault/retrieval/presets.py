@@ -1,16 +1,27 @@
 """Retrieval configuration and named presets.
 
-A preset is a frozen :class:`RetrievalConfig`. ``default`` is the configuration that wins the
-LoCoMo benchmark (``memvault bench locomo``); the others are reference points.
+A preset is a frozen :class:`RetrievalConfig`. ``default`` ranks with the calibrated evidence
+model (:mod:`memvault.retrieval.evidence`), so its ``relevance_score`` is an absolute probability
+and ``min_relevance`` means the same in every query; ``fast`` is its cheaper variant. ``legacy``,
+``hybrid``, ``bm25`` and ``dense`` are reference points whose scores are rescaled per query.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["DEFAULT", "PRESETS", "RetrievalConfig", "get_preset"]
+from memvault.retrieval.evidence import EvidenceModel
+
+__all__ = [
+    "DEFAULT",
+    "DEFAULT_EVIDENCE",
+    "LEGACY",
+    "PRESETS",
+    "RetrievalConfig",
+    "get_preset",
+]
 
 
 class RetrievalConfig(BaseModel):
@@ -21,7 +32,10 @@ class RetrievalConfig(BaseModel):
     name: str = "custom"
     use_dense: bool = True
     use_lexical: bool = True
-    fusion: Literal["rrf", "linear"] = "rrf"
+    # "evidence": a calibrated model over absolute evidence features (see retrieval.evidence);
+    # "rrf" / "linear": rank or min-max fusion of the two lists (relevance is then relative).
+    fusion: Literal["rrf", "linear", "evidence"] = "rrf"
+    evidence: EvidenceModel | None = None
     rrf_k: int = Field(default=60, ge=0)
     dense_weight: float = Field(default=1.0, ge=0.0)
     lexical_weight: float = Field(default=1.0, ge=0.0)
@@ -67,14 +81,32 @@ class RetrievalConfig(BaseModel):
             raise ValueError(msg)
         return value
 
+    @model_validator(mode="after")
+    def _evidence_model(self) -> RetrievalConfig:
+        if self.fusion == "evidence" and self.evidence is None:
+            msg = "fusion 'evidence' needs an evidence model"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def uses_evidence(self) -> bool:
+        """True if relevance comes from the calibrated evidence model."""
+        return self.fusion == "evidence" and self.evidence is not None
+
     @property
     def uses_neighbours(self) -> bool:
-        """True if the config spreads scores to thread neighbours."""
+        """True if the config looks at thread neighbours (spreads scores or reads context)."""
+        if self.uses_evidence:
+            assert self.evidence is not None
+            return self.evidence.context_hops > 0
         return self.use_lexical and any(self.neighbour_prev_weights + self.neighbour_next_weights)
 
     @property
     def neighbour_hops(self) -> int:
         """How far from a candidate its neighbours are fetched."""
+        if self.uses_evidence:
+            assert self.evidence is not None
+            return self.evidence.context_hops
         return max(len(self.neighbour_prev_weights), len(self.neighbour_next_weights))
 
     def neighbour_window(self, limit: int) -> int:
@@ -84,10 +116,45 @@ class RetrievalConfig(BaseModel):
         return max(limit * self.neighbours_per_result, 20)
 
 
-# The default is the configuration that won LoCoMo (DESIGN section 9) among those tried; every
-# value is a general setting (no rule refers to the benchmark's data). See `memvault bench`.
+# The evidence model of the default preset: weights fitted by `benchmarks/ranking_fit.py` on the
+# two development sets together (LoCoMo and the LongMemEval_S dev questions, listwise loss,
+# LongMemEval a third of it) and checked on held-out questions; calibration fitted on every
+# candidate of on- and off-topic questions with both classes weighed equally, so relevance is
+# a likelihood ratio free of the store's size. See the docstring of retrieval.evidence.
+DEFAULT_EVIDENCE = EvidenceModel(
+    weights={
+        "cos": 3.655,
+        "lex": 3.744,
+        "coverage": 3.746,
+        "ctx_prev": -0.661,
+        "ctx_next": 0.642,
+        "question": 0.041,
+        "answers": 2.142,
+        "thread": 5.646,
+        "when": 2.104,
+        "period": 1.935,
+        "length": 2.390,
+    },
+    scale=0.7648,
+    offset=-10.0637,
+    context_hops=2,
+    thread_top_k=3,
+)
+
+# Every value is a general setting: no rule refers to a benchmark's data. See `memvault bench`.
 DEFAULT = RetrievalConfig(
     name="default",
+    fusion="evidence",
+    evidence=DEFAULT_EVIDENCE,
+    candidate_pool_multiplier=8,
+    neighbours_per_result=2,
+)
+
+# The default of memvault <= 0.x (min-max linear fusion, lexical context spreading, thread prior
+# and temporal boosts, all tuned on LoCoMo); kept as a reference point. Its relevance is
+# rescaled per query (the best hit is 1.0).
+LEGACY = RetrievalConfig(
+    name="legacy",
     fusion="linear",
     dense_weight=0.4,
     lexical_weight=0.6,
@@ -103,18 +170,18 @@ DEFAULT = RetrievalConfig(
 
 PRESETS: dict[str, RetrievalConfig] = {
     "default": DEFAULT,
-    # Cheaper variant: smaller pools, one hop of context; for latency-critical paths.
+    # Cheaper variant: smaller pools and one hop of context; for latency-critical paths.
     "fast": DEFAULT.model_copy(
         update={
             "name": "fast",
             "candidate_pool_multiplier": 3,
             "min_candidates": 30,
-            "neighbour_prev_weights": (0.6,),
-            "neighbour_next_weights": (0.3,),
             "neighbours_per_result": 1,
+            "evidence": DEFAULT_EVIDENCE.model_copy(update={"context_hops": 1}),
         }
     ),
-    # Reference points: plain RRF hybrid and the single-source retrievers.
+    "legacy": LEGACY,
+    # Reference points: plain RRF hybrid and the single-source retrievers (relative scores).
     "hybrid": RetrievalConfig(name="hybrid"),
     "bm25": RetrievalConfig(name="bm25", use_dense=False, fusion="linear"),
     "dense": RetrievalConfig(name="dense", use_lexical=False, fusion="linear"),

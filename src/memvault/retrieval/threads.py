@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memvault.models import MemoryCategory, MemoryEntry
+from memvault.models import CandidateSet, MemoryCategory, MemoryEntry
 
-__all__ = ["THREAD_GAP", "THREAD_KEYS", "same_thread", "thread_id", "thread_key"]
+__all__ = [
+    "THREAD_GAP",
+    "THREAD_KEYS",
+    "neighbour_anchors",
+    "same_thread",
+    "thread_id",
+    "thread_key",
+]
 
 
 THREAD_KEYS = ("session", "session_id", "thread", "thread_id", "conversation_id")
@@ -60,3 +67,13 @@ def thread_id(entry: MemoryEntry) -> str:
         return f"entry={entry.id}"
     # An integer hour bucket: strftime is ten times slower and this runs per candidate.
     return f"episodic@{int(entry.created_at.timestamp()) // 3600}"
+
+
+def neighbour_anchors(cands: CandidateSet, window: int) -> list[str]:
+    """The candidates whose thread neighbours a search fetches: the best ``window`` of each list.
+
+    Lexical first, then dense: an answer often lies next to the turn that matches the question
+    by words (LoCoMo) or by meaning (a user's statement followed by the assistant's reply).
+    """
+    top = [i for i, _ in cands.lexical[:window]] + [i for i, _ in cands.dense[:window]]
+    return list(dict.fromkeys(top))

@@ -532,6 +532,7 @@ def create_app(
             categories=body.categories,
             role=body.role,
             mmr=body.mmr,
+            min_relevance=body.min_relevance,
         )
         return {
             "text": ctx.text,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.models import ChatMessage, MemoryCategory
 
 __all__ = [
@@ -232,6 +233,8 @@ class ContextBody(BaseModel):
     categories: list[MemoryCategory] | None = None
     role: Literal["system", "user"] = "system"
     mmr: bool = False
+    # Nothing is injected when the best memory's calibrated relevance is below this.
+    min_relevance: float = Field(default=CONTEXT_MIN_RELEVANCE, ge=0.0, le=1.0)
 
 
 class ContextOut(BaseModel):

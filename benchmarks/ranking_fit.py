@@ -1,0 +1,239 @@
+"""Fit, check and calibrate the evidence model of the default preset.
+
+    python benchmarks/ranking_features.py /tmp/cands.pkl --locomo L --longmemeval M
+    python benchmarks/ranking_fit.py /tmp/cands.pkl [--json out.json]
+
+1. Ranking weights: a listwise softmax model (the share of each query's probability mass on its
+   gold candidates); LongMemEval questions make LME_SHARE of the loss, LoCoMo the rest.
+   Candidates are exactly those a default search of limit 10 ranks.
+2. Generalisation: fitted on LoCoMo + the first half of the LongMemEval dev questions, tested on
+   the second half; and fitted on one dataset, tested on the other.
+3. Calibration: relevance = sigmoid(scale * score + offset), fitted pointwise on every candidate
+   of every on-topic and off-topic query (questions of another conversation or haystack).
+4. min_relevance: for thresholds t, the share of off-topic queries whose best hit falls below t
+   (they inject nothing) and the share of on-topic gold hits in the top 10 that stay at or above t.
+5. Ablation: each feature switched off in the fitted model, and each feature refitted without.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memvault.retrieval.evidence import FEATURES, evidence_features
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+LME_SHARE = 1 / 3
+"""Share of the LongMemEval questions in the training loss (LoCoMo has 16x more questions; equal
+shares over-fit the smaller set, and the two disagree on where answers sit in a thread)."""
+
+
+def build(records):
+    qs = []
+    for r in records:
+        f = evidence_features(r["cands"], query_text=r["q"], now=NOW)
+        ents = r["cands"].entries
+        y = np.array([1.0 if r["labels"].get(i) else 0.0 for i in f.ids])
+        meta = []
+        for i in f.ids:
+            x = ents[i].metadata.extra
+            meta.append(
+                (
+                    str(x.get("dia_id")),
+                    str(x.get("session_id")),
+                    f"{x.get('session_index')}:{x.get('turn')}",
+                )
+            )
+        qs.append(
+            {
+                "ds": r["ds"],
+                "group": r["group"],
+                "gold": r["gold"],
+                "gold_s": r.get("gold_s"),
+                "X": f.matrix,
+                "y": y,
+                "meta": meta,
+            }
+        )
+    lme = [q for q in qs if q["ds"] == "lme"]
+    for n, q in enumerate(lme):
+        q["half"] = "A" if n < len(lme) // 2 else "B"
+    return qs
+
+
+def metrics(q, s):
+    order = np.argsort(-s, kind="stable")[:10]
+    meta = [q["meta"][i] for i in order]
+    if q["ds"] == "locomo":
+        gold = set(q["gold"])
+        return {"r10": len({d for d, _, _ in meta} & gold) / len(gold)}
+    gt, gs = set(q["gold"]), set(q["gold_s"])
+    top5 = set(list(dict.fromkeys(s_ for _, s_, _ in meta))[:5])
+    return {
+        "turn10": len({t for _, _, t in meta} & gt) / len(gt) if gt else np.nan,
+        "any5": float(bool(gs & top5)),
+        "all5": float(gs <= top5),
+    }
+
+
+def evaluate(qs, weights):
+    groups = defaultdict(list)
+    for q in qs:
+        if q["ds"] in ("locomo", "lme"):
+            m = metrics(q, q["X"] @ weights)
+            groups[q["ds"]].append(m)
+            groups[f"{q['ds']}/{q['group']}"].append(m)
+    return {
+        g: {k: float(np.nanmean([r[k] for r in rows])) for k in rows[0]} | {"n": len(rows)}
+        for g, rows in groups.items()
+    }
+
+
+def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05):
+    """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``)."""
+    cols = list(range(len(FEATURES))) if cols is None else cols
+    train = [q for q in qs if q["ds"] in ("locomo", "lme") and q["y"].sum() > 0]
+    X = np.vstack([q["X"][:, cols] for q in train])
+    y = np.concatenate([q["y"] for q in train])
+    lens = [len(q["y"]) for q in train]
+    st = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(int)
+    seg = np.repeat(np.arange(len(train)), lens)
+    n_lme = sum(q["ds"] == "lme" for q in train)
+    n_lo = len(train) - n_lme
+    w = np.array(
+        [
+            LME_SHARE / max(n_lme, 1) if q["ds"] == "lme" else (1 - LME_SHARE) / max(n_lo, 1)
+            for q in train
+        ]
+    )
+    b = np.zeros(len(cols))
+    m = np.zeros_like(b)
+    v = np.zeros_like(b)
+    for t in range(1, iters + 1):
+        s = X @ b
+        e = np.exp(s - np.maximum.reduceat(s, st)[seg])
+        p = e / np.add.reduceat(e, st)[seg]
+        pg = e * y / np.add.reduceat(e * y, st)[seg]
+        g = X.T @ ((p - pg) * w[seg]) + l2 * b
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        b -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    full = np.zeros(len(FEATURES))
+    full[cols] = b
+    return full
+
+
+def calibrate(qs, weights):
+    """Platt scaling of the ranking score on every candidate (on- and off-topic queries):
+    Newton steps on the mean log-loss, halved until the loss falls."""
+    s = np.concatenate([q["X"] @ weights for q in qs])
+    y = np.concatenate([q["y"] for q in qs])
+    # Class-balanced: relevance is then a likelihood ratio (0.5 = as likely evidence as not,
+    # were both equally common), free of the base rate, which depends on the store's size.
+    bw = np.where(y > 0, 0.5 / max(y.mean(), 1e-12), 0.5 / max(1 - y.mean(), 1e-12))
+
+    def loss(a, c):
+        z = a * s + c
+        return float(np.mean(bw * (np.logaddexp(0, z) - y * z)))
+
+    a, c = 1.0, -float(np.median(s))
+    for _ in range(200):
+        p = 1 / (1 + np.exp(-np.clip(a * s + c, -40, 40)))
+        g = np.array([np.mean(bw * (p - y) * s), np.mean(bw * (p - y))])
+        h = bw * p * (1 - p)
+        H = np.array([[np.mean(h * s * s), np.mean(h * s)], [np.mean(h * s), np.mean(h)]])
+        step = np.linalg.solve(H + 1e-9 * np.eye(2), g)
+        t, base = 1.0, loss(a, c)
+        while loss(a - t * step[0], c - t * step[1]) > base and t > 1e-6:
+            t /= 2
+        a, c = a - t * step[0], c - t * step[1]
+        if np.abs(t * step).max() < 1e-10:
+            break
+    return float(a), float(c)
+
+
+def thresholds(qs, weights, a, c):
+    rel = lambda q: 1 / (1 + np.exp(-(a * (q["X"] @ weights) + c)))  # noqa: E731
+    off = [rel(q).max() for q in qs if q["ds"].startswith("off") and len(q["y"])]
+    kept = []  # relevance of gold hits in the top 10
+    for q in qs:
+        if q["ds"] in ("locomo", "lme"):
+            r = rel(q)
+            top = np.argsort(-r, kind="stable")[:10]
+            kept.extend(r[i] for i in top if q["y"][i] > 0)
+    rows = []
+    for t in np.round(np.arange(0.05, 0.99, 0.05), 2):
+        rows.append(
+            (float(t), float(np.mean(np.array(off) < t)), float(np.mean(np.array(kept) >= t)))
+        )
+    return rows, len(off), len(kept)
+
+
+def line(name, res):
+    lo, lm = res.get("locomo", {}), res.get("lme", {})
+    cats = " ".join(f"{res[f'locomo/{c}']['r10']:.3f}" for c in "1234" if f"locomo/{c}" in res)
+    return (
+        f"{name:34s} LoCoMo R@10 {lo.get('r10', 0):.4f} [{cats}] | LME turn@10 "
+        f"{lm.get('turn10', 0):.4f} any@5 {lm.get('any5', 0):.3f} all@5 {lm.get('all5', 0):.3f}"
+    )
+
+
+def main() -> None:
+    with open(sys.argv[1], "rb") as fh:
+        data = pickle.load(fh)
+    qs = data if data and "X" in data[0] else build(data)  # candidate dump, or already built
+    lo = [q for q in qs if q["ds"] == "locomo"]
+    A = [q for q in qs if q.get("half") == "A"]
+    B = [q for q in qs if q.get("half") == "B"]
+    j = {n: i for i, n in enumerate(FEATURES)}
+    one = lambda name: np.eye(len(FEATURES))[j[name]]  # noqa: E731
+    print(line("dense (cosine)", evaluate(qs, one("cos"))))
+    print(line("bm25", evaluate(qs, one("lex") + 1e-6 * one("cos"))))
+    print("-- generalisation (fit on LoCoMo + LME half A; B is held out)")
+    wa = fit(lo + A)
+    print(line("  on LoCoMo", evaluate(lo, wa)))
+    print(line("  on LME half A (seen)", evaluate(A, wa)))
+    print(line("  on LME half B (held out)", evaluate(B, wa)))
+    print(line("  bm25 on half B", evaluate(B, one("lex") + 1e-6 * one("cos"))))
+    print(line("  dense on half B", evaluate(B, one("cos"))))
+    print(line("fit LoCoMo only -> all", evaluate(qs, fit(lo))))
+    print(line("fit LME only -> all", evaluate(qs, fit(A + B))))
+    w = fit(qs)
+    print(line("fit on both (shipped)", evaluate(qs, w)))
+    a, c = calibrate(qs, w)
+    print(
+        "weights:", json.dumps({n: round(float(x), 3) for n, x in zip(FEATURES, w, strict=False)})
+    )
+    print(f"calibration: scale {a:.4f} offset {c:.4f}")
+    if "--json" in sys.argv:
+        out = sys.argv[sys.argv.index("--json") + 1]
+        with open(out, "w") as fh:
+            weights = dict(zip(FEATURES, map(float, w), strict=True))
+            json.dump({"weights": weights, "scale": a, "offset": c}, fh, indent=1)
+    rows, n_off, n_kept = thresholds(qs, w, a, c)
+    print(
+        f"-- min_relevance: off-topic queries injecting nothing ({n_off}) / "
+        f"gold top-10 hits kept ({n_kept})"
+    )
+    for t, rej, keep in rows:
+        print(f"   t={t:.2f}  off-topic rejected {rej:.3f}  gold kept {keep:.3f}")
+    if "--no-ablation" in sys.argv:
+        names = ()
+    else:
+        names = FEATURES
+        print("-- ablation: feature off in the shipped model | refitted without it")
+    for name in names:
+        off = w.copy()
+        off[j[name]] = 0.0
+        refit = fit(qs, [k for k in range(len(FEATURES)) if k != j[name]])
+        print(line(f"  -{name} (off)", evaluate(qs, off)))
+        print(line(f"  -{name} (refit)", evaluate(qs, refit)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Evidence scoring: one calibrated relevance probability per candidate, from absolute signals.
+
+Why not min-max fusion: rescaling each list per query makes the best hit 1.0 whatever it is, so a
+threshold means nothing, and a fixed blend of two rescaled lists cannot tell a sharp list from a
+flat one. Here every candidate gets a vector of *evidence features* whose scale is the same in
+every query and every store (raw cosine, saturated BM25, the share of the query's terms an entry
+holds, what its conversation neighbours and its thread say, temporal cues), plus features that
+describe the query's own evidence (how far a candidate stands above the query's pool, whether
+the dense and lexical lists agree). A logistic model turns them into
+
+    relevance = sigmoid(bias + sum_i weight_i * feature_i)
+
+which is an estimate of "this memory is evidence for this query": comparable across queries
+and stores, so ``min_relevance`` works. The model adapts per query through the pool-relative and
+agreement features (a lexical list that agrees with the dense one, or stands far above its own
+tail, earns more trust), not through weights tuned to a dataset. The weights were fitted on the
+two development sets together and checked across them (fit on one, test on the other); see
+``benchmarks/ranking_fit.py``.
+
+Everything here is pure: no I/O, no model calls.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memvault.models import CandidateSet, MemoryEntry
+from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
+from memvault.retrieval.text import query_terms, tokenize
+from memvault.retrieval.threads import thread_id
+
+__all__ = [
+    "BM25_SATURATION",
+    "FEATURES",
+    "LENGTH_CAP",
+    "EvidenceFeatures",
+    "EvidenceModel",
+    "evidence_features",
+    "sigmoid",
+]
+
+BM25_SATURATION = 8.0
+"""BM25 is mapped to ``s / (s + BM25_SATURATION)``: 0 for no match, 0.5 at a score of 8."""
+
+LENGTH_CAP = 10
+"""Entries of this many terms or more count as equally long: length helps only to tell a bare
+"ok, thanks" from a statement, not a long reply from a short fact."""
+
+_LOG_LENGTH = [math.log1p(k) for k in range(LENGTH_CAP + 1)]
+
+FEATURES: tuple[str, ...] = (
+    "cos",  # raw cosine of query and entry
+    "lex",  # saturated BM25
+    "coverage",  # idf-free share of the query's terms the entry contains
+    "ctx_prev",  # evidence of the entries just before (answers follow questions)
+    "ctx_next",  # evidence of the entries just after
+    "question",  # share of the entry's sentences that are questions (asking is not telling)
+    "answers",  # evidence of a question just before the entry (the entry may answer it)
+    "thread",  # mean evidence of the best entries of the entry's thread
+    "when",  # a "when ..." question and an entry that says when
+    "period",  # the entry was created in the period the query names
+    "length",  # log(1 + terms), capped at LENGTH_CAP terms: very short entries say little
+)
+
+
+def sigmoid(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Numerically safe logistic function."""
+    out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(x, -40.0, 40.0)))
+    return out
+
+
+class EvidenceModel(BaseModel):
+    """A linear evidence model: ranking score ``s = sum_i weights[f_i] * f_i`` over
+    :data:`FEATURES`, and relevance ``sigmoid(scale * s + offset)`` (Platt calibration).
+
+    Features a model does not name weigh 0. ``context_hops`` is how far along a thread the
+    context features look; ``thread_top_k`` how many of a thread's best entries make its
+    strength.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    weights: dict[str, float]
+    scale: float = Field(default=1.0, gt=0.0)
+    offset: float = 0.0
+    context_hops: int = Field(default=2, ge=0, le=5)
+    thread_top_k: int = Field(default=3, ge=1, le=20)
+
+    @field_validator("weights")
+    @classmethod
+    def _known(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(FEATURES))
+        if unknown:
+            msg = f"unknown evidence features {unknown} (known: {', '.join(FEATURES)})"
+            raise ValueError(msg)
+        return value
+
+    def vector(self) -> NDArray[np.float64]:
+        """The weights in :data:`FEATURES` order."""
+        return np.array([self.weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+    def without(self, *names: str) -> EvidenceModel:
+        """This model with the named features switched off (for ablations)."""
+        return self.model_copy(
+            update={"weights": {k: v for k, v in self.weights.items() if k not in names}}
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceFeatures:
+    """Feature matrix of one query's candidates: row ``i`` describes ``ids[i]``.
+
+    ``cosine`` and ``bm25`` hold the raw values (None where the source did not score the entry)
+    for ``--explain``.
+    """
+
+    ids: tuple[str, ...]
+    matrix: NDArray[np.float64]
+    cosine: tuple[float | None, ...]
+    bm25: tuple[float | None, ...]
+
+
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+@lru_cache(maxsize=65_536)
+def _question_share(text: str) -> float:
+    """Share of a text's sentences that end with a question mark (cached: texts recur)."""
+    sentences = [m.group().strip() for m in _SENTENCE.finditer(text)]
+    sentences = [x for x in sentences if len(x) > 1]
+    if not sentences:
+        return 0.0
+    return sum(1 for x in sentences if x.endswith("?")) / len(sentences)
+
+
+@lru_cache(maxsize=65_536)
+def _terms(text: str) -> tuple[frozenset[str], int]:
+    """The distinct index terms of a text and its length in terms (cached: texts recur)."""
+    words = tokenize(text)
+    return frozenset(words), len(words)
+
+
+def _saturate(score: float) -> float:
+    return score / (score + BM25_SATURATION) if score > 0 else 0.0
+
+
+def _cosines(cands: CandidateSet, ids: Sequence[str]) -> dict[str, float]:
+    """Cosine of every candidate: from the dense list, else from its stored vector."""
+    out = dict(cands.dense)
+    q = cands.query_vector
+    if q is None:
+        return out
+    qv = np.asarray(q, dtype=np.float32)
+    missing = [i for i in ids if i not in out and cands.vectors.get(i) is not None]
+    if missing:
+        mat = np.stack([np.asarray(cands.vectors[i], dtype=np.float32) for i in missing])
+        sims = mat @ qv
+        out.update({i: float(s) for i, s in zip(missing, sims, strict=True)})
+    return out
+
+
+def evidence_features(
+    cands: CandidateSet,
+    *,
+    query_text: str,
+    now: datetime,
+    use_dense: bool = True,
+    use_lexical: bool = True,
+    context_hops: int = 2,
+    thread_top_k: int = 3,
+) -> EvidenceFeatures:
+    """Evidence features of every candidate (dense, lexical and their thread neighbours)."""
+    dense_list = cands.dense if use_dense else []
+    lex_list = cands.lexical if use_lexical else []
+    ids: list[str] = list(dict.fromkeys([i for i, _ in dense_list] + [i for i, _ in lex_list]))
+    if use_lexical:
+        # Neighbours of candidates join: an answer often lies in the turn after the question.
+        for before, after in cands.neighbours.values():
+            ids.extend((*before, *after))
+        ids = [i for i in dict.fromkeys(ids) if i in cands.entries]
+    else:
+        ids = [i for i in ids if i in cands.entries]
+    n = len(ids)
+    if n == 0:
+        return EvidenceFeatures((), np.zeros((0, len(FEATURES))), (), ())
+
+    cos = _cosines(cands, ids) if use_dense else {}
+    lex = dict(lex_list)
+    dense_vals = [s for _, s in dense_list]
+    # An entry the dense side did not return (and whose vector the store did not hand over) is
+    # at best as close as the pool's weakest member.
+    floor_cos = min(dense_vals) if dense_vals else 0.0
+
+    terms = set(query_terms(query_text)) if use_lexical else set()
+    asks = bool(query_text) and asks_when(query_text)
+    period = query_time_range(query_text, now) if query_text else None
+
+    entries_text = {i: cands.entries[i].content for i in ids}
+    # Per-entry base evidence (absolute): used by context and thread features.
+    base: dict[str, float] = {}
+    cos_of: dict[str, float] = {}
+    lex_of: dict[str, float] = {}
+    for i in ids:
+        c = cos.get(i, floor_cos) if use_dense else 0.0
+        s = _saturate(lex.get(i, 0.0))
+        cos_of[i] = c
+        lex_of[i] = s
+        base[i] = max(c, 0.0) + s
+
+    # Thread neighbours, both directions, known only around the top lexical candidates; an
+    # entry that is some candidate's neighbour learns its own neighbours from that relation.
+    prev_of: dict[str, list[str]] = {}
+    next_of: dict[str, list[str]] = {}
+    for anchor, (before, after) in cands.neighbours.items():
+        prev_of.setdefault(anchor, list(before))
+        next_of.setdefault(anchor, list(after))
+        chain = [*reversed(before), anchor, *after]
+        for pos, other in enumerate(chain):
+            prev_of.setdefault(other, list(reversed(chain[:pos])))
+            next_of.setdefault(other, chain[pos + 1 :])
+
+    asking = {i: _question_share(entries_text[i]) for i in ids}
+
+    def _answers(others: list[str]) -> float:
+        best = 0.0
+        for d, other in enumerate(others[:context_hops], start=1):
+            value = base.get(other)
+            if value is not None:
+                best = max(best, value * asking[other] / d)
+        return best
+
+    def _ctx(others: list[str]) -> float:
+        best = 0.0
+        for d, other in enumerate(others[:context_hops], start=1):
+            value = base.get(other)
+            if value is not None:
+                best = max(best, value / d)
+        return best
+
+    groups: dict[str, list[float]] = {}
+    owner: dict[str, str] = {}
+    entries: Mapping[str, MemoryEntry] = cands.entries
+    for i in ids:
+        key = thread_id(entries[i])
+        owner[i] = key
+        groups.setdefault(key, []).append(base[i])
+    # A thread's strength is the mean of its best entries; an entry outside any conversation
+    # (a stored fact) is a thread of its own, as strong as itself.
+    strength = {
+        key: sum(top := sorted(vals, reverse=True)[:thread_top_k]) / len(top)
+        for key, vals in groups.items()
+    }
+
+    # Column by column: one Python pass per feature is several times faster than filling rows.
+    texts = [entries_text[i] for i in ids]
+    parsed = [_terms(t) for t in texts]
+    no_hops: list[str] = []
+    prevs = [prev_of.get(i, no_hops) for i in ids]
+    columns = [
+        [cos_of[i] for i in ids],
+        [lex_of[i] for i in ids],
+        [len(terms & words) / len(terms) for words, _ in parsed] if terms else [0.0] * n,
+        [_ctx(p) for p in prevs],
+        [_ctx(next_of.get(i, no_hops)) for i in ids],
+        [asking[i] for i in ids],
+        [_answers(p) for p in prevs],
+        [strength[owner[i]] for i in ids],
+        [1.0 if mentions_time(t) else 0.0 for t in texts] if asks else [0.0] * n,
+        (
+            [1.0 if period.contains(entries[i].created_at) else 0.0 for i in ids]
+            if period is not None
+            else [0.0] * n
+        ),
+        [_LOG_LENGTH[min(length, LENGTH_CAP)] for _, length in parsed],
+    ]
+    matrix = np.array(columns, dtype=np.float64).T
+    return EvidenceFeatures(
+        ids=tuple(ids),
+        matrix=matrix,
+        cosine=tuple(cos.get(i) if use_dense else None for i in ids),
+        bm25=tuple(lex.get(i) for i in ids),
+    )
