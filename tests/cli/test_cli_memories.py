@@ -167,21 +167,26 @@ def test_search_explain_prints_a_breakdown_per_hit(run, db, seeded) -> None:
     result = run("--db", db, "search", "which database does staging use", "-a", "u", "--explain")
     assert result.code == 0
     num = r"-?\d+\.\d+"
+    # Raw values (cosine, BM25) and the calibrated relevance, then each feature's contribution.
     breakdown = re.compile(
-        rf"^\s+dense=(-|{num} \(#\d+\)) bm25=(-|{num} \(#\d+\)) fused={num} "
+        rf"^\s+cosine=(-|{num}( \(#\d+\))?) bm25=(-|{num} \(#\d+\)) relevance=({num}) "
         rf"recency={num} boost={num} mmr={num}.* final={num}$"
     )
     lines = result.out.splitlines()
-    explained = [line for line in lines if breakdown.match(line)]
+    explained = [m for line in lines if (m := breakdown.match(line))]
     ranked = [line for line in lines if re.match(r"^ ?\d+\. ", line)]
+    evidence = [line for line in lines if line.strip().startswith("evidence: ")]
     assert len(ranked) == len(MEMORIES)
-    assert len(explained) == len(ranked)
-    # The best hit matches both retrievers, so both of its scores are shown with rank 1.
+    assert len(explained) == len(ranked) == len(evidence)
+    # The best hit matches both retrievers, so both of its scores are shown with rank 1, and
+    # its relevance (absolute, not rescaled to 1.0) is the score in the ranked line.
     assert MEMORIES[3][0] in ranked[0]
-    assert re.match(rf"^\s+dense={num} \(#1\) bm25={num} \(#1\) fused=1\.000 ", explained[0])
-    assert explained[0].endswith("final=1.000")
+    assert re.match(rf"^\s+cosine={num} \(#1\) bm25={num} \(#1\) ", explained[0].group(0))
+    top = float(explained[0].group(4))
+    assert 0.5 < top < 1.0 and f"{top:.3f}" in ranked[0]
+    assert "cos=" in evidence[0] and "coverage=" in evidence[0]
     # A hit only the dense retriever found shows "-" for BM25.
-    assert any("bm25=- " in line for line in explained[1:])
+    assert any("bm25=- " in m.group(0) for m in explained[1:])
 
 
 def test_search_explain_json_carries_the_score_object(run, db, seeded) -> None:

@@ -41,7 +41,7 @@ SearchFn = Callable[[str, str, int], Awaitable[Sequence[MemoryEntry]]]
 """``async search(agent_id, query_text, limit)``: the agent's memories for a query, best first."""
 
 
-CONTEXT_MIN_RELEVANCE = 0.03
+CONTEXT_MIN_RELEVANCE = 0.01
 """Default gate of context injection: nothing is injected unless the best memory's calibrated
 relevance reaches it. Measured on the development sets (``benchmarks/ranking_lab.py
 --offtopic``): most questions about things the store does not hold inject nothing, while

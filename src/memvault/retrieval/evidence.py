@@ -68,7 +68,8 @@ FEATURES: tuple[str, ...] = (
     "thread",  # mean evidence of the best entries of the entry's thread
     "when",  # a "when ..." question and an entry that says when
     "period",  # the entry was created in the period the query names
-    "length",  # log(1 + terms), capped at LENGTH_CAP terms: very short entries say little
+    "length",  # own evidence times log(1 + terms), terms capped at LENGTH_CAP: a bare "ok" says
+    # little even when it matches, while length alone never lifts an entry that does not match
 )
 
 
@@ -280,7 +281,10 @@ def evidence_features(
             if period is not None
             else [0.0] * n
         ),
-        [_LOG_LENGTH[min(length, LENGTH_CAP)] for _, length in parsed],
+        [
+            _LOG_LENGTH[min(length, LENGTH_CAP)] * base[i]
+            for i, (_, length) in zip(ids, parsed, strict=True)
+        ],
     ]
     matrix = np.array(columns, dtype=np.float64).T
     return EvidenceFeatures(

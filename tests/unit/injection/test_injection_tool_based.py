@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -92,7 +93,9 @@ async def test_search_memory_returns_relevant_memories_as_delimited_data(
     items = lines[3:-1]
     assert len(items) == 2
     litestar = await _id_of(mem, "dev-1", MEMORIES[0][0])
-    assert items[0].startswith(f"[id={litestar} | semantic | 2026-03-01 | relevance 1.00]")
+    assert re.match(
+        rf"^\[id={litestar} \| semantic \| 2026-03-01 \| relevance \d\.\d\d\] ", items[0]
+    )
     assert items[0].endswith(MEMORIES[0][0])
 
 

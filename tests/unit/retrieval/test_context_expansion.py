@@ -199,10 +199,14 @@ def test_merge_feedback_adds_weighted_scores_and_new_entries() -> None:
 
 def test_default_preset_uses_every_stage() -> None:
     cfg = PRESETS["default"]
-    assert cfg.fusion == "linear"
+    assert cfg.fusion == "evidence" and cfg.evidence is not None
     assert cfg.uses_neighbours and cfg.neighbour_hops == 2
-    assert cfg.thread_boost > 0 and cfg.temporal_intent_boost > 0
+    weights = cfg.evidence.weights
+    assert weights["thread"] > 0 and weights["when"] > 0 and weights["answers"] > 0
     assert cfg.neighbour_window(10) == 20 and cfg.neighbour_window(50) == 100
+    legacy = PRESETS["legacy"]
+    assert legacy.fusion == "linear" and legacy.uses_neighbours and legacy.neighbour_hops == 2
+    assert legacy.thread_boost > 0 and legacy.temporal_intent_boost > 0
     with pytest.raises(ValueError, match="neighbour weights"):
         RetrievalConfig(neighbour_prev_weights=(3.0,))
 

@@ -1,0 +1,235 @@
+"""The evidence model: features, calibration, absolute relevance, explain, and the context gate."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
+from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryMetadata
+from memvault.retrieval.evidence import (
+    BM25_SATURATION,
+    FEATURES,
+    LENGTH_CAP,
+    EvidenceModel,
+    evidence_features,
+    sigmoid,
+)
+from memvault.retrieval.pipeline import rank
+from memvault.retrieval.presets import DEFAULT, LEGACY, PRESETS, RetrievalConfig
+
+NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
+COL = {name: i for i, name in enumerate(FEATURES)}
+
+
+def entry(
+    i: str,
+    content: str = "plain statement about things",
+    *,
+    session: object = None,
+    created: datetime = NOW,
+    category: MemoryCategory = MemoryCategory.EPISODIC,
+    relevance: float | None = None,
+) -> MemoryEntry:
+    extra = {} if session is None else {"session": session}
+    return MemoryEntry(
+        id=i,
+        agent_id="a",
+        category=category,
+        content=content,
+        metadata=MemoryMetadata(extra=extra),
+        created_at=created,
+        updated_at=created,
+        relevance_score=relevance,
+    )
+
+
+def feature(cands: CandidateSet, entry_id: str, name: str, query: str = "q") -> float:
+    feats = evidence_features(cands, query_text=query, now=NOW)
+    return float(feats.matrix[feats.ids.index(entry_id), COL[name]])
+
+
+def test_raw_scores_map_to_absolute_features() -> None:
+    cands = CandidateSet(
+        dense=[("a", 0.62), ("b", 0.10)],
+        lexical=[("a", BM25_SATURATION)],
+        entries={"a": entry("a", "deploy the billing service"), "b": entry("b")},
+    )
+    assert feature(cands, "a", "cos") == pytest.approx(0.62)
+    assert feature(cands, "a", "lex") == pytest.approx(0.5)  # s / (s + saturation)
+    assert feature(cands, "b", "lex") == 0.0
+    # Two of the query's three terms ("billing", "deploy"; "invoices" missing).
+    assert feature(cands, "a", "coverage", "deploy billing invoices") == pytest.approx(2 / 3)
+
+
+def test_cosine_of_a_lexical_only_candidate_comes_from_its_vector() -> None:
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    cands = CandidateSet(
+        dense=[("a", 0.9)],
+        lexical=[("b", 3.0)],
+        entries={"a": entry("a"), "b": entry("b")},
+        query_vector=q,
+        vectors={"b": np.array([0.6, 0.8], dtype=np.float32)},
+    )
+    assert feature(cands, "b", "cos") == pytest.approx(0.6)
+    # Without a vector, the pool's weakest cosine stands in (never better than what was seen).
+    del cands.vectors["b"]
+    assert feature(cands, "b", "cos") == pytest.approx(0.9)
+
+
+def test_context_features_read_the_neighbours_in_both_directions() -> None:
+    # Thread order: ask, ans, after. Only "ask" matches; "ans" follows a matching question.
+    entries = {
+        "ask": entry("ask", "Did you go to the support group?", session=1),
+        "ans": entry("ans", "Yes, last Tuesday, it was great.", session=1),
+        "after": entry("after", "Glad to hear it.", session=1),
+    }
+    cands = CandidateSet(
+        dense=[("ask", 0.5)],
+        lexical=[("ask", 8.0)],
+        entries=entries,
+        neighbours={"ask": ((), ("ans", "after"))},
+    )
+    base = 0.5 + 0.5  # cosine + saturated BM25 of "ask"
+    assert feature(cands, "ans", "ctx_prev") == pytest.approx(base)
+    assert feature(cands, "after", "ctx_prev") == pytest.approx(base / 2)  # two hops back
+    assert feature(cands, "ask", "ctx_next") > 0.0
+    assert feature(cands, "ask", "question") == 1.0
+    assert feature(cands, "ans", "question") == 0.0
+    assert feature(cands, "ans", "answers") == pytest.approx(base)  # the question it answers
+
+
+def test_thread_strength_is_the_mean_of_its_best_entries_and_a_fact_is_its_own_thread() -> None:
+    entries = {
+        "t1": entry("t1", session=7),
+        "t2": entry("t2", session=7),
+        "fact": entry("fact", category=MemoryCategory.SEMANTIC),
+    }
+    cands = CandidateSet(
+        dense=[("t1", 0.8), ("t2", 0.2), ("fact", 0.4)], lexical=[], entries=entries
+    )
+    assert feature(cands, "t2", "thread") == pytest.approx((0.8 + 0.2) / 2)
+    assert feature(cands, "fact", "thread") == pytest.approx(0.4)
+
+
+def test_temporal_and_length_features() -> None:
+    entries = {
+        "dated": entry(
+            "dated", "We moved to Berlin last May.", created=datetime(2023, 5, 8, tzinfo=UTC)
+        ),
+        "plain": entry("plain", "ok", created=datetime(2024, 1, 1, tzinfo=UTC)),
+    }
+    cands = CandidateSet(dense=[("dated", 0.3), ("plain", 0.3)], lexical=[], entries=entries)
+    query = "When did we move in May 2023?"
+    assert feature(cands, "dated", "when", query) == 1.0
+    assert feature(cands, "plain", "when", query) == 0.0
+    assert feature(cands, "dated", "period", query) == 1.0
+    assert feature(cands, "plain", "period", query) == 0.0
+    # Length scales the entry's own evidence (cosine 0.3 here), capped at LENGTH_CAP terms.
+    assert feature(cands, "plain", "length") == pytest.approx(0.3 * math.log1p(1))
+    long_text = " ".join(f"word{i}" for i in range(50))
+    cands.entries["plain"] = entry("plain", long_text)
+    assert feature(cands, "plain", "length") == pytest.approx(0.3 * math.log1p(LENGTH_CAP))
+    cands.dense = [("dated", 0.3), ("plain", 0.0)]
+    assert feature(cands, "plain", "length") == 0.0  # no evidence, nothing to lift
+
+
+def test_model_rejects_unknown_features_and_switches_features_off() -> None:
+    with pytest.raises(ValidationError, match="unknown evidence features"):
+        EvidenceModel(weights={"cosine": 1.0})
+    model = EvidenceModel(weights={"cos": 2.0, "lex": 1.0})
+    assert model.without("lex").vector()[COL["lex"]] == 0.0
+    assert model.without("lex").vector()[COL["cos"]] == 2.0
+    with pytest.raises(ValidationError, match="evidence model"):
+        RetrievalConfig(fusion="evidence")
+
+
+def test_relevance_is_absolute_not_rescaled_per_query() -> None:
+    # One weak candidate alone: min-max fusion calls it 1.0, the evidence model does not.
+    cands = CandidateSet(
+        dense=[("a", 0.12)], lexical=[], entries={"a": entry("a", category=MemoryCategory.SEMANTIC)}
+    )
+    (legacy,) = rank(cands, LEGACY, now=NOW, limit=5, query_text="quantum chromodynamics")
+    (default,) = rank(cands, DEFAULT, now=NOW, limit=5, query_text="quantum chromodynamics")
+    assert legacy.relevance_score == 1.0
+    assert default.relevance_score is not None and default.relevance_score < 0.05
+    # min_relevance now rejects it.
+    assert rank(cands, DEFAULT, now=NOW, limit=5, min_relevance=0.5, query_text="x") == []
+
+
+def test_a_facts_relevance_does_not_depend_on_the_other_candidates() -> None:
+    fact = entry(
+        "fact", "Our Kubernetes cluster runs version 1.29", category=MemoryCategory.SEMANTIC
+    )
+    alone = CandidateSet(dense=[("fact", 0.7)], lexical=[("fact", 6.0)], entries={"fact": fact})
+    crowd = CandidateSet(
+        dense=[("fact", 0.7), *((f"o{i}", 0.6 - i / 100) for i in range(20))],
+        lexical=[("fact", 6.0), ("o1", 9.0)],
+        entries={
+            "fact": fact,
+            **{f"o{i}": entry(f"o{i}", category=MemoryCategory.SEMANTIC) for i in range(20)},
+        },
+    )
+    query = "which kubernetes version runs in the cluster"
+    (first,) = rank(alone, DEFAULT, now=NOW, limit=5, query_text=query)
+    second = next(
+        e for e in rank(crowd, DEFAULT, now=NOW, limit=25, query_text=query) if e.id == "fact"
+    )
+    assert first.relevance_score == pytest.approx(second.relevance_score)
+    # Stronger evidence, higher relevance, in [0, 1].
+    weaker = CandidateSet(dense=[("fact", 0.3)], lexical=[], entries={"fact": fact})
+    (low,) = rank(weaker, DEFAULT, now=NOW, limit=5, query_text=query)
+    assert 0.0 <= low.relevance_score < first.relevance_score <= 1.0
+
+
+def test_explain_carries_raw_values_and_contributions() -> None:
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    cands = CandidateSet(
+        dense=[("a", 0.7)],
+        lexical=[("a", 4.0), ("b", 2.0)],
+        entries={"a": entry("a", "alpha beta"), "b": entry("b", "beta gamma")},
+        query_vector=q,
+        vectors={"b": np.array([0.2, 0.98], dtype=np.float32)},
+    )
+    ranked = rank(cands, DEFAULT, now=NOW, limit=5, query_text="alpha beta")
+    top = ranked[0]
+    assert top.id == "a" and top.score is not None
+    assert top.score.dense == pytest.approx(0.7) and top.score.bm25 == pytest.approx(4.0)
+    assert top.score.fused == top.relevance_score
+    assert top.score.evidence is not None
+    # The contributions add up to the score that calibrates to the relevance.
+    evidence = DEFAULT.evidence
+    assert evidence is not None
+    logit = evidence.scale * sum(top.score.evidence.values()) + evidence.offset
+    assert sigmoid(np.array([logit]))[0] == pytest.approx(top.relevance_score, abs=1e-3)
+    # The lexical-only candidate shows its cosine from the stored vector.
+    other = ranked[1]
+    assert other.score is not None and other.score.dense == pytest.approx(0.2, abs=1e-6)
+
+
+def test_every_evidence_preset_uses_known_features() -> None:
+    for config in PRESETS.values():
+        if config.uses_evidence:
+            assert config.evidence is not None
+            assert set(config.evidence.weights) <= set(FEATURES)
+            assert config.uses_neighbours
+
+
+async def test_context_gate_injects_nothing_below_min_relevance() -> None:
+    hits = [entry("a", "weakly related", relevance=0.2), entry("b", "less", relevance=0.1)]
+
+    async def search(agent_id: str, query_text: str, limit: int) -> list[MemoryEntry]:
+        return hits[:limit]
+
+    gated = ContextInjectionStrategy(search, ContextInjectionConfig(min_relevance=0.5))
+    assert (await gated.prepare_context("a", "question", 500)).entries == ()
+    passing = ContextInjectionStrategy(search, ContextInjectionConfig(min_relevance=0.15))
+    # The gate looks at the best hit; once it passes, the others come along.
+    assert [e.id for e in (await passing.prepare_context("a", "question", 500)).entries] == [
+        "a",
+        "b",
+    ]
