@@ -28,7 +28,7 @@ import numpy as np
 from memvault.retrieval.evidence import FEATURES, evidence_features
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
-LME_SHARE = 1 / 3
+LME_SHARE = 0.25
 """Share of the LongMemEval questions in the training loss (LoCoMo has 16x more questions; equal
 shares over-fit the smaller set, and the two disagree on where answers sit in a thread)."""
 

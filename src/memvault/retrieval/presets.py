@@ -118,25 +118,25 @@ class RetrievalConfig(BaseModel):
 
 # The evidence model of the default preset: weights fitted by `benchmarks/ranking_fit.py` on the
 # two development sets together (LoCoMo and the LongMemEval_S dev questions, listwise loss,
-# LongMemEval a third of it) and checked on held-out questions; calibration fitted on every
+# LongMemEval a quarter of it) and checked on held-out questions; calibration fitted on every
 # candidate of on- and off-topic questions with both classes weighed equally, so relevance is
 # a likelihood ratio free of the store's size. See the docstring of retrieval.evidence.
 DEFAULT_EVIDENCE = EvidenceModel(
     weights={
-        "cos": 0.029,
-        "lex": 0.857,
-        "coverage": 2.962,
-        "ctx_prev": -0.704,
-        "ctx_next": 0.600,
-        "question": -0.195,
-        "answers": 2.134,
-        "thread": 5.339,
-        "when": 2.155,
-        "period": 1.870,
-        "length": 1.731,
+        "cos": 0.193,
+        "lex": 0.615,
+        "coverage": 3.270,
+        "ctx_prev": -0.504,
+        "ctx_next": 0.598,
+        "question": -0.456,
+        "answers": 2.258,
+        "thread": 5.598,
+        "when": 2.347,
+        "period": 1.907,
+        "length": 1.644,
     },
-    scale=0.7684,
-    offset=-5.7316,
+    scale=0.7558,
+    offset=-5.8249,
     context_hops=2,
     thread_top_k=3,
 )
