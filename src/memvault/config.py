@@ -19,7 +19,7 @@ the design documents::
         consolidation_interval: daily
         shared_knowledge_base: true
         max_content_chars: 32000
-      embedder: default            # default | minilm-l3 | minilm-numpy | hashing[:dim] | openai:<model>
+      embedder: default    # default | minilm-l3 | minilm-numpy | hashing[:dim] | openai:<model>
       retrieval:
         preset: default
         strategy: context
