@@ -824,8 +824,11 @@ class AsyncMemory:
     ) -> list[MemoryEntry]:
         """Hybrid search of the agent's memories, best first, ``relevance_score`` set.
 
-        With ``explain=True`` every result's ``score`` holds the breakdown (dense, BM25, fused,
-        recency, boost, final).
+        With the default preset ``relevance_score`` is the calibrated evidence model's
+        probability: absolute, so ``min_relevance`` drops the same weak matches in every query
+        (the reference presets ``legacy``, ``hybrid``, ``bm25`` and ``dense`` rescale per query).
+        With ``explain=True`` every result's ``score`` holds the breakdown (raw cosine and BM25,
+        relevance, recency, boost, final, and each evidence feature's contribution).
 
         ``include_shared=True`` also searches the store's shared knowledge (:meth:`publish`, any
         author, the agent's own publications included) and ranks it together with the agent's
