@@ -70,10 +70,16 @@ def thread_id(entry: MemoryEntry) -> str:
 
 
 def neighbour_anchors(cands: CandidateSet, window: int) -> list[str]:
-    """The candidates whose thread neighbours a search fetches: the best ``window`` of each list.
+    """The candidates whose thread neighbours a search fetches: ``window`` of them in all.
 
-    Lexical first, then dense: an answer often lies next to the turn that matches the question
-    by words (LoCoMo) or by meaning (a user's statement followed by the assistant's reply).
+    Half are the best lexical candidates and half the best dense ones (all from one list when
+    the other is empty): an answer often lies next to the turn that matches the question by
+    words (LoCoMo) or by meaning (a user's statement, then the assistant's reply to it).
     """
-    top = [i for i, _ in cands.lexical[:window]] + [i for i, _ in cands.dense[:window]]
+    if not cands.dense:
+        return [i for i, _ in cands.lexical[:window]]
+    if not cands.lexical:
+        return [i for i, _ in cands.dense[:window]]
+    half = max(window // 2, 1)
+    top = [i for i, _ in cands.lexical[:half]] + [i for i, _ in cands.dense[:half]]
     return list(dict.fromkeys(top))
