@@ -217,8 +217,9 @@ def evidence_features(
         lex_of[i] = s
         base[i] = max(c, 0.0) + s
 
-    # Thread neighbours, both directions, known only around the top lexical candidates; an
-    # entry that is some candidate's neighbour learns its own neighbours from that relation.
+    # Thread neighbours, both directions, known only around the anchors (the best lexical and
+    # dense candidates); an entry that is an anchor's neighbour learns its own neighbours from
+    # that relation.
     prev_of: dict[str, list[str]] = {}
     next_of: dict[str, list[str]] = {}
     for anchor, (before, after) in cands.neighbours.items():
