@@ -85,7 +85,8 @@ class EvidenceModel(BaseModel):
 
     Features a model does not name weigh 0. ``context_hops`` is how far along a thread the
     context features look; ``thread_top_k`` how many of a thread's best entries make its
-    strength.
+    strength; ``thread_spread`` how strongly aggregation questions spread their results over
+    threads (see :func:`memvault.retrieval.pipeline.spread_threads`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -95,6 +96,10 @@ class EvidenceModel(BaseModel):
     offset: float = 0.0
     context_hops: int = Field(default=2, ge=0, le=5)
     thread_top_k: int = Field(default=3, ge=1, le=20)
+    # Aggregation questions ("how many ...", "in total"): each result already taken from a
+    # thread lowers the score of that thread's next candidate by this much, so the top results
+    # gather evidence from several conversations. 0 turns it off.
+    thread_spread: float = Field(default=0.0, ge=0.0, le=20.0)
 
     @field_validator("weights")
     @classmethod

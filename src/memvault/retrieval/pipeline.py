@@ -10,7 +10,7 @@ ranking with recency and personal boost -> ``min_relevance`` -> filter strategy 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -21,11 +21,20 @@ from memvault.retrieval.diversity import mmr
 from memvault.retrieval.evidence import FEATURES, EvidenceModel, evidence_features, sigmoid
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
+from memvault.retrieval.intent import asks_for_many
 from memvault.retrieval.presets import RetrievalConfig
 from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
 from memvault.retrieval.threads import thread_id
 
-__all__ = ["adjust", "evidence_relevance", "fuse", "rank", "recency", "spread_to_neighbours"]
+__all__ = [
+    "adjust",
+    "evidence_relevance",
+    "fuse",
+    "rank",
+    "recency",
+    "spread_threads",
+    "spread_to_neighbours",
+]
 
 
 def recency(created_at: datetime, now: datetime, decay_rate: float) -> float:
@@ -201,6 +210,35 @@ class _Contributions(Mapping[str, dict[str, float]]):
         return len(self._row)
 
 
+def spread_threads(
+    ranked: Sequence[tuple[str, float]],
+    thread_of: Callable[[str], str],
+    *,
+    penalty: float,
+    k: int,
+    pool: int = 60,
+) -> list[str]:
+    """Reorder ``ranked`` (``(id, score)``, best first) so its first ``k`` span threads.
+
+    Greedy: each pick is the candidate of the best ``pool`` whose score, minus ``penalty``
+    times the number of picks already taken from its thread, is highest (ties: the earlier).
+    The rest follow in their original order.
+    """
+    head = list(ranked[:pool])
+    taken: dict[str, int] = {}
+    picked: list[str] = []
+    for _ in range(min(k, len(head))):
+        best = max(
+            range(len(head)),
+            key=lambda j: (head[j][1] - penalty * taken.get(thread_of(head[j][0]), 0), -j),
+        )
+        entry_id = head.pop(best)[0]
+        picked.append(entry_id)
+        key = thread_of(entry_id)
+        taken[key] = taken.get(key, 0) + 1
+    return picked + [i for i, _ in head] + [i for i, _ in ranked[pool:]]
+
+
 def _by_score(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda i: (scores[i], i), reverse=True)
 
@@ -249,6 +287,18 @@ def rank(
     # Best first (the evidence score breaks ties of saturated probabilities); then the larger
     # id, i.e. the newer entry (UUIDv7 ids sort by creation).
     scored.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
+    evidence = config.evidence if config.uses_evidence else None
+    if evidence is not None and evidence.thread_spread > 0 and asks_for_many(query_text):
+        # An aggregation question wants evidence from several conversations: spread the top
+        # results over threads. Scores stay as they are; only the order changes (as with MMR).
+        by_id = {t[2]: t for t in scored}
+        order_ids = spread_threads(
+            [(t[2], t[1]) for t in scored],
+            lambda i: thread_id(cands.entries[i]),
+            penalty=evidence.thread_spread,
+            k=limit,
+        )
+        scored = [by_id[i] for i in order_ids]
     # Filtering and MMR choose from a window larger than the result so they have room to work.
     window = (
         limit * config.candidate_pool_multiplier

@@ -139,6 +139,7 @@ DEFAULT_EVIDENCE = EvidenceModel(
     offset=-5.7674,
     context_hops=2,
     thread_top_k=3,
+    thread_spread=1.0,
 )
 
 # Every value is a general setting: no rule refers to a benchmark's data. See `memvault bench`.

@@ -1,0 +1,25 @@
+"""What a query asks for, from its wording (pure functions, English).
+
+An aggregation question ("how many ...", "in total", "all the ...", "which ... have I ...")
+needs evidence from several conversations, not the best-matching one alone; ranking then
+spreads its top results across threads.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["asks_for_many"]
+
+_MANY = re.compile(
+    r"\bhow (many|much|often)\b|\btotal\b|\ball the\b|\bin all\b|\blist\b|\bevery\b"
+    r"|\bwhat (are|were) (all|the)\b|\bwhich\b.*\b(have|did) i\b",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=4096)
+def asks_for_many(query: str) -> bool:
+    """True if the query asks to gather or count things ("how many", "in total", "all the")."""
+    return bool(_MANY.search(query))
