@@ -19,7 +19,8 @@ from memvault.retrieval.evidence import (
     evidence_features,
     sigmoid,
 )
-from memvault.retrieval.pipeline import rank
+from memvault.retrieval.intent import asks_for_many
+from memvault.retrieval.pipeline import rank, spread_threads
 from memvault.retrieval.presets import DEFAULT, LEGACY, PRESETS, RetrievalConfig
 
 NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
@@ -233,3 +234,40 @@ async def test_context_gate_injects_nothing_below_min_relevance() -> None:
         "a",
         "b",
     ]
+
+
+def test_spread_threads_lets_each_pick_pay_for_its_threads_earlier_picks() -> None:
+    thread = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "c1": "C"}
+    ranked = [("a1", 10.0), ("a2", 9.8), ("a3", 9.6), ("b1", 9.0), ("c1", 7.0)]
+    # a2 pays 1.0 for a1 (8.8 < b1's 9.0); after b1, a2 (8.8) still beats c1 (7.0).
+    got = spread_threads(ranked, thread.__getitem__, penalty=1.0, k=3)
+    assert got == ["a1", "b1", "a2", "a3", "c1"]
+    assert spread_threads(ranked, thread.__getitem__, penalty=0.0, k=3) == [i for i, _ in ranked]
+    # A strong penalty takes one from each thread first.
+    assert spread_threads(ranked, thread.__getitem__, penalty=5.0, k=3)[:3] == ["a1", "b1", "c1"]
+
+
+def test_aggregation_questions_are_recognised() -> None:
+    assert asks_for_many("How many days did I spend in Japan in total?")
+    assert asks_for_many("Which restaurants have I been to this year?")
+    assert asks_for_many("list all the books I read")
+    assert not asks_for_many("What is my sister's name?")
+    assert not asks_for_many("When did Caroline go to the support group?")
+
+
+def test_only_aggregation_questions_are_spread_over_threads() -> None:
+    # Two strong turns of one session and a weaker one of another.
+    entries = {
+        "s1a": entry("s1a", "I bought a red bike in May", session=1),
+        "s1b": entry("s1b", "I bought a blue bike helmet too", session=1),
+        "s2a": entry("s2a", "I bought another bike yesterday", session=2),
+    }
+    cands = CandidateSet(
+        dense=[("s1a", 0.70), ("s1b", 0.69), ("s2a", 0.60)], lexical=[], entries=entries
+    )
+    plain = [e.id for e in rank(cands, DEFAULT, now=NOW, limit=2, query_text="what bike did I buy")]
+    many = [
+        e.id for e in rank(cands, DEFAULT, now=NOW, limit=2, query_text="how many bikes did I buy")
+    ]
+    assert plain == ["s1a", "s1b"]
+    assert many == ["s1a", "s2a"]
