@@ -1,21 +1,26 @@
 """Evidence scoring: one calibrated relevance probability per candidate, from absolute signals.
 
 Why not min-max fusion: rescaling each list per query makes the best hit 1.0 whatever it is, so a
-threshold means nothing, and a fixed blend of two rescaled lists cannot tell a sharp list from a
-flat one. Here every candidate gets a vector of *evidence features* whose scale is the same in
-every query and every store (raw cosine, saturated BM25, the share of the query's terms an entry
-holds, what its conversation neighbours and its thread say, temporal cues), plus features that
-describe the query's own evidence (how far a candidate stands above the query's pool, whether
-the dense and lexical lists agree). A logistic model turns them into
+threshold means nothing, and a fixed blend of two rescaled lists cannot tell a query whose words
+match from one whose meaning does. Here every candidate gets a vector of *evidence features*
+whose scale is the same in every query and every store: raw cosine, saturated BM25, the share of
+the query's terms the entry holds, what its conversation neighbours say (and whether it answers
+a matching question just before it), how strongly its thread matches, temporal cues, and its own
+evidence scaled by its length. A linear model gives a ranking score ``s`` and
 
-    relevance = sigmoid(bias + sum_i weight_i * feature_i)
+    relevance = sigmoid(scale * s + offset)
 
-which is an estimate of "this memory is evidence for this query": comparable across queries
-and stores, so ``min_relevance`` works. The model adapts per query through the pool-relative and
-agreement features (a lexical list that agrees with the dense one, or stands far above its own
-tail, earns more trust), not through weights tuned to a dataset. The weights were fitted on the
-two development sets together and checked across them (fit on one, test on the other); see
-``benchmarks/ranking_fit.py``.
+estimates "this memory is evidence for this query" as a likelihood ratio (the calibration is
+class-balanced, so the store's size, which sets the base rate, does not enter): comparable
+across queries and stores, so ``min_relevance`` works.
+
+The model adapts to each query through its evidence, not through a per-dataset blend: a query
+with a sharp lexical match earns its score from BM25 and term coverage, one with none from the
+cosine, and an answer that shares no words with the question inherits from the question turn
+it follows. Pool-relative features (gap to the best cosine, share of the best BM25, rank
+fusion, list agreement) were tried and did not help once refitted; they would also make the
+score relative again. The weights were fitted on the two development sets together, checked on
+held-out questions and across sets (fit on one, test on the other): ``benchmarks/ranking_fit.py``.
 
 Everything here is pure: no I/O, no model calls.
 """
