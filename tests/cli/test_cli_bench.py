@@ -107,6 +107,18 @@ def test_locomo_table_on_sqlite(run, tmp_path: Path) -> None:
     assert "search: p50" in result.out
 
 
+def test_longmemeval_without_dedup_stores_every_turn(run, tmp_path: Path) -> None:
+    data = _write(tmp_path, "lme.json", LONGMEMEVAL)
+    plain = run("bench", "longmemeval", "--data", data, "--json", "--max-questions", "1")
+    raw = run(
+        "bench", "longmemeval", "--data", data, "--json", "--max-questions", "1", "--no-dedup"
+    )
+    assert plain.code == 0 and raw.code == 0, raw.err
+    # Dedup can only merge turns, never add them.
+    assert raw.json()["turns"] >= plain.json()["turns"]
+    assert raw.json()["overall"]["questions"] == 1
+
+
 def test_longmemeval_json(run, tmp_path: Path) -> None:
     data = _write(tmp_path, "lme.json", LONGMEMEVAL)
     result = run("bench", "longmemeval", "--data", data, "--json", "--max-questions", "1")
