@@ -192,14 +192,12 @@ def evidence_features(
     """Evidence features of every candidate (dense, lexical and their thread neighbours)."""
     dense_list = cands.dense if use_dense else []
     lex_list = cands.lexical if use_lexical else []
-    ids: list[str] = list(dict.fromkeys([i for i, _ in dense_list] + [i for i, _ in lex_list]))
+    ids: list[str] = [i for i, _ in dense_list] + [i for i, _ in lex_list]
     if use_lexical:
         # Neighbours of candidates join: an answer often lies in the turn after the question.
         for before, after in cands.neighbours.values():
             ids.extend((*before, *after))
-        ids = [i for i in dict.fromkeys(ids) if i in cands.entries]
-    else:
-        ids = [i for i in ids if i in cands.entries]
+    ids = [i for i in dict.fromkeys(ids) if i in cands.entries]
     n = len(ids)
     if n == 0:
         return EvidenceFeatures((), np.zeros((0, len(FEATURES))), (), ())
@@ -242,20 +240,14 @@ def evidence_features(
 
     asking = {i: _question_share(entries_text[i]) for i in ids}
 
-    def _answers(others: list[str]) -> float:
+    def _ctx(others: list[str], *, questions: bool = False) -> float:
+        """Best evidence among the nearest ``others``, divided by distance; with
+        ``questions``, weighed by how much each of them asks."""
         best = 0.0
         for d, other in enumerate(others[:context_hops], start=1):
             value = base.get(other)
             if value is not None:
-                best = max(best, value * asking[other] / d)
-        return best
-
-    def _ctx(others: list[str]) -> float:
-        best = 0.0
-        for d, other in enumerate(others[:context_hops], start=1):
-            value = base.get(other)
-            if value is not None:
-                best = max(best, value / d)
+                best = max(best, value * (asking[other] if questions else 1.0) / d)
         return best
 
     groups: dict[str, list[float]] = {}
@@ -284,7 +276,7 @@ def evidence_features(
         [_ctx(p) for p in prevs],
         [_ctx(next_of.get(i, no_hops)) for i in ids],
         [asking[i] for i in ids],
-        [_answers(p) for p in prevs],
+        [_ctx(p, questions=True) for p in prevs],
         [strength[owner[i]] for i in ids],
         [1.0 if mentions_time(t) else 0.0 for t in texts] if asks else [0.0] * n,
         (
