@@ -3,7 +3,7 @@
     python benchmarks/bench_dedup.py [--writes 10000] [--seed 0] [--embedder hashing|minilm]
                                      [--store sqlite|memory]
 
-Replays the seeded corpus of ``memvault.write.corpus`` (base facts, noisy duplicates,
+Replays the seeded corpus of ``_dedup_corpus`` (base facts, noisy duplicates,
 contradictions, chatter, with ground truth) through ``plan_write`` and prints how many
 duplicates were left and how many contradictions were resolved (targets: <= 2% left).
 With ``--store``, the corpus goes through the real write path instead: ``AsyncMemory.write``
@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _dedup_corpus import Corpus, evaluate_dedup, generate_corpus, run_corpus
 from rich.console import Console
 from rich.table import Table
 
@@ -27,7 +28,6 @@ from memvault.config import MemoryOptionsConfig, MemvaultConfig
 from memvault.embeddings import HashingEmbedder, default_embedder
 from memvault.protocols import Embedder
 from memvault.write import WriteDecision
-from memvault.write.corpus import Corpus, evaluate_dedup, generate_corpus, run_corpus
 
 
 async def _replay_store(

@@ -4,6 +4,9 @@
 tree (its base is exported here as ``MemvaultError`` so it never shadows the builtin).
 """
 
+# Imported for its effect: it registers the client that AsyncMemory("http://...") returns.
+import memvault.remote  # noqa: F401
+from memvault._version import __version__
 from memvault.config import MemvaultConfig, load_config
 from memvault.errors import (
     DimensionMismatchError,
@@ -34,8 +37,6 @@ from memvault.models import (
     ScoreBreakdown,
 )
 from memvault.retrieval.packing import MemoryContext
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AsyncMemory",

@@ -23,6 +23,16 @@ from pydantic import ValidationError
 
 from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
+from memvault._inputs import (
+    CategoryLike,
+    parse_category,
+    server_url,
+)
+from memvault._inputs import aware as _aware
+from memvault._inputs import categories as _categories
+from memvault._inputs import item_request as _item_request
+from memvault._inputs import load_export as _load_export
+from memvault._inputs import store_request as _request
 from memvault._search import hybrid_search
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
 from memvault.backends._base import check_agent, check_id, model_error
@@ -55,12 +65,10 @@ from memvault.models import (
     AuditRecord,
     MemoryCategory,
     MemoryEntry,
-    MemoryMetadata,
     MemoryQuery,
     MemoryScope,
     MemoryStoreRequest,
     StoreStats,
-    aware_utc,
 )
 from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
@@ -84,135 +92,14 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-CategoryLike = MemoryCategory | str
+# The class that speaks to a server URL. memvault.remote registers it when imported (the package
+# imports it), so this module never imports the layer above it.
+_REMOTE: list[type[AsyncMemory]] = []
 
 
-def parse_category(value: CategoryLike) -> MemoryCategory:
-    """A :class:`MemoryCategory` from an enum member or its name (case-insensitive).
-
-    Raises:
-        MemoryValidationError: not a known category (the message lists the known ones).
-    """
-    if isinstance(value, MemoryCategory):
-        return value
-    if isinstance(value, str):
-        try:
-            return MemoryCategory(value.strip().lower())
-        except ValueError:
-            pass
-    known = ", ".join(c.value for c in MemoryCategory)
-    msg = f"unknown category {value!r} (known: {known})"
-    raise MemoryValidationError(msg)
-
-
-def _categories(
-    value: CategoryLike | Iterable[CategoryLike] | None,
-) -> frozenset[MemoryCategory] | None:
-    if value is None:
-        return None
-    if isinstance(value, (str, MemoryCategory)):
-        return frozenset({parse_category(value)})
-    return frozenset(parse_category(v) for v in value)
-
-
-def _aware(value: datetime | None, name: str) -> datetime | None:
-    try:
-        return aware_utc(value)
-    except ValueError as exc:
-        raise MemoryValidationError(f"{name}: {exc}") from None
-
-
-def _request(
-    content: str,
-    *,
-    category: CategoryLike = MemoryCategory.SEMANTIC,
-    tags: Sequence[str] = (),
-    metadata: Mapping[str, Any] | None = None,
-    created_at: datetime | None = None,
-    expires_at: datetime | None = None,
-    supersedes: str | None = None,
-    label: str | None = None,
-    source: str | None = None,
-    importance: float | None = None,
-    confidence: float | None = None,
-) -> MemoryStoreRequest:
-    if isinstance(tags, str):
-        msg = "tags must be a list of strings, not one string"
-        raise MemoryValidationError(msg)
-    try:
-        meta = MemoryMetadata(
-            tags=tuple(tags),
-            extra=dict(metadata or {}),
-            label=label,
-            source=source,
-            importance=0.5 if importance is None else importance,
-            confidence=1.0 if confidence is None else confidence,
-        )
-        return MemoryStoreRequest(
-            content=content,
-            category=parse_category(category),
-            metadata=meta,
-            created_at=_aware(created_at, "created_at"),
-            expires_at=_aware(expires_at, "expires_at"),
-            supersedes=supersedes,
-        )
-    except ValidationError as exc:
-        raise model_error(exc) from None
-    except TypeError as exc:
-        raise MemoryValidationError(str(exc)) from None
-
-
-_ADD_KEYS = frozenset(
-    {
-        "content",
-        "category",
-        "tags",
-        "metadata",
-        "created_at",
-        "expires_at",
-        "supersedes",
-        "label",
-        "source",
-        "importance",
-        "confidence",
-    }
-)
-
-
-def _item_request(
-    item: MemoryStoreRequest | Mapping[str, Any], position: int
-) -> MemoryStoreRequest:
-    if isinstance(item, MemoryStoreRequest):
-        return item
-    if not isinstance(item, Mapping):
-        msg = f"item {position}: expected a dict or MemoryStoreRequest, got {type(item).__name__}"
-        raise MemoryValidationError(msg)
-    unknown = set(item) - _ADD_KEYS
-    if unknown:
-        msg = f"item {position}: unknown keys {sorted(unknown)} (allowed: {sorted(_ADD_KEYS)})"
-        raise MemoryValidationError(msg)
-    if "content" not in item:
-        msg = f"item {position}: 'content' is required"
-        raise MemoryValidationError(msg)
-    try:
-        return _request(**item)
-    except MemoryValidationError as exc:
-        raise MemoryValidationError(f"item {position}: {exc}") from None
-
-
-def server_url(url: str | None, config: MemvaultConfig | None) -> str | None:
-    """The server URL this memory should speak to, if it names one (else None: embedded).
-
-    ``url`` wins; without it the configuration decides (``MEMVAULT_URL``, ``memvault.yaml``),
-    so ``MEMVAULT_URL=http://host:8765`` moves unchanged code onto a server.
-    """
-    target = url
-    if target is None:
-        cfg = config if config is not None else load_config()
-        target = cfg.storage.url
-    if isinstance(target, str) and target.strip()[:8].lower().startswith(("http://", "https://")):
-        return target.strip()
-    return None
+def register_remote(cls: type[AsyncMemory]) -> None:
+    """Make ``AsyncMemory(server_url)`` return a ``cls`` (the remote client registers itself)."""
+    _REMOTE[:] = [cls]
 
 
 class AsyncMemory:
@@ -232,9 +119,10 @@ class AsyncMemory:
         # passed (RemoteAsyncMemory then refuses the backend with a clear error).
         named = url is not None or kwargs.get("backend") is None
         if cls is AsyncMemory and named and server_url(url, kwargs.get("config")):
-            from memvault.remote import RemoteAsyncMemory  # here: remote imports this module
-
-            return object.__new__(RemoteAsyncMemory)
+            if not _REMOTE:
+                msg = "the remote client is not loaded (import memvault.remote)"
+                raise MemoryConfigError(msg)
+            return object.__new__(_REMOTE[0])
         return object.__new__(cls)
 
     def __init__(
@@ -1148,30 +1036,6 @@ class AsyncMemory:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def _load_export(source: str | Path | Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            msg = f"cannot read import file {path}: {exc.strerror or exc}"
-            raise MemoryValidationError(msg) from exc
-        except UnicodeDecodeError as exc:
-            msg = f"import file {path} is not UTF-8 JSON text"
-            raise MemoryValidationError(msg) from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            msg = f"import file {path} is not valid JSON: {exc.msg} (line {exc.lineno})"
-            raise MemoryValidationError(msg) from exc
-    else:
-        data = source
-    if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
-        msg = "an import must be a JSON array of memory objects"
-        raise MemoryValidationError(msg)
-    return data
 
 
 class _LoopThread:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,12 +26,8 @@ from memvault.models import (
     MemoryQuery,
     MemoryStoreRequest,
     StoreStats,
+    ToolDefinition,
 )
-
-if TYPE_CHECKING:
-    # Type-only: ToolDefinition lives with the injection strategies that produce it, and a
-    # runtime import here would make protocols depend on them.
-    from memvault.injection.tools import ToolDefinition
 
 __all__ = [
     "Embedder",

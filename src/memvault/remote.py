@@ -30,7 +30,16 @@ from typing import Any, Literal
 import httpx
 from pydantic import ValidationError
 
-import memvault
+from memvault._inputs import (
+    CategoryLike,
+    parse_category,
+    server_url,
+)
+from memvault._inputs import categories as _categories
+from memvault._inputs import item_request as _item_request
+from memvault._inputs import load_export as _load_export
+from memvault._inputs import store_request as _request
+from memvault._version import __version__
 from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import MemvaultConfig
 from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
@@ -53,16 +62,7 @@ from memvault.injection.context import (
     ContextInjectionConfig,
     _check_request,
 )
-from memvault.memory import (
-    AsyncMemory,
-    CategoryLike,
-    _categories,
-    _item_request,
-    _load_export,
-    _request,
-    parse_category,
-    server_url,
-)
+from memvault.memory import AsyncMemory, register_remote
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -314,7 +314,7 @@ class RemoteAsyncMemory(AsyncMemory):
         if self._client is None or self._client_loop is not loop:
             headers = {
                 "Accept": "application/json",
-                "User-Agent": f"memvault/{memvault.__version__}",
+                "User-Agent": f"memvault/{__version__}",
             }
             if self._api_key is not None:
                 headers["Authorization"] = f"Bearer {self._api_key}"
@@ -1012,3 +1012,7 @@ def _check_key(key: str | None) -> str | None:
         msg = "api_key contains characters an API key never has (whitespace or control)"
         raise MemoryConfigError(msg)
     return key
+
+
+# AsyncMemory("http://...") builds this class (memory.py cannot import this module: layers).
+register_remote(RemoteAsyncMemory)

@@ -21,20 +21,33 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from pydantic import ValidationError
 
 from memvault._actor import acting_as
-from memvault.backends._base import check_agent
+from memvault._inputs import CategoryLike
+from memvault.api.auth import (
+    DEFAULT_TENANT,
+    Actor,
+    ActorKind,
+    Scope,
+    check_reason,
+    covers,
+    parse_scopes,
+    scope_rank,
+)
+from memvault.api.operations import Operation, get_operation
+from memvault.api.requests import Request
+from memvault.backends._base import check_agent, model_error
 from memvault.backends.factory import check_tenant, create_memory_backend, tenant_url
 from memvault.config import MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
-from memvault.memory import AsyncMemory, CategoryLike
+from memvault.memory import AsyncMemory
 from memvault.models import ArchivedEntry, AuditRecord, ChatMessage, MemoryEntry, StoreStats
 from memvault.protocols import Embedder, LLMProvider
 from memvault.retrieval.packing import MemoryContext
@@ -53,158 +66,6 @@ __all__ = [
     "parse_scopes",
     "scope_rank",
 ]
-
-DEFAULT_TENANT = "default"
-_REASON_MAX_CHARS = 500
-
-
-class Scope(StrEnum):
-    """What an API key (an actor) may do; each scope implies the ones before it."""
-
-    READ = "read"
-    WRITE = "write"
-    ADMIN = "admin"
-
-
-_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
-
-
-def scope_rank(scope: Scope) -> int:
-    """Where ``scope`` stands in ``read`` < ``write`` < ``admin`` (for sorting)."""
-    return _RANK[scope]
-
-
-def covers(scopes: Iterable[Scope], scope: Scope | str) -> bool:
-    """True if one of ``scopes`` covers ``scope`` (admin > write > read).
-
-    Raises:
-        MemoryValidationError: ``scope`` is not a scope.
-    """
-    wanted = _RANK[_to_scope(scope)]
-    return any(_RANK[s] >= wanted for s in scopes)
-
-
-class ActorKind(StrEnum):
-    """Who is calling: an agent (its own memories only), a human operator, or an admin."""
-
-    AGENT = "agent"
-    HUMAN = "human"
-    ADMIN = "admin"
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """The authenticated caller of a service method.
-
-    ``name`` is the agent id for an agent actor, and a user or key name otherwise. Build actors
-    with :meth:`agent`, :meth:`human` or :meth:`admin`.
-    """
-
-    kind: ActorKind
-    name: str
-    tenant: str = DEFAULT_TENANT
-    scopes: frozenset[Scope] = field(default_factory=lambda: frozenset({Scope.READ, Scope.WRITE}))
-
-    @classmethod
-    def agent(
-        cls,
-        agent_id: str,
-        *,
-        tenant: str = DEFAULT_TENANT,
-        scopes: Iterable[Scope | str] = (Scope.READ, Scope.WRITE),
-    ) -> Actor:
-        """An agent: reaches its own memories and its tenant's shared knowledge."""
-        return cls(
-            ActorKind.AGENT, check_agent(agent_id), check_tenant(tenant), parse_scopes(scopes)
-        )
-
-    @classmethod
-    def human(
-        cls,
-        name: str,
-        *,
-        tenant: str = DEFAULT_TENANT,
-        scopes: Iterable[Scope | str] = (Scope.READ, Scope.WRITE),
-    ) -> Actor:
-        """A human operator: reaches every agent of the tenant, within ``scopes``."""
-        return cls(ActorKind.HUMAN, _name(name), check_tenant(tenant), parse_scopes(scopes))
-
-    @classmethod
-    def admin(cls, name: str = "admin", *, tenant: str = DEFAULT_TENANT) -> Actor:
-        """An administrator of the tenant: every agent, every operation."""
-        return cls(ActorKind.ADMIN, _name(name), check_tenant(tenant), frozenset(Scope))
-
-    @property
-    def label(self) -> str:
-        """How audit records name this actor, e.g. ``agent:dev-1`` or ``human:alice``."""
-        return f"{self.kind.value}:{self.name}"
-
-    def allows(self, scope: Scope) -> bool:
-        """True if one of the actor's scopes covers ``scope`` (admin > write > read)."""
-        return covers(self.scopes, scope)
-
-
-_VALID_SCOPES = ", ".join(s.value for s in Scope)
-
-
-def _to_scope(value: object) -> Scope:
-    if isinstance(value, Scope):
-        return value
-    if isinstance(value, str):
-        try:
-            return Scope(value.strip().lower())
-        except ValueError:
-            pass
-    msg = f"unknown scope {value!r}: valid scopes are {_VALID_SCOPES}"
-    raise MemoryValidationError(msg)
-
-
-def parse_scopes(
-    scopes: Iterable[Scope | str] | Scope | str, *, owner: str = "an actor"
-) -> frozenset[Scope]:
-    """Scopes from names (case-insensitive) or members; one string is one scope.
-
-    Raises:
-        MemoryValidationError: an unknown scope, none at all, or not a list of scopes.
-    """
-    items: Iterable[object]
-    if isinstance(scopes, str):  # one scope (a Scope is a str too), not its characters
-        items = (scopes,)
-    else:
-        try:
-            items = builtins.list(scopes)
-        except TypeError:
-            msg = f"scopes must be a list of scopes ({_VALID_SCOPES}), got {type(scopes).__name__}"
-            raise MemoryValidationError(msg) from None
-    found = frozenset(_to_scope(item) for item in items)
-    if not found:
-        msg = f"{owner} needs at least one scope ({_VALID_SCOPES})"
-        raise MemoryValidationError(msg)
-    return found
-
-
-def _name(name: str) -> str:
-    if not isinstance(name, str) or not name.strip() or not name.isprintable() or len(name) > 100:
-        msg = f"invalid actor name {name!r}: use 1-100 printable characters"
-        raise MemoryValidationError(msg)
-    return name.strip()
-
-
-def check_reason(reason: str | None, *, required: bool = False) -> str | None:
-    """A stated reason, stripped; required ones must not be blank.
-
-    Raises:
-        MemoryValidationError: blank when required, not a string, or longer than 500 chars.
-    """
-    if reason is None or (isinstance(reason, str) and not reason.strip()):
-        if required:
-            msg = "a non-blank reason is required for this destructive operation"
-            raise MemoryValidationError(msg)
-        return None
-    if not isinstance(reason, str) or len(reason) > _REASON_MAX_CHARS:
-        msg = f"reason must be a string of at most {_REASON_MAX_CHARS} characters"
-        raise MemoryValidationError(msg)
-    return reason.strip()
 
 
 class MemoryService:
@@ -327,6 +188,39 @@ class MemoryService:
         agent = self._check(actor, scope, agent_id)
         assert agent is not None  # _check returns the id it was given
         return agent
+
+    # -- the operation table --------------------------------------------------------------------
+
+    async def call(
+        self,
+        actor: Actor,
+        operation: Operation | str,
+        request: Request | Mapping[str, Any],
+    ) -> Any:
+        """Run one declared operation (:mod:`memvault.api.operations`) for ``actor``.
+
+        ``request`` is the operation's input model or plain data for it. The declared scope is
+        checked first; the implementation (the service method the operation names) authorises
+        the agent and tenant as when it is called directly. REST, MCP and the CLI's ``api``
+        group call every operation through here.
+
+        Raises:
+            MemoryValidationError: unknown operation or invalid input.
+            MemoryPermissionError: the actor lacks the operation's scope (or the agent).
+        """
+        op = get_operation(operation) if isinstance(operation, str) else operation
+        if not actor.allows(op.scope):
+            msg = f"{actor.label} lacks the {op.scope.value!r} scope"
+            raise MemoryPermissionError(msg)
+        if not isinstance(request, op.request):
+            try:
+                request = op.parse(cast("Mapping[str, Any]", request))
+            except ValidationError as exc:
+                raise model_error(exc) from None
+        if op.invoke is not None:
+            return await op.invoke(self, actor, request)
+        method = getattr(self, op.implementation)
+        return await method(actor, **op.arguments(request))
 
     # -- memories -------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from memvault._ids import utc_now
 from memvault.models import MemoryCategory
 
 if TYPE_CHECKING:
-    from memvault.memory import AsyncMemory
+    from memvault.injection.memory_api import MemoryAPI
 
 __all__ = [
     "DISTILLATION_TAG",
@@ -56,7 +56,7 @@ _FATAL = (builtins.MemoryError, RecursionError)
 
 
 async def capture_episode(
-    memory: AsyncMemory,
+    memory: MemoryAPI,
     *,
     agent_id: str,
     summary: str,
@@ -141,7 +141,7 @@ class DistillationRequest(BaseModel):
         )
 
 
-async def capture_distillation(memory: AsyncMemory, request: DistillationRequest) -> str | None:
+async def capture_distillation(memory: MemoryAPI, request: DistillationRequest) -> str | None:
     """Record a task's trajectory as an episodic memory tagged ``distillation``; id or None.
 
     Fires for any outcome (success, error, timeout, budget): every trajectory is context for

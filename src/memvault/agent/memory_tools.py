@@ -26,7 +26,7 @@ from memvault.injection.tools import ToolDefinition
 from memvault.models import MemoryCategory, MemoryEntry
 
 if TYPE_CHECKING:
-    from memvault.memory import AsyncMemory
+    from memvault.injection.memory_api import MemoryAPI
 
 __all__ = [
     "PROCEDURES_HEADING",
@@ -133,7 +133,7 @@ def _stamp(entry: MemoryEntry) -> str:
 class MemoryTools:
     """InitRunner's memory tools for agents, bound to one memory (see module docstring)."""
 
-    def __init__(self, memory: AsyncMemory, config: MemoryToolsConfig | None = None) -> None:
+    def __init__(self, memory: MemoryAPI, config: MemoryToolsConfig | None = None) -> None:
         """Offer the tools of ``config``'s enabled memory types over ``memory``."""
         self._memory = memory
         self._config = config or MemoryToolsConfig()

@@ -9,7 +9,9 @@ Every strategy implements :class:`memvault.protocols.MemoryInjectionStrategy`:
 * ``SelfEditingMemoryStrategy`` (MemGPT style) keeps a core block in the system prompt and gives
   six tools to read and write core, archival and recall memory.
 
-``ToolRegistry`` renders tools for OpenAI and Anthropic and dispatches a model's tool calls.
+They work over a :class:`MemoryAPI` (the slice of ``AsyncMemory`` they call), so this package
+never imports ``memvault.memory``. ``ToolRegistry`` renders tools for OpenAI and Anthropic and
+dispatches a model's tool calls.
 """
 
 from memvault.injection.context import (
@@ -23,6 +25,7 @@ from memvault.injection.dispatch import (
     ToolRegistry,
     validate_arguments,
 )
+from memvault.injection.memory_api import MemoryAPI
 from memvault.injection.reformulation import (
     LLMQueryReformulator,
     LLMSufficiencyChecker,
@@ -52,6 +55,7 @@ __all__ = [
     "ContextInjectionStrategy",
     "LLMQueryReformulator",
     "LLMSufficiencyChecker",
+    "MemoryAPI",
     "QueryReformulator",
     "SearchFn",
     "SelfEditingMemoryConfig",

@@ -36,7 +36,7 @@ from memvault.retrieval.packing import (
 from memvault.write.pipeline import WriteKind
 
 if TYPE_CHECKING:
-    from memvault.memory import AsyncMemory
+    from memvault.injection.memory_api import MemoryAPI
     from memvault.write.executor import WriteOutcome
 
 __all__ = [
@@ -125,11 +125,12 @@ class SelfEditingMemoryStrategy:
     """Core, archival and recall memory blocks the agent edits itself (``MemoryInjectionStrategy``).
 
     Args:
-        memory: the :class:`~memvault.AsyncMemory` holding the blocks.
+        memory: the memory holding the blocks (an :class:`~memvault.AsyncMemory`, or any
+            :class:`~memvault.injection.memory_api.MemoryAPI`).
         config: the strategy's settings; defaults when omitted.
     """
 
-    def __init__(self, memory: AsyncMemory, config: SelfEditingMemoryConfig | None = None) -> None:
+    def __init__(self, memory: MemoryAPI, config: SelfEditingMemoryConfig | None = None) -> None:
         self._memory = memory
         self._config = config if config is not None else SelfEditingMemoryConfig()
         registry = ToolRegistry()

@@ -37,7 +37,7 @@ from memvault.models import ChatMessage, MemoryCategory, MemoryEntry
 from memvault.retrieval.packing import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 
 if TYPE_CHECKING:
-    from memvault.memory import AsyncMemory
+    from memvault.injection.memory_api import MemoryAPI
 
 __all__ = [
     "DEFAULT_TOOL_INSTRUCTION",
@@ -122,7 +122,8 @@ class ToolBasedInjectionStrategy:
     """Give the agent ``search_memory`` and ``recall_memory`` tools (``MemoryInjectionStrategy``).
 
     Args:
-        memory: the :class:`~memvault.AsyncMemory` the tools read.
+        memory: the memory the tools read (an :class:`~memvault.AsyncMemory`, or any
+            :class:`~memvault.injection.memory_api.MemoryAPI`).
         config: the strategy's settings; defaults when omitted.
         reformulator: proposes new queries for the Search-and-Ask loop.
         sufficiency_checker: decides when the loop has found enough.
@@ -134,7 +135,7 @@ class ToolBasedInjectionStrategy:
 
     def __init__(
         self,
-        memory: AsyncMemory,
+        memory: MemoryAPI,
         config: ToolBasedInjectionConfig | None = None,
         *,
         reformulator: QueryReformulator | None = None,

@@ -1,9 +1,10 @@
 """Tool definitions that memory injection strategies expose to an agent.
 
 A :class:`ToolDefinition` is the provider-neutral description of one tool: a name, a description
-for the model, and a JSON schema of its arguments. :func:`to_openai_tool` and
-:func:`to_anthropic_tool` render one definition in the two common function-calling formats, and
-:func:`format_tool_result` renders memories as a tool result the model reads as data.
+for the model, and a JSON schema of its arguments (it is plain data, so it is defined in
+:mod:`memvault.models` and re-exported here). :func:`to_openai_tool` and :func:`to_anthropic_tool`
+render one definition in the two common function-calling formats, and :func:`format_tool_result`
+renders memories as a tool result the model reads as data.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from memvault.models import MemoryEntry
+from memvault.models import MemoryEntry, ToolDefinition
 from memvault.retrieval.packing import (
     MEMORY_BLOCK_END,
     MEMORY_BLOCK_START,
@@ -30,37 +29,6 @@ __all__ = [
     "to_anthropic_tool",
     "to_openai_tool",
 ]
-
-# The name rule shared by OpenAI function tools and Anthropic tools.
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class ToolDefinition(BaseModel):
-    """One tool an agent may call: name, description and a JSON schema of its parameters."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    description: str = Field(min_length=1)
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-    @field_validator("name", mode="after")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _TOOL_NAME.match(value):
-            msg = f"invalid tool name {value!r}: 1-64 letters, digits, '_' or '-'"
-            raise ValueError(msg)
-        return value
-
-    @field_validator("parameters", mode="after")
-    @classmethod
-    def _parameters(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # Tool-calling APIs take an object schema for arguments; anything else fails there later
-        # with a far less helpful message.
-        if value.get("type") != "object":
-            msg = 'tool parameters must be a JSON schema of type "object"'
-            raise ValueError(msg)
-        return value
 
 
 def to_openai_tool(definition: ToolDefinition) -> dict[str, Any]:

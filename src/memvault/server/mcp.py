@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -44,17 +44,15 @@ from mcp.server.streamable_http_manager import (
     StreamableHTTPSessionManager,
 )
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
 
-from memvault.errors import (
-    MemoryError,
-    MemoryNotFoundError,
-    MemoryPermissionError,
-    MemoryValidationError,
-)
+from memvault.api.auth import Actor, ActorKind, check_reason
+from memvault.api.operations import OPERATIONS, Operation, Tool
+from memvault.backends._validate import model_error
+from memvault.errors import MemoryError, MemoryPermissionError, MemoryValidationError
 from memvault.injection.dispatch import validate_arguments
-from memvault.models import MemoryCategory, MemoryEntry
 from memvault.server.errors import error_code, public_message
-from memvault.service import Actor, ActorKind, MemoryService, check_reason
+from memvault.service import MemoryService
 
 __all__ = [
     "ACTOR_SCOPE_KEY",
@@ -80,76 +78,75 @@ ActorResolver = Callable[[Any], Actor]
 """``actor(ctx) -> Actor``: who is calling, given the SDK's request context of one tool call."""
 
 _INTERNAL_ERROR = "internal_error: unexpected error"
-_MAX_LIMIT = 100
-_MAX_TAGS = 50
-_CATEGORIES = [c.value for c in MemoryCategory]
+
+_AGENT_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": (
+        "The agent whose memories to use. Optional for an agent caller (defaults to its "
+        "own id; another agent's id is refused); required for a human or admin caller."
+    ),
+}
+_CONFIRM_PROPERTY: dict[str, Any] = {
+    "type": "boolean",
+    "description": "Must be true: confirms the change is meant, for good.",
+}
 
 
-# --- schemas -------------------------------------------------------------------------------------
+# --- schemas, derived from the operations' input models ------------------------------------------
 
 
-def _agent_property() -> dict[str, Any]:
-    return {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 200,
-        "description": (
-            "The agent whose memories to use. Optional for an agent caller (defaults to its "
-            "own id; another agent's id is refused); required for a human or admin caller."
-        ),
-    }
+def _inline(schema: Any, defs: Mapping[str, Any], *, optional_as_absent: bool) -> Any:
+    """``schema`` with ``$ref``s resolved and titles dropped (tool schemas stand alone).
+
+    With ``optional_as_absent``, ``X | None`` becomes ``X``: a tool caller leaves an optional
+    argument out instead of sending null.
+    """
+    if isinstance(schema, list):
+        return [_inline(s, defs, optional_as_absent=optional_as_absent) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        out.update(_inline(defs[ref.rsplit("/", 1)[-1]], defs, optional_as_absent=False))
+    options = schema.get("anyOf")
+    if optional_as_absent and isinstance(options, list):
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1:
+            out.update(_inline(kept[0], defs, optional_as_absent=True))
+    for key, value in schema.items():
+        if key in {"$ref", "title", "$defs"} or (key == "anyOf" and "type" in out):
+            continue
+        if key == "default" and value is None and optional_as_absent:
+            continue
+        out[key] = _inline(value, defs, optional_as_absent=optional_as_absent)
+    return out
 
 
-def _limit_property(default: int, what: str) -> dict[str, Any]:
-    return {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": _MAX_LIMIT,
-        "default": default,
-        "description": f"How many {what} to return at most (1-{_MAX_LIMIT}).",
-    }
-
-
-def _content_property(what: str) -> dict[str, Any]:
-    return {"type": "string", "minLength": 1, "description": what}
-
-
-def _category_property(description: str, default: str | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", "enum": _CATEGORIES, "description": description}
-    if default is not None:
-        schema["default"] = default
-    return schema
-
-
-def _tags_property() -> dict[str, Any]:
-    return {
-        "type": "array",
-        "items": {"type": "string", "minLength": 1, "maxLength": 100},
-        "maxItems": _MAX_TAGS,
-        "default": [],
-        "description": "Labels to filter on later (1-100 characters each).",
-    }
-
-
-def _query_property() -> dict[str, Any]:
-    return {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 2000,
-        "description": "What to look for, in a few words or a question.",
-    }
-
-
-def _memory_id_property() -> dict[str, Any]:
-    return {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 200,
-        "description": "The memory's id, as store_memory or a search returned it.",
-    }
-
-
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def input_schema(op: Operation) -> dict[str, Any]:
+    """The JSON schema of ``op``'s tool: its input model's fields (those the tool offers)."""
+    tool = op.tool
+    assert tool is not None
+    full = op.request.model_json_schema()
+    defs = full.get("$defs", {})
+    model = op.request.model_fields
+    names = tool.fields if tool.fields is not None else tuple(model)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name in names:
+        if name == "agent_id" and model[name].is_required():
+            properties[name] = dict(_AGENT_PROPERTY)
+            continue
+        prop = _inline(full["properties"][name], defs, optional_as_absent=True)
+        prop.update(tool.limits.get(name, {}))
+        properties[name] = prop
+        if model[name].is_required():
+            required.append(name)
+    if tool.confirm:
+        properties["confirm"] = dict(_CONFIRM_PROPERTY)
+        required += ["confirm", "reason"]
     return {
         "type": "object",
         "properties": properties,
@@ -158,62 +155,76 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
-_ENTRY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "A memory: id, agent_id, category, content, tags, metadata, timestamps ...",
-    "properties": {
-        "id": {"type": "string"},
-        "agent_id": {"type": "string"},
-        "category": {"type": "string"},
-        "content": {"type": "string"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "metadata": {"type": "object"},
-        "created_at": {"type": "string"},
-        "relevance_score": {"type": "number"},
-    },
-    "required": ["id", "agent_id", "category", "content", "tags", "created_at"],
-}
-
-
-def _results_schema(key: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {key: {"type": "array", "items": _ENTRY_SCHEMA}},
-        "required": [key],
-    }
+def output_schema(op: Operation) -> dict[str, Any]:
+    """The JSON schema of what ``op``'s tool returns."""
+    tool = op.tool
+    assert tool is not None
+    if tool.output_schema is not None:
+        return dict(tool.output_schema)
+    response = op.http.response if op.http is not None else None
+    if response is None:
+        return {"type": "object"}
+    full = response.model_json_schema()
+    schema = _inline(full, full.get("$defs", {}), optional_as_absent=False)
+    assert isinstance(schema, dict)
+    return schema
 
 
 # --- tools ---------------------------------------------------------------------------------------
 
-_Handler = Callable[[MemoryService, Actor, dict[str, Any]], Awaitable[dict[str, Any]]]
-
 
 @dataclass(frozen=True, slots=True)
 class _Tool:
-    name: str
-    title: str
-    description: str
+    """One operation's MCP tool: its definition and how a call runs."""
+
+    op: Operation
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
-    handler: _Handler
-    read_only: bool
-    destructive: bool = False
+
+    @property
+    def spec(self) -> Tool:
+        assert self.op.tool is not None
+        return self.op.tool
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
     def definition(self) -> types.Tool:
+        spec = self.spec
+        destructive = spec.confirm
         return types.Tool(
-            name=self.name,
-            title=self.title,
-            description=self.description,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
             input_schema=self.input_schema,
             output_schema=self.output_schema,
             annotations=types.ToolAnnotations(
-                title=self.title,
-                read_only_hint=self.read_only,
-                destructive_hint=self.destructive,
-                idempotent_hint=self.read_only or self.destructive,
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=destructive,
+                idempotent_hint=spec.read_only or destructive,
                 open_world_hint=False,
             ),
         )
+
+    async def run(self, service: MemoryService, actor: Actor, arguments: Any) -> Any:
+        spec, op = self.spec, self.op
+        args = validate_arguments(self.input_schema, {} if arguments is None else arguments)
+        if spec.confirm:
+            if args.pop("confirm", None) is not True:
+                msg = f"{spec.name} is destructive: pass confirm=true (nothing was changed)"
+                raise MemoryValidationError(msg)
+            args["reason"] = check_reason(args.get("reason"), required=True)
+        field = op.request.model_fields.get("agent_id")
+        if field is not None and field.is_required():
+            args["agent_id"] = _agent_of(actor, args)
+        try:
+            request = op.parse(args)
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        result = await service.call(actor, op, request)
+        return (spec.render or op.render)(result, request)
 
 
 def _agent_of(actor: Actor, args: Mapping[str, Any]) -> str:
@@ -227,273 +238,30 @@ def _agent_of(actor: Actor, args: Mapping[str, Any]) -> str:
     raise MemoryValidationError(msg)
 
 
-async def _store(service: MemoryService, actor: Actor, args: dict[str, Any]) -> dict[str, Any]:
-    outcome = await service.store(
-        actor,
-        args["content"],
-        agent_id=_agent_of(actor, args),
-        category=args["category"],
-        tags=args["tags"],
-        metadata=args["metadata"],
-    )
-    return {
-        "id": outcome.id,
-        "decision": outcome.decision.kind.value,
-        "reason": outcome.decision.reason,
-    }
+def tools_of(operations: Iterable[Operation]) -> tuple[_Tool, ...]:
+    """The MCP tools of the operations that declare one, in declaration order."""
+    found = [
+        _Tool(op, input_schema(op), output_schema(op)) for op in operations if op.tool is not None
+    ]
+    # The order models see: the everyday memory tools first, as they were always listed.
+    rank = {name: i for i, name in enumerate(_LISTING)}
+    found.sort(key=lambda t: rank.get(t.name, len(rank)))
+    return tuple(found)
 
 
-async def _search(service: MemoryService, actor: Actor, args: dict[str, Any]) -> dict[str, Any]:
-    entries = await service.search(
-        actor,
-        args["query"],
-        agent_id=_agent_of(actor, args),
-        limit=args["limit"],
-        categories=args.get("categories"),
-        include_shared=args["include_shared"],
-    )
-    return {"results": _entries(entries)}
-
-
-async def _recall(service: MemoryService, actor: Actor, args: dict[str, Any]) -> dict[str, Any]:
-    entry = await service.get(actor, args["memory_id"], agent_id=_agent_of(actor, args))
-    return entry.to_json()
-
-
-async def _list(service: MemoryService, actor: Actor, args: dict[str, Any]) -> dict[str, Any]:
-    entries = await service.list(
-        actor,
-        agent_id=_agent_of(actor, args),
-        category=args.get("category"),
-        limit=args["limit"],
-        offset=args["offset"],
-    )
-    return {"memories": _entries(entries)}
-
-
-async def _delete(service: MemoryService, actor: Actor, args: dict[str, Any]) -> dict[str, Any]:
-    if args.get("confirm") is not True:
-        msg = "delete_memory is destructive: pass confirm=true to delete (nothing was deleted)"
-        raise MemoryValidationError(msg)
-    reason = check_reason(args.get("reason"), required=True)
-    agent = _agent_of(actor, args)
-    memory_id = args["memory_id"]
-    if not await service.delete(actor, memory_id, agent_id=agent, reason=reason):
-        msg = f"no memory with id {memory_id!r} for agent {agent!r}"
-        raise MemoryNotFoundError(msg)
-    return {"id": memory_id, "deleted": True}
-
-
-async def _publish(service: MemoryService, actor: Actor, args: dict[str, Any]) -> dict[str, Any]:
-    memory_id = await service.publish(
-        actor,
-        args["content"],
-        agent_id=_agent_of(actor, args),
-        category=args["category"],
-        tags=args["tags"],
-    )
-    return {"id": memory_id}
-
-
-async def _search_shared(
-    service: MemoryService, actor: Actor, args: dict[str, Any]
-) -> dict[str, Any]:
-    entries = await service.search_shared(
-        actor, args["query"], limit=args["limit"], exclude_agent=args.get("exclude_agent")
-    )
-    return {"results": _entries(entries)}
-
-
-def _entries(entries: list[MemoryEntry]) -> list[dict[str, Any]]:
-    return [entry.to_json() for entry in entries]
-
-
-_TOOLS: tuple[_Tool, ...] = (
-    _Tool(
-        name="store_memory",
-        title="Store a memory",
-        description=(
-            "Remember something for later: a fact, decision, preference or outcome. Duplicates "
-            "are recognised and a statement that contradicts an older one supersedes it. "
-            "Returns the memory's id and the write decision (add, noop, supersede or reject)."
-        ),
-        input_schema=_object(
-            {
-                "content": _content_property("The memory itself, as a self-contained sentence."),
-                "agent_id": _agent_property(),
-                "category": _category_property(
-                    "The kind of memory (semantic: facts and preferences; episodic: events; "
-                    "procedural: how-tos; social: people; working: short-lived notes).",
-                    default="semantic",
-                ),
-                "tags": _tags_property(),
-                "metadata": {
-                    "type": "object",
-                    "default": {},
-                    "description": "Free-form JSON values stored with the memory.",
-                },
-            },
-            ["content"],
-        ),
-        output_schema={
-            "type": "object",
-            "properties": {
-                "id": {"type": ["string", "null"]},
-                "decision": {"type": "string", "enum": ["add", "noop", "supersede", "reject"]},
-                "reason": {"type": "string"},
-            },
-            "required": ["id", "decision"],
-        },
-        handler=_store,
-        read_only=False,
-    ),
-    _Tool(
-        name="search_memory",
-        title="Search memories",
-        description=(
-            "Search the agent's memories (hybrid semantic and keyword search), best first. "
-            "Each result carries its id and a relevance_score."
-        ),
-        input_schema=_object(
-            {
-                "query": _query_property(),
-                "agent_id": _agent_property(),
-                "limit": _limit_property(10, "memories"),
-                "categories": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": _CATEGORIES},
-                    "minItems": 1,
-                    "description": "Only search memories of these kinds (default: all).",
-                },
-                "include_shared": {
-                    "type": "boolean",
-                    "default": False,
-                    "description": "Also search the shared knowledge of the organisation.",
-                },
-            },
-            ["query"],
-        ),
-        output_schema=_results_schema("results"),
-        handler=_search,
-        read_only=True,
-    ),
-    _Tool(
-        name="recall_memory",
-        title="Recall a memory",
-        description="Read one memory in full by its id.",
-        input_schema=_object(
-            {"memory_id": _memory_id_property(), "agent_id": _agent_property()},
-            ["memory_id"],
-        ),
-        output_schema=_ENTRY_SCHEMA,
-        handler=_recall,
-        read_only=True,
-    ),
-    _Tool(
-        name="list_memories",
-        title="List memories",
-        description="List the agent's memories, newest first, a page at a time.",
-        input_schema=_object(
-            {
-                "agent_id": _agent_property(),
-                "category": _category_property("Only memories of this kind."),
-                "limit": _limit_property(20, "memories"),
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "default": 0,
-                    "description": "How many memories to skip (for the next page).",
-                },
-            },
-            [],
-        ),
-        output_schema=_results_schema("memories"),
-        handler=_list,
-        read_only=True,
-    ),
-    _Tool(
-        name="delete_memory",
-        title="Delete a memory",
-        description=(
-            "Permanently delete one memory. Destructive: requires confirm=true and a reason, "
-            "which the audit log records with the caller."
-        ),
-        input_schema=_object(
-            {
-                "memory_id": _memory_id_property(),
-                "agent_id": _agent_property(),
-                "confirm": {
-                    "type": "boolean",
-                    "description": "Must be true: confirms the memory is to be deleted for good.",
-                },
-                "reason": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 500,
-                    "description": "Why the memory is deleted (recorded in the audit log).",
-                },
-            },
-            ["memory_id", "confirm", "reason"],
-        ),
-        output_schema={
-            "type": "object",
-            "properties": {"id": {"type": "string"}, "deleted": {"type": "boolean"}},
-            "required": ["id", "deleted"],
-        },
-        handler=_delete,
-        read_only=False,
-        destructive=True,
-    ),
-    _Tool(
-        name="publish_shared",
-        title="Publish shared knowledge",
-        description=(
-            "Publish knowledge every agent of the organisation can find with search_shared, "
-            "authored by the agent. Returns its id."
-        ),
-        input_schema=_object(
-            {
-                "content": _content_property("The knowledge to share, self-contained."),
-                "agent_id": _agent_property(),
-                "category": _category_property("The kind of knowledge.", default="semantic"),
-                "tags": _tags_property(),
-            },
-            ["content"],
-        ),
-        output_schema={
-            "type": "object",
-            "properties": {"id": {"type": "string"}},
-            "required": ["id"],
-        },
-        handler=_publish,
-        read_only=False,
-    ),
-    _Tool(
-        name="search_shared",
-        title="Search shared knowledge",
-        description="Search the organisation's shared knowledge (every author), best first.",
-        input_schema=_object(
-            {
-                "query": _query_property(),
-                "limit": _limit_property(10, "entries"),
-                "exclude_agent": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 200,
-                    "description": "Leave out what this agent published.",
-                },
-            },
-            ["query"],
-        ),
-        output_schema=_results_schema("results"),
-        handler=_search_shared,
-        read_only=True,
-    ),
+_LISTING = (
+    "store_memory",
+    "search_memory",
+    "recall_memory",
+    "list_memories",
+    "delete_memory",
+    "publish_shared",
+    "search_shared",
 )
 
-_BY_NAME: dict[str, _Tool] = {tool.name: tool for tool in _TOOLS}
+_TOOLS = tools_of(OPERATIONS)
 
-TOOL_NAMES: tuple[str, ...] = tuple(_BY_NAME)
+TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in _TOOLS)
 """The names of the tools the server offers, in listing order."""
 
 
@@ -512,20 +280,24 @@ def _error_result(text: str) -> types.CallToolResult:
 
 
 async def _call(
-    service: MemoryService, resolve: ActorResolver, ctx: Any, name: str, arguments: Any
+    service: MemoryService,
+    resolve: ActorResolver,
+    tools: Mapping[str, _Tool],
+    ctx: Any,
+    name: str,
+    arguments: Any,
 ) -> types.CallToolResult:
     """Run one tool call; every failure becomes a tool error result."""
-    tool = _BY_NAME.get(name)
+    tool = tools.get(name)
     if tool is None:
-        available = ", ".join(TOOL_NAMES)
+        available = ", ".join(tools)
         return _error_result(f"not_found: unknown tool {name!r} (available: {available})")
     try:
         actor = resolve(ctx)
         if not isinstance(actor, Actor):
             logger.error("memvault.mcp.actor_invalid", extra={"tool": name})
             return _error_result(_INTERNAL_ERROR)
-        args = validate_arguments(tool.input_schema, {} if arguments is None else arguments)
-        data = await tool.handler(service, actor, args)
+        data = await tool.run(service, actor, arguments)
     except MemoryError as exc:
         logger.info("memvault.mcp.tool_error", extra={"tool": name, "error": str(exc)})
         return _error_result(f"{error_code(exc)}: {public_message(exc)}")
@@ -535,27 +307,35 @@ async def _call(
     return _text_result(data)
 
 
-def create_mcp_server(service: MemoryService, actor: ActorResolver) -> Server[Any]:
+def create_mcp_server(
+    service: MemoryService,
+    actor: ActorResolver,
+    *,
+    operations: Iterable[Operation] = OPERATIONS,
+) -> Server[Any]:
     """The MCP server (the SDK's low-level :class:`~mcp.server.lowlevel.Server`) of memvault.
 
     ``actor(ctx)`` is called for every tool call with the SDK's
     :class:`~mcp.server.context.ServerRequestContext` and returns the calling :class:`Actor`
     (raising :class:`~memvault.errors.MemoryPermissionError` refuses the call). The server
-    does not own ``service``: closing it stays with the caller.
+    does not own ``service``: closing it stays with the caller. Every operation of
+    ``operations`` that declares a tool is offered.
     """
+    listed = _TOOLS if operations is OPERATIONS else tools_of(operations)
+    tools = {tool.name: tool for tool in listed}
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool.definition() for tool in _TOOLS])
+        return types.ListToolsResult(tools=[tool.definition() for tool in listed])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await _call(service, actor, ctx, params.name, params.arguments)
+        return await _call(service, actor, tools, ctx, params.name, params.arguments)
 
-    def input_schema(name: str) -> Mapping[str, Any] | None:
-        tool = _BY_NAME.get(name)
+    def schema_of(name: str) -> Mapping[str, Any] | None:
+        tool = tools.get(name)
         return None if tool is None else tool.input_schema
 
     return Server(
@@ -567,7 +347,7 @@ def create_mcp_server(service: MemoryService, actor: ActorResolver) -> Server[An
             "scratch, store durable facts, decisions and preferences (store_memory), and use "
             "publish_shared/search_shared for knowledge shared across agents."
         ),
-        get_tool_input_schema=input_schema,
+        get_tool_input_schema=schema_of,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -585,14 +365,19 @@ def _version() -> str:
 # --- stdio ---------------------------------------------------------------------------------------
 
 
-async def run_stdio(service: MemoryService, actor: Actor | ActorResolver) -> None:
+async def run_stdio(
+    service: MemoryService,
+    actor: Actor | ActorResolver,
+    *,
+    operations: Iterable[Operation] = OPERATIONS,
+) -> None:
     """Serve the tools over this process's stdin/stdout until stdin ends.
 
     ``actor`` is the fixed caller of every tool call (or a resolver). While serving, stray
     writes to stdout go to stderr, so nothing but protocol messages reaches the client.
     """
     resolve: ActorResolver = (lambda _ctx: actor) if isinstance(actor, Actor) else actor
-    server = create_mcp_server(service, resolve)
+    server = create_mcp_server(service, resolve, operations=operations)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -657,6 +442,7 @@ def create_mcp_http_app(
     json_response: bool = True,
     stateless: bool = True,
     transport_security: TransportSecuritySettings | None = None,
+    operations: Iterable[Operation] = OPERATIONS,
 ) -> MCPHttpApp:
     """The streamable-HTTP MCP endpoint over ``service``, for the REST server to mount.
 
@@ -666,7 +452,7 @@ def create_mcp_http_app(
     answers with plain JSON instead of SSE streams. ``transport_security`` enables the SDK's
     Host/Origin checks (off by default: the REST server's own middleware guards the endpoint).
     """
-    server = create_mcp_server(service, actor)
+    server = create_mcp_server(service, actor, operations=operations)
     manager = StreamableHTTPSessionManager(
         app=server,
         json_response=json_response,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memvault.sessions.factory import open_session_store
 from memvault.sessions.manager import SessionManager, conversation_start
 from memvault.sessions.models import SessionConfig, SessionRecord
 from memvault.sessions.sqlite import SQLiteSessionStore
@@ -17,7 +18,6 @@ from memvault.sessions.store import (
     InMemorySessionStore,
     SessionStore,
     check_session_id,
-    open_session_store,
 )
 
 if TYPE_CHECKING:

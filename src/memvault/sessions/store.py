@@ -1,4 +1,4 @@
-"""Where sessions are kept: the :class:`SessionStore` protocol, the in-process store, the factory.
+"""Where sessions are kept: the :class:`SessionStore` protocol and the in-process store.
 
 A store keeps one row per ``(agent_id, session_id)``; saving a session again replaces its
 messages. Every save also takes the next value of a store-wide counter (``seq``), and "latest"
@@ -8,6 +8,10 @@ microsecond (or on machines with skewed clocks) still have a definite order.
 Sessions are per agent: every method takes the agent id and only ever touches that agent's
 rows. Bad input (a blank agent id, a session id that is not 12 lowercase hex digits) raises
 :class:`~memvault.errors.MemoryValidationError` before any storage is touched.
+
+The drivers (:mod:`memvault.sessions.sqlite`, :mod:`memvault.sessions.postgres`) build on the
+validators here; the factory that picks a driver for a URL lives in
+:mod:`memvault.sessions.factory`, so this module imports no driver.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memvault.errors import MemoryConnectionError, MemoryRetrievalError, MemoryValidationError
@@ -30,7 +33,6 @@ __all__ = [
     "SessionStore",
     "check_agent_id",
     "check_session_id",
-    "open_session_store",
 ]
 
 _SESSION_ID_RE = re.compile(r"^[0-9a-f]{12}$")
@@ -271,33 +273,3 @@ class InMemorySessionStore:
         """Forget every session; later calls raise :class:`MemoryConnectionError`."""
         self._closed = True
         self._rows.clear()
-
-
-def open_session_store(url: str, *, schema: str | None = None) -> SessionStore:
-    """The session store for a memvault storage URL (the same URL the memories use).
-
-    A plain path or ``sqlite:///path.db`` gives a :class:`SQLiteSessionStore` on that file,
-    ``postgresql://...`` a :class:`PostgresSessionStore` (extra ``memvault[postgres]``; the
-    ``schema`` argument or a ``schema=`` URL parameter names the schema), ``memory://`` an
-    :class:`InMemorySessionStore`. Nothing is opened until the first call.
-
-    Raises:
-        MemoryConfigError: an unsupported URL (``composite://`` and ``http(s)://`` included:
-            name the child store the sessions should live in instead).
-    """
-    from memvault.backends.factory import parse_url
-    from memvault.errors import MemoryConfigError
-
-    kind, target = parse_url(url)
-    if kind == "memory":
-        return InMemorySessionStore()
-    if kind == "sqlite":
-        from memvault.sessions.sqlite import SQLiteSessionStore
-
-        return SQLiteSessionStore(Path(target).expanduser())
-    if kind == "postgresql":
-        from memvault.sessions.postgres import PostgresSessionStore
-
-        return PostgresSessionStore(target, schema=schema)
-    msg = f"sessions cannot be stored in {url!r}: use a file path, sqlite://, postgresql:// or memory://"
-    raise MemoryConfigError(msg)

@@ -1,26 +1,50 @@
-"""The noisy-write corpus: generation, ground truth, replay and evaluation."""
+"""The noisy-write corpus of ``benchmarks/_dedup_corpus.py``: generation, ground truth, replay
+and evaluation."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from memvault.embeddings.hashing import HashingEmbedder
 from memvault.models import MemoryCategory
 from memvault.protocols import Embedder
-from memvault.write.corpus import (
-    Corpus,
-    CorpusWrite,
-    TruthKind,
-    corpus_id,
-    evaluate_dedup,
-    generate_corpus,
-    run_corpus,
-)
 from memvault.write.dedup import normalise_text
 from memvault.write.pipeline import WriteDecision, WriteKind
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load_sibling(name: str) -> ModuleType:
+    """A module of ``benchmarks/`` (not a package), loaded from its file.
+
+    Registered under the name the benchmark scripts import it by (``from _dedup_corpus import``),
+    so the dataclasses resolve their module and a script loaded later shares it.
+    """
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_dc = _load_sibling("_dedup_corpus")
+Corpus = _dc.Corpus
+CorpusWrite = _dc.CorpusWrite
+TruthKind = _dc.TruthKind
+corpus_id = _dc.corpus_id
+evaluate_dedup = _dc.evaluate_dedup
+generate_corpus = _dc.generate_corpus
+run_corpus = _dc.run_corpus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -27,6 +27,9 @@ introduced the previous version (``supersedes``).
 :func:`run_corpus` replays the writes through :func:`memvault.write.pipeline.plan_write` against
 an in-memory simulation of the store (neighbours: dense top-k plus lexical top-k of the same
 agent and category), and :func:`evaluate_dedup` scores the decisions.
+
+Used by ``bench_dedup.py`` (imported as the sibling module ``_dedup_corpus``, like ``_corpus``);
+it measures the library, so it lives beside the benchmarks rather than in ``memvault.write``.
 """
 
 from __future__ import annotations

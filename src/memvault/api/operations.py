@@ -1,0 +1,455 @@
+"""Every public operation of memvault, declared once.
+
+An :class:`Operation` names the operation, its input model (:mod:`memvault.api.requests`), the
+scope it needs, one line of documentation, and how its result becomes JSON. The interfaces are
+driven by this table instead of restating each operation:
+
+* the REST app (:mod:`memvault.server.rest`) builds one route per operation with an
+  :class:`Http` entry, grouped into one router per resource (``tag``);
+* the MCP server (:mod:`memvault.server.mcp`) offers a tool per operation with a :class:`Tool`
+  entry, its JSON schema derived from the input model;
+* the CLI's ``memvault api`` group (:mod:`memvault.cli.api`) has a command per operation, its
+  options derived from the input model;
+* the remote client (:mod:`memvault.remote`) sends each call to the operation's method and path.
+
+:meth:`memvault.service.MemoryService.call` runs an operation for an actor: it checks the
+declared scope, then calls the implementation (the service method named ``method``, or
+``invoke``). Adding an operation is one entry here plus its implementation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from memvault.api import requests as rq
+from memvault.api import responses as rs
+from memvault.api.auth import Actor, Scope
+from memvault.consolidation import ConsolidationResult
+from memvault.errors import MemoryNotFoundError, MemoryValidationError
+from memvault.models import MemoryEntry, StoreStats
+
+__all__ = [
+    "OPERATIONS",
+    "Http",
+    "Operation",
+    "Tool",
+    "get_operation",
+    "operation_table",
+    "session_json",
+]
+
+Render = Callable[[Any, Any], Any]
+"""``render(result, request) -> JSON``: what every interface sends back."""
+
+Invoke = Callable[[Any, Actor, Any], Awaitable[Any]]
+"""``invoke(service, actor, request)``: the implementation, when it is not a service method."""
+
+
+@dataclass(frozen=True, slots=True)
+class Http:
+    """Where an operation lives in the REST API.
+
+    Path parameters (``{memory_id}``) are fields of the input model. A ``GET``/``DELETE`` route
+    takes the other fields as query parameters; ``POST``/``PUT`` takes them as a JSON body,
+    whose OpenAPI name is ``body`` when the path has parameters. ``name`` is the route's name
+    (and OpenAPI operation id) when it differs from the operation's.
+    """
+
+    method: str
+    path: str
+    tag: str
+    status: int = 200
+    response: type[BaseModel] | None = None
+    body: str | None = None
+    name: str | None = None
+
+    @property
+    def path_params(self) -> tuple[str, ...]:
+        """The names in braces in ``path``, in order."""
+        return tuple(re.findall(r"{(\w+)}", self.path))
+
+    @property
+    def has_body(self) -> bool:
+        """True if the other fields travel as a JSON body (POST, PUT)."""
+        return self.method in {"POST", "PUT"}
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """An operation offered as an MCP tool.
+
+    ``fields`` limits the tool to some of the input's fields (small schemas suit models);
+    ``limits`` tightens a property's JSON schema for tool callers (e.g. ``maximum``). An
+    ``agent_id`` field is optional for agent callers (it defaults to the caller). ``confirm``
+    makes the tool destructive: ``confirm: true`` and a reason are required.
+    """
+
+    name: str
+    title: str
+    description: str
+    fields: tuple[str, ...] | None = None
+    limits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    read_only: bool = False
+    confirm: bool = False
+    render: Render | None = None
+    output_schema: Mapping[str, Any] | None = None
+
+
+def _fields(request: BaseModel) -> dict[str, Any]:
+    # Shallow on purpose: nested models (ChatMessage, AddManyItem) reach the service as models.
+    return {name: getattr(request, name) for name in type(request).model_fields}
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One public operation: its name, input, scope, documentation and interfaces."""
+
+    name: str
+    request: type[rq.Request]
+    scope: Scope
+    doc: str
+    render: Render
+    method: str | None = None
+    http: Http | None = None
+    tool: Tool | None = None
+    cli: bool = True
+    arguments: Callable[[Any], dict[str, Any]] = _fields
+    invoke: Invoke | None = None
+
+    @property
+    def implementation(self) -> str:
+        """The name of the service method that implements the operation."""
+        return self.method or self.name
+
+    @property
+    def kind(self) -> str:
+        """``read`` for operations that change nothing, else ``write`` (for retries, errors)."""
+        reads = self.scope is Scope.READ or (self.http is not None and self.http.method == "GET")
+        return "read" if reads else "write"
+
+    def parse(self, data: Mapping[str, Any]) -> Any:
+        """The input model from plain data (raises pydantic's ``ValidationError``)."""
+        return self.request.model_validate(dict(data))
+
+
+# -- JSON renderings --------------------------------------------------------------------------
+
+
+def _entries(key: str) -> Render:
+    return lambda found, _req: {key: [e.to_json() for e in found]}
+
+
+def _entry(entry: MemoryEntry, _req: Any) -> dict[str, Any]:
+    return entry.to_json()
+
+
+def _field(key: str) -> Render:
+    return lambda value, _req: {key: value}
+
+
+def _dump(value: BaseModel, _req: Any) -> Any:
+    return value.model_dump(mode="json")
+
+
+def _dumps(key: str) -> Render:
+    return lambda rows, _req: {key: [r.model_dump(mode="json") for r in rows]}
+
+
+def _stored(outcome: Any, _req: Any) -> dict[str, Any]:
+    decision = outcome.decision
+    return {
+        "id": outcome.id,
+        "decision": decision.kind.value,
+        "reason": decision.reason,
+        "detail": decision.model_dump(mode="json"),
+    }
+
+
+def _deleted(done: bool, req: Any) -> dict[str, Any]:
+    if not done:
+        msg = f"memory {req.memory_id} not found for agent {req.agent_id!r}"
+        raise MemoryNotFoundError(msg)
+    return {"deleted": 1}
+
+
+def session_json(record: Any, *, messages: bool) -> dict[str, Any]:
+    """A session as JSON (``SessionOut``), with or without its messages."""
+    return {
+        "session_id": record.session_id,
+        "agent_id": record.agent_id,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+        "message_count": record.message_count,
+        "messages": (
+            [m.model_dump(mode="json", exclude_none=True) for m in record.messages]
+            if messages
+            else None
+        ),
+    }
+
+
+def _session(record: Any, req: Any) -> dict[str, Any]:
+    if record is None:
+        msg = f"no session {req.session_id!r} for agent {req.agent_id!r}"
+        raise MemoryNotFoundError(msg)
+    return session_json(record, messages=True)
+
+
+def _session_deleted(done: bool, req: Any) -> dict[str, Any]:
+    if not done:
+        msg = f"no session {req.session_id!r} for agent {req.agent_id!r}"
+        raise MemoryNotFoundError(msg)
+    return {"deleted": 1}
+
+
+def _context(ctx: Any, _req: Any) -> dict[str, Any]:
+    return {
+        "text": ctx.text,
+        "tokens": ctx.tokens,
+        "role": ctx.role,
+        "messages": list(ctx.messages),
+        "entries": [e.to_json() for e in ctx.entries],
+    }
+
+
+def _tool_deleted(done: bool, req: Any) -> dict[str, Any]:
+    if not done:
+        msg = f"no memory with id {req.memory_id!r} for agent {req.agent_id!r}"
+        raise MemoryNotFoundError(msg)
+    return {"id": req.memory_id, "deleted": True}
+
+
+# -- argument mappings (input model -> service keywords) ---------------------------------------
+
+
+def _store_many_args(req: rq.AddManyBody) -> dict[str, Any]:
+    items = [item.model_dump(exclude_none=True) for item in req.items]
+    return {"items": items, "agent_id": req.agent_id, "dedup": req.dedup}
+
+
+def _import_args(req: rq.ImportBody) -> dict[str, Any]:
+    return {"source": req.items, "agent_id": req.agent_id}
+
+
+def _session_args(req: rq.SessionParams) -> dict[str, Any]:
+    sid = None if req.session_id == "latest" else req.session_id
+    return {"session_id": sid, "agent_id": req.agent_id}
+
+
+# -- the table --------------------------------------------------------------------------------
+
+_LIST_LIMIT = {"limit": {"maximum": 100}}
+
+OPERATIONS: tuple[Operation, ...] = (
+    # memories
+    Operation(
+        "store", rq.AddBody, Scope.WRITE, "Store a memory", _stored,
+        http=Http("POST", "/v1/memories", "memories", 201, rs.StoredOut, name="add"),
+        tool=Tool(
+            "store_memory", "Store a memory",
+            "Remember something for later: a fact, decision, preference or outcome. Duplicates "
+            "are recognised and a statement that contradicts an older one supersedes it. "
+            "Returns the memory's id and the write decision (add, noop, supersede or reject).",
+            fields=("content", "agent_id", "category", "tags", "metadata"),
+        ),
+    ),
+    Operation(
+        "store_many", rq.AddManyBody, Scope.WRITE, "Store many memories in one transaction",
+        _field("ids"), arguments=_store_many_args,
+        http=Http("POST", "/v1/memories/batch", "memories", 201, rs.IdsOut, name="add_many"),
+    ),
+    Operation(
+        "list", rq.ListParams, Scope.READ, "List an agent's memories, newest first",
+        _entries("memories"),
+        http=Http("GET", "/v1/memories", "memories", response=rs.MemoriesOut, name="list_memories"),
+        tool=Tool(
+            "list_memories", "List memories",
+            "List the agent's memories, newest first, a page at a time.",
+            fields=("agent_id", "category", "limit", "offset"), limits=_LIST_LIMIT,
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "clear", rq.ClearParams, Scope.ADMIN, "Delete all of an agent's memories (admin)",
+        _field("deleted"),
+        http=Http("DELETE", "/v1/memories", "memories", response=rs.DeletedOut),
+    ),
+    Operation(
+        "get", rq.GetParams, Scope.READ, "Get one memory", _entry,
+        http=Http("GET", "/v1/memories/{memory_id}", "memories", response=rs.EntryOut),
+        tool=Tool(
+            "recall_memory", "Recall a memory", "Read one memory in full by its id.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "delete", rq.DeleteParams, Scope.WRITE, "Delete one memory (audited)", _deleted,
+        http=Http("DELETE", "/v1/memories/{memory_id}", "memories", response=rs.DeletedOut),
+        tool=Tool(
+            "delete_memory", "Delete a memory",
+            "Permanently delete one memory. Destructive: requires confirm=true and a reason, "
+            "which the audit log records with the caller.",
+            confirm=True, render=_tool_deleted,
+            output_schema={
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "deleted": {"type": "boolean"}},
+                "required": ["id", "deleted"],
+            },
+        ),
+    ),
+    Operation(
+        "count", rq.CountParams, Scope.READ, "Count an agent's memories", _field("count"),
+        http=Http("GET", "/v1/count", "memories", response=rs.CountOut),
+    ),
+    # retrieval
+    Operation(
+        "search", rq.SearchBody, Scope.READ, "Hybrid search of an agent's memories",
+        _entries("results"),
+        http=Http("POST", "/v1/search", "retrieval", response=rs.EntriesOut),
+        tool=Tool(
+            "search_memory", "Search memories",
+            "Search the agent's memories (hybrid semantic and keyword search), best first. "
+            "Each result carries its id and a relevance_score.",
+            fields=("query", "agent_id", "limit", "categories", "include_shared"),
+            limits={"query": {"maxLength": 2000}, "categories": {"minItems": 1}},
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "context", rq.ContextBody, Scope.READ, "Relevant memories packed into a token budget",
+        _context,
+        http=Http("POST", "/v1/context", "retrieval", response=rs.ContextOut),
+    ),
+    # bulk and lifecycle
+    Operation(
+        "export", rq.ExportParams, Scope.READ,
+        "Export memories (one agent: read; whole tenant: admin)", _field("memories"),
+        http=Http("GET", "/v1/export", "bulk", response=rs.MemoriesOut),
+    ),
+    Operation(
+        "import", rq.ImportBody, Scope.ADMIN, "Import exported memories (admin; idempotent)",
+        _field("added"), method="import_", arguments=_import_args,
+        http=Http("POST", "/v1/import", "bulk", response=rs.ImportOut, name="import_"),
+    ),
+    Operation(
+        "consolidate", rq.ConsolidateBody, Scope.ADMIN, "Consolidate an agent's memories",
+        _dump, http=Http("POST", "/v1/consolidate", "lifecycle", response=ConsolidationResult),
+    ),
+    Operation(
+        "sweep", rq.SweepBody, Scope.ADMIN, "Enforce retention now (admin)",
+        lambda report, _req: {"expired": report.expired, "evicted": report.evicted},
+        http=Http("POST", "/v1/sweep", "lifecycle", response=rs.SweepOut),
+    ),
+    Operation(
+        "archived", rq.ArchivedParams, Scope.READ, "An agent's archived memories",
+        _dumps("archived"),
+        http=Http("GET", "/v1/archive", "lifecycle", response=rs.ArchivedOut),
+    ),
+    Operation(
+        "archive", rq.ArchiveBody, Scope.WRITE, "Move memories to the archive (restorable by id)",
+        _field("index"), http=Http("POST", "/v1/archive", "lifecycle", response=rs.ArchiveOut),
+    ),
+    Operation(
+        "restore", rq.RestoreBody, Scope.WRITE, "Restore an archived memory", _entry,
+        http=Http(
+            "POST", "/v1/archive/{memory_id}/restore", "lifecycle", response=rs.EntryOut,
+            body="RestoreBody",
+        ),
+    ),
+    Operation(
+        "audit", rq.AuditParams, Scope.ADMIN, "Audit records, oldest first (admin)",
+        _dumps("records"), http=Http("GET", "/v1/audit", "lifecycle", response=rs.AuditOut),
+    ),
+    Operation(
+        "agents", rq.AgentsParams, Scope.READ, "Agents with memories", _field("agents"),
+        http=Http("GET", "/v1/agents", "bulk", response=rs.AgentsOut),
+    ),
+    Operation(
+        "stats", rq.StatsParams, Scope.READ, "Counts of the tenant's store", _dump,
+        http=Http("GET", "/v1/stats", "bulk", response=StoreStats),
+    ),
+    # shared knowledge
+    Operation(
+        "publish", rq.PublishBody, Scope.WRITE, "Publish shared knowledge", _field("id"),
+        http=Http("POST", "/v1/shared", "shared", 201, rs.IdOut),
+        tool=Tool(
+            "publish_shared", "Publish shared knowledge",
+            "Publish knowledge every agent of the organisation can find with search_shared, "
+            "authored by the agent. Returns its id.",
+            fields=("content", "agent_id", "category", "tags"),
+        ),
+    ),
+    Operation(
+        "search_shared", rq.SharedSearchBody, Scope.READ, "Search the tenant's shared knowledge",
+        _entries("results"),
+        http=Http("POST", "/v1/shared/search", "shared", response=rs.EntriesOut),
+        tool=Tool(
+            "search_shared", "Search shared knowledge",
+            "Search the organisation's shared knowledge (every author), best first.",
+            limits={"query": {"maxLength": 2000}}, read_only=True,
+        ),
+    ),
+    Operation(
+        "retract", rq.RetractParams, Scope.WRITE, "Retract shared knowledge the agent published",
+        _field("retracted"),
+        http=Http("DELETE", "/v1/shared/{memory_id}", "shared", response=rs.RetractedOut),
+    ),
+    # sessions
+    Operation(
+        "sessions", rq.SessionsParams, Scope.READ, "An agent's sessions, most recent first",
+        lambda found, _req: {"sessions": [session_json(r, messages=False) for r in found]},
+        http=Http("GET", "/v1/sessions", "sessions", response=rs.SessionsOut),
+    ),
+    Operation(
+        "session", rq.SessionParams, Scope.READ,
+        "One session with its messages ('latest' for the most recent)", _session,
+        arguments=_session_args,
+        http=Http("GET", "/v1/sessions/{session_id}", "sessions", response=rs.SessionOut),
+    ),
+    Operation(
+        "save_session", rq.SessionBody, Scope.WRITE, "Save a session's message history",
+        lambda record, _req: session_json(record, messages=False),
+        http=Http(
+            "PUT", "/v1/sessions/{session_id}", "sessions", response=rs.SessionOut,
+            body="SessionBody",
+        ),
+    ),
+    Operation(
+        "delete_session", rq.DeleteSessionParams, Scope.WRITE, "Delete one session",
+        _session_deleted,
+        http=Http("DELETE", "/v1/sessions/{session_id}", "sessions", response=rs.DeletedOut),
+    ),
+)  # fmt: skip
+
+
+def operation_table(extra: Iterable[Operation] = ()) -> dict[str, Operation]:
+    """The operations by name, plus ``extra`` ones (which may not reuse a name)."""
+    table = {op.name: op for op in OPERATIONS}
+    for op in extra:
+        if op.name in table:
+            msg = f"operation {op.name!r} is declared twice"
+            raise MemoryValidationError(msg)
+        table[op.name] = op
+    return table
+
+
+_BY_NAME = operation_table()
+
+
+def get_operation(name: str) -> Operation:
+    """The declared operation called ``name``.
+
+    Raises:
+        MemoryValidationError: no operation has that name.
+    """
+    found = _BY_NAME.get(name)
+    if found is None:
+        known = ", ".join(sorted(_BY_NAME))
+        msg = f"unknown operation {name!r} (known: {known})"
+        raise MemoryValidationError(msg)
+    return found

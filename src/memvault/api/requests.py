@@ -1,0 +1,427 @@
+"""The inputs of every operation, declared once (pydantic models with the wire limits).
+
+A ``...Body`` model is the JSON body of a REST route (and the arguments of its MCP tool and CLI
+command); a ``...Params`` model holds the path and query parameters of a route without a body.
+Every model forbids unknown fields, so a misspelt option is an error instead of being silently
+ignored. Limits here are the wire limits of every interface; the stores validate content again.
+The operation table (:mod:`memvault.api.operations`) says which model each operation takes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.consolidation import ConsolidationStrategy
+from memvault.injection.context import CONTEXT_MIN_RELEVANCE
+from memvault.models import ChatMessage, MemoryCategory
+
+__all__ = [
+    "AddBody",
+    "AddManyBody",
+    "AddManyItem",
+    "AgentsParams",
+    "ArchiveBody",
+    "ArchivedParams",
+    "AuditParams",
+    "ClearParams",
+    "ConsolidateBody",
+    "ContextBody",
+    "CountParams",
+    "DeleteParams",
+    "DeleteSessionParams",
+    "ExportParams",
+    "GetParams",
+    "ImportBody",
+    "ListParams",
+    "PublishBody",
+    "Request",
+    "RestoreBody",
+    "RetractParams",
+    "SearchBody",
+    "SessionBody",
+    "SessionParams",
+    "SessionsParams",
+    "SharedSearchBody",
+    "StatsParams",
+    "SweepBody",
+]
+
+_AGENT = "The agent whose memories to use."
+_REASON = "Why (recorded in the audit log with the caller)."
+_MEMORY_ID = "The memory's id, as a store or a search returned it."
+_SESSION_ID = "The session's id."
+
+AgentId = Field(min_length=1, max_length=200, examples=["dev-1"], description=_AGENT)
+
+
+def _tags(default: Any) -> Any:
+    return Field(
+        default=default,
+        max_length=64,
+        description="Labels to filter on later (at most 64).",
+    )
+
+
+class Request(BaseModel):
+    """Base of every operation input: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- memories ---------------------------------------------------------------------------------
+
+
+class AddBody(Request):
+    """One memory to store for ``agent_id`` (the write path deduplicates it)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "dev-1",
+                    "content": "Prefers Litestar over Flask",
+                    "category": "semantic",
+                    "tags": ["preference"],
+                }
+            ]
+        },
+    )
+
+    agent_id: str = AgentId
+    content: str = Field(
+        min_length=1,
+        max_length=100_000,
+        description="The memory itself, as a self-contained sentence.",
+    )
+    category: MemoryCategory = Field(
+        default=MemoryCategory.SEMANTIC,
+        description=(
+            "The kind of memory (semantic: facts and preferences; episodic: events; "
+            "procedural: how-tos; social: people; working: short-lived notes)."
+        ),
+    )
+    tags: list[str] = _tags([])
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Free-form JSON values stored with the memory."
+    )
+    created_at: datetime | None = Field(default=None, description="When it happened.")
+    expires_at: datetime | None = Field(default=None, description="When it is forgotten.")
+    supersedes: str | None = Field(default=None, description="The id of the memory it replaces.")
+    label: str | None = Field(default=None, max_length=200, description="A block label.")
+    source: str | None = Field(default=None, max_length=200, description="Where it came from.")
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="How much it matters (0-1)."
+    )
+    dedup: bool | None = Field(default=None, description="Override the store's dedup setting.")
+    admission: bool = Field(
+        default=False, description="Run admission control; a low-value text is rejected."
+    )
+
+
+class AddManyItem(BaseModel):
+    """One item of a batch (``add``'s fields without ``agent_id``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=100_000)
+    category: MemoryCategory = MemoryCategory.SEMANTIC
+    tags: list[str] = Field(default_factory=list, max_length=64)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+    supersedes: str | None = None
+    label: str | None = Field(default=None, max_length=200)
+    source: str | None = Field(default=None, max_length=200)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class AddManyBody(Request):
+    """Many memories for one agent: one embedding batch, one transaction."""
+
+    agent_id: str = AgentId
+    items: list[AddManyItem] = Field(
+        min_length=1, max_length=1000, description="The memories, stored in this order."
+    )
+    dedup: bool | None = Field(default=None, description="Override the store's dedup setting.")
+
+
+class ListParams(Request):
+    """A page of one agent's memories, newest first."""
+
+    agent_id: str = AgentId
+    category: MemoryCategory | None = Field(default=None, description="Only this kind.")
+    label: str | None = Field(default=None, max_length=200, description="Only this block label.")
+    tags: list[str] | None = _tags(None)
+    limit: int = Field(default=20, ge=1, le=1000, description="How many at most.")
+    offset: int = Field(
+        default=0, ge=0, le=10_000_000, description="How many to skip (for the next page)."
+    )
+    include_superseded: bool = Field(default=False, description="Also superseded memories.")
+
+
+class ClearParams(Request):
+    """Delete every memory of an agent (or of one category)."""
+
+    agent_id: str = AgentId
+    category: MemoryCategory | None = Field(default=None, description="Only this kind.")
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class GetParams(Request):
+    """One memory by id."""
+
+    memory_id: str = Field(min_length=1, description=_MEMORY_ID)
+    agent_id: str = AgentId
+
+
+class DeleteParams(Request):
+    """Delete one memory by id."""
+
+    memory_id: str = Field(min_length=1, description=_MEMORY_ID)
+    agent_id: str = AgentId
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class CountParams(Request):
+    """Count one agent's memories."""
+
+    agent_id: str = AgentId
+    category: MemoryCategory | None = Field(default=None, description="Only this kind.")
+
+
+# -- retrieval --------------------------------------------------------------------------------
+
+
+class SearchBody(Request):
+    """A hybrid search of one agent's memories."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"agent_id": "dev-1", "query": "which web framework?", "limit": 5}]
+        },
+    )
+
+    agent_id: str = AgentId
+    query: str = Field(
+        min_length=1,
+        max_length=10_000,
+        description="What to look for, in a few words or a question.",
+    )
+    limit: int = Field(default=10, ge=1, le=100, description="How many results at most.")
+    categories: list[MemoryCategory] | None = Field(
+        default=None, description="Only memories of these kinds (default: all)."
+    )
+    tags: list[str] | None = _tags(None)
+    since: datetime | None = Field(default=None, description="Only memories from this moment.")
+    until: datetime | None = Field(default=None, description="Only memories up to this moment.")
+    as_of: datetime | None = Field(
+        default=None, description="Search the store as it was at this moment."
+    )
+    include_shared: bool = Field(
+        default=False, description="Also search the shared knowledge of the organisation."
+    )
+    include_superseded: bool = Field(default=False, description="Also superseded memories.")
+    min_relevance: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Drop hits below this calibrated relevance."
+    )
+    explain: bool = Field(default=False, description="Attach each hit's score breakdown.")
+    preset: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=50,
+        description="A named retrieval preset (default, fast, legacy, hybrid, bm25, dense).",
+    )
+
+
+class ContextBody(Request):
+    """Relevant memories packed into a token budget, formatted for a prompt."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"agent_id": "dev-1", "query": "implement the auth endpoint", "token_budget": 800}
+            ]
+        },
+    )
+
+    agent_id: str = AgentId
+    query: str = Field(min_length=1, max_length=10_000, description="The task at hand.")
+    token_budget: int = Field(default=800, ge=1, le=200_000, description="Tokens to fill.")
+    limit: int = Field(default=20, ge=1, le=100, description="Candidates to pack at most.")
+    categories: list[MemoryCategory] | None = Field(
+        default=None, description="Only memories of these kinds (default: all)."
+    )
+    role: Literal["system", "user"] = Field(default="system", description="The message role.")
+    mmr: bool = Field(default=False, description="Diversify the packed memories (MMR).")
+    # Nothing is injected when the best memory's calibrated relevance is below this.
+    min_relevance: float = Field(
+        default=CONTEXT_MIN_RELEVANCE,
+        ge=0.0,
+        le=1.0,
+        description="Inject nothing when the best memory's relevance is below this.",
+    )
+
+
+# -- bulk and lifecycle -----------------------------------------------------------------------
+
+
+class ExportParams(Request):
+    """Export one agent's memories (or the whole tenant's)."""
+
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="One agent (default: every one)."
+    )
+
+
+class ImportBody(Request):
+    """Exported memories to import (idempotent: known ids are skipped)."""
+
+    items: list[dict[str, Any]] = Field(max_length=100_000, description="Exported memories.")
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="Import as this agent."
+    )
+
+
+class ConsolidateBody(Request):
+    """Consolidate one agent's memories (originals go to the archive)."""
+
+    agent_id: str = AgentId
+    strategy: ConsolidationStrategy = Field(
+        default=ConsolidationStrategy.SIMPLE, description="How to consolidate."
+    )
+    dry_run: bool = Field(default=False, description="Plan only; change nothing.")
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class SweepBody(Request):
+    """Enforce retention now (one agent, or the whole tenant)."""
+
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="One agent (default: every one)."
+    )
+
+
+class ArchivedParams(Request):
+    """A page of an agent's archived memories, newest first."""
+
+    agent_id: str = AgentId
+    limit: int = Field(default=100, ge=1, le=1000, description="How many at most.")
+    offset: int = Field(default=0, ge=0, le=10_000_000, description="How many to skip.")
+
+
+class ArchiveBody(Request):
+    """Move memories to the archive by request (restorable by id)."""
+
+    agent_id: str = AgentId
+    ids: list[str] = Field(min_length=1, max_length=1000, description="The memories to move.")
+    reason: str = Field(
+        default="archive", min_length=1, max_length=100, description="Why they are archived."
+    )
+
+
+class RestoreBody(Request):
+    """Restore an archived memory under its original id."""
+
+    memory_id: str = Field(min_length=1, description=_MEMORY_ID)
+    agent_id: str = AgentId
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class AuditParams(Request):
+    """Audit records (of one agent and/or memory), oldest first."""
+
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="One agent (default: every one)."
+    )
+    memory_id: str | None = Field(
+        default=None, min_length=1, max_length=100, description="One memory."
+    )
+    limit: int = Field(default=100, ge=1, le=10_000, description="How many at most.")
+
+
+class AgentsParams(Request):
+    """Agent ids with memories (no parameters)."""
+
+
+class StatsParams(Request):
+    """Counts of the tenant's store (no parameters)."""
+
+
+# -- shared knowledge -------------------------------------------------------------------------
+
+
+class PublishBody(Request):
+    """Shared knowledge authored by ``agent_id``, visible to every agent of the tenant."""
+
+    agent_id: str = AgentId
+    content: str = Field(
+        min_length=1, max_length=100_000, description="The knowledge to share, self-contained."
+    )
+    category: MemoryCategory = Field(
+        default=MemoryCategory.SEMANTIC, description="The kind of knowledge."
+    )
+    tags: list[str] = _tags([])
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Free-form JSON values stored with it."
+    )
+
+
+class SharedSearchBody(Request):
+    """A search of the tenant's shared knowledge."""
+
+    query: str = Field(
+        min_length=1,
+        max_length=10_000,
+        description="What to look for, in a few words or a question.",
+    )
+    limit: int = Field(default=10, ge=1, le=100, description="How many results at most.")
+    exclude_agent: str | None = Field(
+        default=None, min_length=1, max_length=200, description="Leave out what it published."
+    )
+
+
+class RetractParams(Request):
+    """Retract shared knowledge the agent published."""
+
+    memory_id: str = Field(min_length=1, description=_MEMORY_ID)
+    agent_id: str = AgentId
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+class SessionBody(Request):
+    """A session's whole message history (replaces the stored one)."""
+
+    session_id: str = Field(min_length=1, description=_SESSION_ID)
+    agent_id: str = AgentId
+    messages: list[ChatMessage] = Field(max_length=10_000, description="The messages, in order.")
+
+
+class SessionsParams(Request):
+    """The agent's sessions, most recent first."""
+
+    agent_id: str = AgentId
+    limit: int | None = Field(default=None, ge=1, le=1000, description="How many at most.")
+
+
+class SessionParams(Request):
+    """One session with its messages (``latest`` for the most recent)."""
+
+    session_id: str = Field(min_length=1, description=_SESSION_ID)
+    agent_id: str = AgentId
+
+
+class DeleteSessionParams(Request):
+    """Delete one session."""
+
+    session_id: str = Field(min_length=1, description=_SESSION_ID)
+    agent_id: str = AgentId

@@ -1,0 +1,182 @@
+"""The outputs of the REST routes (they make the OpenAPI document and its examples).
+
+Each operation in :mod:`memvault.api.operations` names its response model here; the route sends
+the JSON its ``render`` function builds, shaped like that model.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.models import MemoryCategory
+
+__all__ = [
+    "AgentsOut",
+    "ArchiveOut",
+    "ArchivedOut",
+    "AuditOut",
+    "ContextOut",
+    "CountOut",
+    "DeletedOut",
+    "EntriesOut",
+    "EntryOut",
+    "ErrorOut",
+    "IdOut",
+    "IdsOut",
+    "ImportOut",
+    "MemoriesOut",
+    "RetractedOut",
+    "SessionOut",
+    "SessionsOut",
+    "StoredOut",
+    "SweepOut",
+]
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a stable machine code and a human message."""
+
+    code: str = Field(examples=["not_found"])
+    message: str = Field(examples=["memory 01... not found for agent 'dev-1'"])
+
+
+class ErrorOut(BaseModel):
+    """Every error response has this body."""
+
+    error: ErrorDetail
+
+
+class EntryOut(BaseModel):
+    """A memory as JSON (``MemoryEntry.to_json``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    agent_id: str
+    category: MemoryCategory
+    content: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    created_at: datetime
+    relevance_score: float | None = None
+
+
+class StoredOut(BaseModel):
+    """The id that now holds the memory and what the write did."""
+
+    id: str | None = Field(examples=["01a204f6-3f8c-7000-97c6-5989b26e79e2"])
+    decision: str = Field(examples=["add"], description="add, noop, supersede or reject")
+    reason: str = Field(examples=["new"])
+    detail: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The whole write decision (duplicate_of, old_id, detected, scores...).",
+    )
+
+
+class IdOut(BaseModel):
+    """The id of a created object."""
+
+    id: str
+
+
+class IdsOut(BaseModel):
+    """Ids in input order."""
+
+    ids: list[str]
+
+
+class EntriesOut(BaseModel):
+    """Search results, best first."""
+
+    results: list[EntryOut]
+
+
+class MemoriesOut(BaseModel):
+    """A page of memories, newest first."""
+
+    memories: list[EntryOut]
+
+
+class CountOut(BaseModel):
+    """How many memories match."""
+
+    count: int
+
+
+class DeletedOut(BaseModel):
+    """How many memories were deleted."""
+
+    deleted: int
+
+
+class ContextOut(BaseModel):
+    """The packed context: text, token estimate, chat messages and the entries used."""
+
+    text: str
+    tokens: int
+    role: str
+    messages: list[dict[str, str]]
+    entries: list[EntryOut]
+
+
+class ImportOut(BaseModel):
+    """How many memories were added."""
+
+    added: int
+
+
+class SweepOut(BaseModel):
+    """Original id -> archive id, per reason."""
+
+    expired: dict[str, str]
+    evicted: dict[str, str]
+
+
+class ArchiveOut(BaseModel):
+    """Original id -> archive id of every memory moved (unknown ids are left out)."""
+
+    index: dict[str, str]
+
+
+class ArchivedOut(BaseModel):
+    """Archived memories, newest first."""
+
+    archived: list[dict[str, Any]]
+
+
+class AuditOut(BaseModel):
+    """Audit records, oldest first."""
+
+    records: list[dict[str, Any]]
+
+
+class RetractedOut(BaseModel):
+    """Whether the shared entry was retracted."""
+
+    retracted: bool
+
+
+class SessionOut(BaseModel):
+    """One session."""
+
+    session_id: str
+    agent_id: str
+    created_at: datetime
+    updated_at: datetime
+    message_count: int
+    messages: list[dict[str, Any]] | None = None
+
+
+class SessionsOut(BaseModel):
+    """The agent's sessions, most recent first (without their messages)."""
+
+    sessions: list[SessionOut]
+
+
+class AgentsOut(BaseModel):
+    """Agent ids with memories."""
+
+    agents: list[str]

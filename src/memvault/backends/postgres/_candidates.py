@@ -1,0 +1,283 @@
+"""Search in the PostgreSQL store: dense (pgvector HNSW or exact) and BM25 candidates.
+
+``search_candidates`` with its ``exact`` switch, the per-scope candidate query (one snapshot for
+the statistics and the rows they score), the planner settings that pick the HNSW walk or the
+exact scan, the FTS5-identical BM25 scoring, and thread adjacency. This is
+:class:`PostgresCandidatesMixin`, mixed into :class:`~memvault.backends.postgres.PostgresBackend`,
+which owns the pool; it is a separate module only to keep each file readable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from contextvars import ContextVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memvault.backends._base import BaseBackend, Vectors
+from memvault.backends.postgres._driver import Conn
+from memvault.backends.postgres._rows import (
+    _BM25,
+    _COLUMNS,
+    _PRIVATE_SCOPE,
+    _STATS,
+    _hydrate_sides,
+    _row_entry,
+    _tsquery,
+    _vector_from_send,
+    _vector_literal,
+    _where,
+)
+from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
+from memvault.retrieval.bm25 import K1, ROW_EXTRA_TOKENS, B, idf, prune_common_terms
+
+__all__ = ["PostgresCandidatesMixin"]
+
+# pgvector caps hnsw.ef_search at 1000; a scan needing more is done exactly instead.
+_MAX_EF_SEARCH = 1000
+_MIN_EF_SEARCH = 40
+
+_EXACT: ContextVar[bool] = ContextVar("memvault_postgres_exact", default=False)
+
+
+if TYPE_CHECKING:
+    _MixinBase = BaseBackend
+else:
+    _MixinBase = object
+
+
+class PostgresCandidatesMixin(_MixinBase):
+    """Dense and lexical candidate search of the PostgreSQL backend."""
+
+    if TYPE_CHECKING:
+        # Provided by PostgresBackend (memvault.backends.postgres.backend).
+        _hnsw: bool
+        _exact_below: int
+
+        def _connection(
+            self, op: str, *, write: bool = False
+        ) -> contextlib.AbstractAsyncContextManager[Conn]: ...
+
+    async def search_candidates(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        pool: int,
+        dense: bool = True,
+        neighbours: int = 0,
+        hops: int = 1,
+        terms: Sequence[str] | None = None,
+        exact: bool = False,
+    ) -> CandidateSet:
+        """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
+
+        ``exact=True`` scans every matching row for the dense side instead of walking the HNSW
+        graph (index scans off for the query), e.g. to measure the index's recall.
+        """
+        token = _EXACT.set(exact)
+        try:
+            return await super().search_candidates(
+                agent_id,
+                query,
+                pool=pool,
+                dense=dense,
+                neighbours=neighbours,
+                hops=hops,
+                terms=terms,
+            )
+        finally:
+            _EXACT.reset(token)
+
+    async def _candidates(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        return await self._scoped_candidates(
+            _PRIVATE_SCOPE, [agent_id], _STATS, [agent_id, terms], query, vector, terms, pool, now
+        )
+
+    async def _scoped_candidates(
+        self,
+        scope: str,
+        scope_params: list[Any],
+        stats_sql: str,
+        stats_params: list[Any],
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        """Candidates among the rows ``scope`` selects; ``stats_sql`` gives the collection
+        statistics and the scope's row count (for the dense planner)."""
+        exact = _EXACT.get()
+        where, params = _where(query, now)
+        where, params = f"{scope} AND {where}", [*scope_params, *params]
+        async with self._connection("search") as conn, conn.transaction():
+            # One snapshot for the statistics and the rows they score, as FTS5 has; the dense
+            # side reads the same snapshot, so no search sees half of a write.
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cur = await conn.execute(stats_sql, stats_params)
+            stats = await cur.fetchone()
+            assert stats is not None
+            n_total, total_len, n_agent, dfs = int(stats[0]), int(stats[1]), int(stats[2]), stats[3]
+            dense: list[tuple[int, float]] = []
+            if vector is not None and n_agent:
+                dense = await self._dense(
+                    conn, where, params, vector, pool, n_total, n_agent, exact
+                )
+            lexical: list[tuple[int, float]] = []
+            kept = prune_common_terms(terms, dict(zip(terms, dfs, strict=True)), n_total)
+            if len(kept) < len(terms):
+                dfs = [df for t, df in zip(terms, dfs, strict=True) if t in kept]
+                terms = kept
+            if terms and any(dfs):
+                lexical = await self._lexical(
+                    conn, where, params, terms, dfs, pool, n_total, total_len
+                )
+            rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
+            by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
+            if rowids:
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS}, vector_send(m.embedding) FROM memories m"
+                    " WHERE m.rowid = ANY(%s::bigint[])",
+                    [rowids],
+                )
+                for row in await cur.fetchall():
+                    by_rowid[int(row[0])] = (_row_entry(row), _vector_from_send(row[-1]))
+        cands = CandidateSet(query_vector=vector)
+        cands.dense = [(by_rowid[r][0].id, s) for r, s in dense if r in by_rowid]
+        cands.lexical = [(by_rowid[r][0].id, s) for r, s in lexical if r in by_rowid]
+        for entry, vec in by_rowid.values():
+            cands.entries[entry.id] = entry
+            cands.vectors[entry.id] = vec
+        return cands
+
+    async def _adjacent(
+        self, agent_id: str, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        if not ids:
+            return {}
+        async with self._connection("search") as conn:
+            # Insertion order per agent is rowid order (the identity column only grows).
+            cur = await conn.execute(
+                "SELECT t.id,"
+                " ARRAY(SELECT p.rowid FROM memories p WHERE p.agent_id = t.agent_id"
+                "  AND p.scope = 'private' AND p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT %s),"
+                " ARRAY(SELECT n.rowid FROM memories n WHERE n.agent_id = t.agent_id"
+                "  AND n.scope = 'private' AND n.rowid > t.rowid ORDER BY n.rowid LIMIT %s)"
+                " FROM memories t"
+                " WHERE t.agent_id = %s AND t.scope = 'private' AND t.id = ANY(%s::text[])",
+                [hops, hops, agent_id, list(ids)],
+            )
+            return await _hydrate_sides(conn, await cur.fetchall())
+
+    def _ef_search(self, *, exact: bool, n_total: int, n_agent: int, pool: int) -> int | None:
+        """``hnsw.ef_search`` for a dense query, or None to scan exactly.
+
+        HNSW filters *after* walking the graph: of ``ef_search`` nearest rows of the whole
+        table only the agent's survive. So ``ef_search`` (at least ``max(40, pool)``) grows with
+        the inverse of the agent's share of the table; past pgvector's limit of 1000, or for
+        agents small enough that a scan is cheap, the exact scan is both faster and complete.
+        """
+        if exact or not self._hnsw or n_agent <= self._exact_below:
+            return None
+        ef = math.ceil(max(_MIN_EF_SEARCH, pool) * n_total / n_agent)
+        return ef if ef <= _MAX_EF_SEARCH else None
+
+    async def _dense(
+        self,
+        conn: Conn,
+        where: str,
+        params: list[Any],
+        vector: Vectors,
+        pool: int,
+        n_total: int,
+        n_agent: int,
+        exact: bool,
+    ) -> list[tuple[int, float]]:
+        literal = _vector_literal(vector)
+        ef = self._ef_search(exact=exact, n_total=n_total, n_agent=n_agent, pool=pool)
+        rows = await self._dense_query(conn, where, params, literal, pool, ef)
+        if ef is not None and len(rows) < min(pool, n_agent):
+            # The other filters (category, time, tags, supersession) cut the graph walk's rows
+            # below the pool: rows may be missing, so scan exactly instead.
+            rows = await self._dense_query(conn, where, params, literal, pool, None)
+        scored = [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+        # Best first; ties go to the newer row, as in the other backends.
+        scored.sort(key=lambda p: (-p[1], -p[0]))
+        return scored
+
+    @staticmethod
+    async def _dense_query(
+        conn: Conn,
+        where: str,
+        params: list[Any],
+        literal: str,
+        pool: int,
+        ef: int | None,
+    ) -> list[tuple[Any, ...]]:
+        # SET LOCAL through set_config(), which takes parameters (SET does not). Exact: with
+        # index scans off the planner reads the agent's rows through the btree on agent_id (or
+        # the shared rows through their partial index) in a bitmap scan and sorts them by
+        # distance. HNSW: sorting is switched off instead, so
+        # the plan that walks the index (which yields rows in distance order) wins even when
+        # the table's statistics are stale; agent_stats already told us the index fits.
+        exact = ef is None
+        await conn.execute(
+            "SELECT set_config('enable_indexscan', %s, true),"
+            " set_config('enable_sort', %s, true), set_config('hnsw.ef_search', %s, true)",
+            ["off" if exact else "on", "on" if exact else "off", str(ef or _MIN_EF_SEARCH)],
+        )
+        # Never prepared: a cached plan ignores the planner settings above, so a plan made for
+        # one mode would be reused for the other.
+        cur = await conn.execute(
+            "SELECT m.rowid, m.embedding <=> %s::vector AS distance FROM memories m"
+            f" WHERE {where} ORDER BY distance LIMIT %s",
+            [literal, *params, pool],
+            prepare=False,
+        )
+        return await cur.fetchall()
+
+    @staticmethod
+    async def _lexical(
+        conn: Conn,
+        where: str,
+        params: list[Any],
+        terms: list[str],
+        dfs: Sequence[int],
+        pool: int,
+        n_total: int,
+        total_len: int,
+    ) -> list[tuple[int, float]]:
+        # Collection statistics exactly as FTS5 derives them: avgdl = total tokens / rows, and
+        # idf floored at 1e-6, both computed here in double precision as SQLite does. Rows
+        # count ROW_EXTRA_TOKENS more than their text, as in SQLite (see _BM25).
+        avgdl = (total_len + ROW_EXTRA_TOKENS * n_total) / n_total
+        weights = [idf(n_total, int(df)) for df in dfs]
+        searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
+        cur = await conn.execute(
+            _BM25.format(where=where),
+            [
+                K1 + 1.0,
+                K1,
+                1 - B,
+                B,
+                ROW_EXTRA_TOKENS,
+                avgdl,
+                terms,
+                weights,
+                _tsquery(searchable),
+                *params,
+                pool,
+            ],
+        )
+        return [(int(r[0]), float(r[1])) for r in await cur.fetchall()]

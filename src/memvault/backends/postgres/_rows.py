@@ -1,0 +1,253 @@
+"""Rows of the PostgreSQL store: the SQL statements, and conversion between rows and entries.
+
+The column list, the insert, delete and statistics statements, the BM25 query, the filter
+clauses equivalent to ``MemoryQuery.matches``, the pgvector and tsquery literals, the lexical
+analysis of a row, row to :class:`MemoryEntry` conversion, and the writers of the audit and
+archive rows. They hold no connection state, and are kept apart from the backend class so that
+its modules (:mod:`.backend`, :mod:`._candidates`, :mod:`._side`, :mod:`._export`) share one
+definition of each.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memvault.backends._base import Vectors
+from memvault.backends.postgres._driver import Conn, Jsonb
+from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryMetadata,
+    MemoryQuery,
+    MemoryScope,
+)
+from memvault.retrieval.text import tokenize
+
+_COLUMNS = (
+    "m.rowid, m.id, m.agent_id, m.category, m.content, m.tags, m.label, m.source, m.confidence,"
+    " m.importance, m.extra, m.scope, m.created_at, m.updated_at, m.expires_at, m.valid_from,"
+    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at,"
+    " m.retracted_at"
+)
+_PAGE = 500
+# Longer terms cannot be tsvector lexemes (2 KiB) or btree keys (~2.7 KiB): such "words" (think
+# base64 blobs) still count towards the document's length but are not searchable lexically.
+_MAX_TERM_BYTES = 2000
+
+_INSERT = (
+    "INSERT INTO memories (id, agent_id, category, content, tags, label, source, confidence,"
+    " importance, extra, scope, created_at, updated_at, expires_at, valid_from, valid_to,"
+    " superseded_by, consolidated_at, access_count, last_accessed_at, retracted_at, embedding,"
+    " lexemes, term_freqs, doc_len) VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s, %s, %s, %s,"
+    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, array_to_tsvector(%s::text[]), %s, %s)"
+    " ON CONFLICT (id) DO NOTHING RETURNING id"
+)
+# Statistics rows are locked in one global order (terms sorted, then agents sorted, then the
+# store row) by every writer, so concurrent writers queue instead of deadlocking.
+_TERM_DELTAS = (
+    "INSERT INTO term_stats AS t (term, df)"
+    " SELECT d.term, d.df FROM unnest(%s::text[], %s::bigint[]) AS d(term, df) ORDER BY d.term"
+    " ON CONFLICT (term) DO UPDATE SET df = t.df + excluded.df"
+)
+_AGENT_DELTAS = (
+    "INSERT INTO agent_stats AS a (agent_id, n)"
+    " SELECT d.agent_id, d.n FROM unnest(%s::text[], %s::bigint[]) AS d(agent_id, n)"
+    " ORDER BY d.agent_id"
+    " ON CONFLICT (agent_id) DO UPDATE SET n = a.n + excluded.n"
+)
+_DELETE = (
+    "WITH gone AS (DELETE FROM memories m WHERE {cond}"
+    " RETURNING m.agent_id, m.doc_len, m.term_freqs),"
+    " terms AS (SELECT k.term, count(*) AS df FROM gone,"
+    " jsonb_object_keys(gone.term_freqs) AS k(term) GROUP BY k.term),"
+    " agents AS (SELECT agent_id, count(*) AS n FROM gone GROUP BY agent_id)"
+    " SELECT (SELECT count(*) FROM gone), (SELECT COALESCE(sum(doc_len), 0) FROM gone),"
+    " ARRAY(SELECT term FROM terms ORDER BY term), ARRAY(SELECT df FROM terms ORDER BY term),"
+    " ARRAY(SELECT agent_id FROM agents ORDER BY agent_id),"
+    " ARRAY(SELECT n FROM agents ORDER BY agent_id)"
+)
+_STATS = (
+    "SELECT s.n, s.total_len,"
+    " COALESCE((SELECT a.n FROM agent_stats a WHERE a.agent_id = %s), 0),"
+    " ARRAY(SELECT COALESCE(t.df, 0) FROM unnest(%s::text[]) WITH ORDINALITY AS q(term, ord)"
+    " LEFT JOIN term_stats t ON t.term = q.term ORDER BY q.ord)"
+    " FROM store_stats s WHERE s.id = 1"
+)
+# The same for the shared scope: its row count instead of an agent's.
+_SHARED_STATS = (
+    "SELECT s.n, s.total_len, s.shared_n,"
+    " ARRAY(SELECT COALESCE(t.df, 0) FROM unnest(%s::text[]) WITH ORDINALITY AS q(term, ord)"
+    " LEFT JOIN term_stats t ON t.term = q.term ORDER BY q.ord)"
+    " FROM store_stats s WHERE s.id = 1"
+)
+# Which rows a per-scope query covers (alias m). Literals, not parameters, so the planner can
+# match the partial indexes on scope = 'shared'.
+_PRIVATE_SCOPE = "m.agent_id = %s AND m.scope = 'private'"
+_SHARED_SCOPE = "m.scope = 'shared' AND m.retracted_at IS NULL"
+# FTS5's bm25(), term for term: score = sum over query terms, in query order, of
+#   idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)))
+# with the same operation order, so the double-precision result is identical to SQLite's.
+# Parameters: k1 + 1, k1, 1 - b, b, extra row tokens, avgdl, terms, idfs, tsquery, scope and
+# filters, limit.
+_BM25 = (
+    "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * (m.doc_len + %s) / %s)))"
+    " ORDER BY q.ord) AS score"
+    " FROM memories m CROSS JOIN LATERAL ("
+    " SELECT t.ord, t.idf, (m.term_freqs ->> t.term)::float8 AS tf"
+    " FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS t(term, idf, ord)) q"
+    " WHERE m.lexemes @@ %s::tsquery AND {where} AND q.tf IS NOT NULL"
+    " GROUP BY m.rowid ORDER BY score DESC, m.rowid DESC LIMIT %s"
+)
+
+
+def _row_entry(row: Sequence[Any]) -> MemoryEntry:
+    # Rows were validated when written; model_construct skips re-validation on the read path.
+    meta = MemoryMetadata.model_construct(
+        tags=tuple(row[5]),
+        label=row[6],
+        source=row[7],
+        confidence=row[8],
+        importance=row[9],
+        extra=json.loads(row[10]),
+    )
+    return MemoryEntry.model_construct(
+        id=row[1],
+        agent_id=row[2],
+        category=MemoryCategory(row[3]),
+        content=row[4],
+        metadata=meta,
+        scope=MemoryScope(row[11]),
+        created_at=row[12],
+        updated_at=row[13],
+        expires_at=row[14],
+        valid_from=row[15],
+        valid_to=row[16],
+        superseded_by=row[17],
+        consolidated_at=row[18],
+        access_count=row[19],
+        last_accessed_at=row[20],
+        retracted_at=row[21],
+        relevance_score=None,
+        score=None,
+    )
+
+
+def _vector_literal(vector: Vectors) -> str:
+    # pgvector's text form. repr() of a float32 widened to float64 parses back (strtof) to the
+    # very same float32, so vectors arrive bit-exact without a binary dumper or extra package.
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def _vector_from_send(data: bytes) -> Vectors:
+    # vector_send(): int16 dimension, int16 unused, then big-endian float32 values.
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
+def _analysed(text: str) -> tuple[Counter[str], int]:
+    """Term frequencies (searchable terms only) and length in terms, as FTS5 sees ``text``."""
+    terms = tokenize(text)
+    freqs = Counter(t for t in terms if len(t.encode()) <= _MAX_TERM_BYTES)
+    return freqs, len(terms)
+
+
+def _tsquery(terms: Sequence[str]) -> str:
+    # tsquery input syntax with every term quoted (quotes doubled, backslashes escaped), so no
+    # term is ever read as an operator; analysed terms are letters and digits anyway.
+    quoted = ("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+    return " | ".join(quoted)
+
+
+def _where(query: MemoryQuery, now: datetime) -> tuple[str, list[Any]]:
+    """SQL filter clauses (on alias ``m``) equivalent to ``MemoryQuery.matches``."""
+    clauses = ["(m.expires_at IS NULL OR m.expires_at > %s)"]
+    params: list[Any] = [now]
+    if query.categories is not None:
+        clauses.append("m.category = ANY(%s::text[])")
+        params.append(sorted(c.value for c in query.categories))
+    if query.since is not None:
+        clauses.append("m.created_at >= %s")
+        params.append(query.since)
+    if query.until is not None:
+        clauses.append("m.created_at <= %s")
+        params.append(query.until)
+    if query.label is not None:
+        clauses.append("m.label = %s")
+        params.append(query.label)
+    if query.tags:
+        # Every tag must be present; the GIN index on tags answers @> directly.
+        clauses.append("m.tags @> %s::text[]")
+        params.append(list(query.tags))
+    if query.as_of is not None:
+        clauses.append("COALESCE(m.valid_from, m.created_at) <= %s")
+        clauses.append("(m.valid_to IS NULL OR m.valid_to > %s)")
+        params.extend([query.as_of, query.as_of])
+    elif not query.include_superseded:
+        clauses.append("m.superseded_by IS NULL AND (m.valid_to IS NULL OR m.valid_to > %s)")
+        params.append(now)
+    return " AND ".join(clauses), params
+
+
+async def _insert_archive(
+    conn: Conn, records: Sequence[ArchivedEntry], *, ignore: bool = False
+) -> int:
+    """Write archive rows (in the caller's transaction); returns how many were inserted."""
+    inserted = 0
+    for r in records:
+        cur = await conn.execute(
+            "INSERT INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
+            " VALUES (%s, %s, %s, %s, %s, %s)" + (" ON CONFLICT (id) DO NOTHING" if ignore else ""),
+            (
+                r.archive_id,
+                r.memory_id,
+                r.agent_id,
+                r.reason,
+                r.archived_at,
+                Jsonb(r.entry.to_json()),
+            ),
+        )
+        inserted += max(cur.rowcount, 0)
+    return inserted
+
+
+async def _insert_audit(conn: Conn, records: Sequence[AuditRecord]) -> None:
+    """Write audit records (in the caller's transaction)."""
+    if not records:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO audit (id, at, actor, action, agent_id, memory_id, details)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                (r.id, r.at, r.actor, r.action, r.agent_id, r.memory_id, Jsonb(r.details))
+                for r in records
+            ],
+        )
+
+
+async def _hydrate_sides(
+    conn: Conn, rows: Sequence[Any]
+) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+    """Entries for ``(id, rowids before, rowids after)`` rows of an adjacency query."""
+    sides = {str(r[0]): ([int(x) for x in r[1]], [int(x) for x in r[2]]) for r in rows}
+    wanted = sorted({r for b, a in sides.values() for r in (*b, *a)})
+    by_rowid: dict[int, MemoryEntry] = {}
+    if wanted:
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid = ANY(%s::bigint[])", [wanted]
+        )
+        by_rowid = {int(r[0]): _row_entry(r) for r in await cur.fetchall()}
+    return {
+        entry_id: (
+            [by_rowid[r] for r in before if r in by_rowid],
+            [by_rowid[r] for r in after if r in by_rowid],
+        )
+        for entry_id, (before, after) in sides.items()
+    }

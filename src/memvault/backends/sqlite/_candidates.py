@@ -1,0 +1,296 @@
+"""Search in the SQLite store: the in-process vector matrices and candidate retrieval.
+
+Dense candidates come from per-scope float32 matrices held in process (one per agent, one for
+shared knowledge), lexical ones from FTS5's ``bm25()``; both pass the query's filters. The
+change tracking that tells when those matrices (and the entry cache) are stale lives here too:
+``PRAGMA data_version`` and the ``generation`` counter in ``store_meta``. This is
+:class:`SQLiteCandidatesMixin`, mixed into :class:`~memvault.backends.sqlite.SQLiteBackend`,
+which owns the connection; it is a separate module only to keep each file readable.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from memvault.backends._base import SHARED_KEY, BaseBackend, Vectors
+from memvault.backends.sqlite._rows import (
+    _CATEGORY_CODE,
+    _COLUMNS,
+    _PAGE,
+    _EntryCache,
+    _fts_query,
+    _fts_scope_key,
+    _index_key,
+    _row_entry,
+    _scope_sql,
+    _where,
+    to_us,
+)
+from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
+from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryQuery
+from memvault.retrieval.bm25 import PRUNE_MIN_DOCS, prune_common_terms
+
+__all__ = ["SQLiteCandidatesMixin"]
+
+# The log records keep the logger name they had before this module was split out of backend.
+logger = logging.getLogger("memvault.backends.sqlite.backend")
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    _MixinBase = BaseBackend
+else:
+    _MixinBase = object
+
+
+class SQLiteCandidatesMixin(_MixinBase):
+    """Vector matrices, change tracking and candidate search of the SQLite backend."""
+
+    if TYPE_CHECKING:
+        # Provided by SQLiteBackend (memvault.backends.sqlite.backend).
+        _path: Path
+        _cache: _EntryCache
+        _indexes: dict[str, AgentIndex]
+        _data_version: int
+        _generation: int
+        _fts_count: int
+        _fts_count_generation: int
+
+        async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T: ...
+
+        @property
+        def _db(self) -> sqlite3.Connection: ...
+
+    # -- change tracking ------------------------------------------------------------------------
+
+    @staticmethod
+    def _read_generation(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump_generation(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+        )
+
+    def _refresh(self) -> None:
+        """Drop cached matrices if another process changed the store since we last looked."""
+        conn = self._db
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return
+        self._data_version = version
+        generation = self._read_generation(conn)
+        if generation != self._generation:
+            self._generation = generation
+            if self._indexes:
+                logger.debug("memory.sqlite.refresh", extra={"path": str(self._path)})
+            self._indexes.clear()
+            self._cache.clear()
+
+    def _index_for(self, agent_id: str) -> AgentIndex:
+        """The vector matrix of an agent's private memories, or of shared knowledge (SHARED_KEY)."""
+        index = self._indexes.get(agent_id)
+        if index is not None:
+            return index
+        scope, scope_params = _scope_sql(agent_id)
+        rows = self._db.execute(
+            "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
+            " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector"
+            " FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid"
+            f" WHERE {scope} ORDER BY m.rowid",
+            scope_params,
+        ).fetchall()
+        dim = self._embedder.dimension
+        index = AgentIndex(dim, capacity=len(rows))
+        if rows:
+            blob = b"".join(r[7] for r in rows)
+            vectors = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
+            index.add([self._index_row(r) for r in rows], vectors)
+        self._indexes[agent_id] = index
+        return index
+
+    @staticmethod
+    def _index_row(r: Sequence[Any]) -> IndexRow:
+        return IndexRow(
+            rowid=r[0],
+            category=_CATEGORY_CODE[MemoryCategory(r[1])],
+            created_us=r[2],
+            start_us=r[3],
+            valid_to_us=NEVER if r[4] is None else r[4],
+            expires_us=NEVER if r[5] is None else r[5],
+            superseded=bool(r[6]),
+        )
+
+    # -- candidates -----------------------------------------------------------------------------
+
+    async def _candidates(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+    ) -> CandidateSet:
+        return await self._run(self._candidates_sync, agent_id, query, vector, terms, pool, now)
+
+    def _candidates_sync(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+        exclude_agent: str | None = None,
+    ) -> CandidateSet:
+        """Candidates among the agent's private entries, or shared ones if ``agent_id`` is
+        ``SHARED_KEY`` (minus ``exclude_agent``'s)."""
+        self._refresh()
+        conn = self._db
+        now_us = to_us(now)
+        where, params = _where(query, now_us)
+        scope, scope_params = _scope_sql(agent_id, exclude_agent)
+        dense: list[tuple[int, float]] = []
+        if vector is not None:
+            index = self._index_for(agent_id)
+            allowed = None
+            if query.tags or query.label is not None:
+                rows = conn.execute(
+                    f"SELECT m.rowid FROM memories m WHERE {scope} AND {where}",
+                    [*scope_params, *params],
+                ).fetchall()
+                allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            mask = index.mask(
+                now_us=now_us,
+                categories=None
+                if query.categories is None
+                else [_CATEGORY_CODE[c] for c in query.categories],
+                since_us=None if query.since is None else to_us(query.since),
+                until_us=None if query.until is None else to_us(query.until),
+                as_of_us=None if query.as_of is None else to_us(query.as_of),
+                include_superseded=query.include_superseded,
+                allowed_rowids=allowed,
+            )
+            if exclude_agent is not None and allowed is None:
+                # The shared matrix holds every author; mask out the excluded one's rows.
+                excluded = conn.execute(
+                    "SELECT rowid FROM memories WHERE agent_id = ? AND scope = 'shared'",
+                    (exclude_agent,),
+                ).fetchall()
+                if excluded:
+                    gone = np.fromiter((r[0] for r in excluded), dtype=np.int64)
+                    mask &= ~np.isin(index.rowids[: index.n], gone)
+            dense = index.search(vector, mask, pool)
+        lexical: list[tuple[int, float]] = []
+        terms = self._prune_terms(terms)
+        if terms:
+            key = "shared" if agent_id == SHARED_KEY else _fts_scope_key(agent_id)
+            # The scope key narrows the match inside FTS5 (weight 0: it never scores); the
+            # join still checks scope and filters exactly.
+            rows = conn.execute(
+                "SELECT m.rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts"
+                " JOIN memories m ON m.rowid = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND {scope} AND {where}"
+                " ORDER BY s, m.rowid DESC LIMIT ?",
+                [
+                    f'scope_key : "{key}" AND body : ({_fts_query(terms)})',
+                    *scope_params,
+                    *params,
+                    pool,
+                ],
+            ).fetchall()
+            # FTS5's bm25() is negated so that ORDER BY ascending puts the best first.
+            lexical = [(int(r[0]), -float(r[1])) for r in rows]
+        by_rowid = self._load_rows({r for r, _ in dense} | {r for r, _ in lexical})
+        cands = CandidateSet(query_vector=vector)
+        cands.dense = [(by_rowid[r].id, s) for r, s in dense if r in by_rowid]
+        cands.lexical = [(by_rowid[r].id, s) for r, s in lexical if r in by_rowid]
+        cands.entries = {e.id: e for e in by_rowid.values()}
+        loaded = self._indexes.get(agent_id) if vector is not None else None
+        if loaded is not None:
+            for rowid, entry in by_rowid.items():
+                vec = loaded.vector(rowid, copy=False)
+                if vec is not None:
+                    cands.vectors[entry.id] = vec
+        return cands
+
+    def _prune_terms(self, terms: list[str]) -> list[str]:
+        """Apply :func:`prune_common_terms` with this store's FTS statistics."""
+        if len(terms) < 2:
+            return terms
+        conn = self._db
+        if self._fts_count_generation != self._generation:
+            # FTS5 counts every indexed row (all agents), as its bm25() does.
+            self._fts_count = int(conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0])
+            self._fts_count_generation = self._generation
+        if self._fts_count < PRUNE_MIN_DOCS:
+            return terms
+        marks = ",".join("?" * len(terms))
+        freq = dict(
+            conn.execute(
+                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})", terms
+            ).fetchall()
+        )
+        return prune_common_terms(terms, freq, self._fts_count)
+
+    def _load_rows(self, rowids: Iterable[int]) -> dict[int, MemoryEntry]:
+        """Entries by rowid, from the cache where possible, else from one query per page."""
+        out: dict[int, MemoryEntry] = {}
+        missing: list[int] = []
+        for rowid in rowids:
+            cached = self._cache.get(rowid)
+            if cached is None:
+                missing.append(rowid)
+            else:
+                out[rowid] = cached
+        for start in range(0, len(missing), _PAGE):
+            chunk = missing[start : start + _PAGE]
+            marks = ",".join("?" * len(chunk))
+            for row in self._db.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", chunk
+            ):
+                entry = _row_entry(row)
+                self._cache.put(row[0], entry)
+                out[row[0]] = entry
+        return out
+
+    async def _adjacent(
+        self, agent_id: str, ids: Sequence[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        return await self._run(self._adjacent_sync, agent_id, list(ids), hops)
+
+    def _adjacent_sync(
+        self, agent_id: str, ids: list[str], hops: int
+    ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
+        self._refresh()
+        index = self._index_for(agent_id)
+        marks = ",".join("?" * len(ids))
+        # Looked up by id (unique index), then kept if the row is in this matrix: a WHERE on
+        # agent/scope lets the planner pick the scope index and scan every private row.
+        own = {
+            r[0]: r[1]
+            for r in self._db.execute(
+                "SELECT m.id, m.rowid, m.agent_id, m.scope, m.retracted_at FROM memories m"
+                f" WHERE m.id IN ({marks})",
+                ids,
+            )
+            if _index_key(r[2], r[3], r[4]) == agent_id
+        }
+        sides = {entry_id: index.adjacent(rowid, hops) for entry_id, rowid in own.items()}
+        by_rowid = self._load_rows({r for b, a in sides.values() for r in (*b, *a)})
+        return {
+            entry_id: (
+                [by_rowid[r] for r in before if r in by_rowid],
+                [by_rowid[r] for r in after if r in by_rowid],
+            )
+            for entry_id, (before, after) in sides.items()
+        }

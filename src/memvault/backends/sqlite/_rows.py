@@ -1,0 +1,262 @@
+"""Rows of the SQLite store: conversion between rows and entries, and the SQL fragments.
+
+Timestamps as integer microseconds, ``memories`` rows to :class:`MemoryEntry` (and the LRU of
+hydrated entries), the filter clauses equivalent to ``MemoryQuery.matches``, the per-scope row
+selection, the FTS5 scope keys and query syntax, and the writers of the audit and archive rows.
+They are plain functions with no connection state, kept apart from the backend class so that
+its modules (:mod:`.backend`, :mod:`._candidates`, :mod:`._side`) share one definition of each.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memvault.backends._base import SHARED_KEY
+from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryMetadata,
+    MemoryQuery,
+    MemoryScope,
+    trusted,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CATEGORY_CODE = {c: i for i, c in enumerate(MemoryCategory)}
+_CATEGORIES = {c.value: c for c in MemoryCategory}
+_SCOPES = {s.value: s for s in MemoryScope}
+_COLUMNS = (
+    "m.rowid, m.id, m.agent_id, m.category, m.content, m.tags, m.label, m.source, m.confidence,"
+    " m.importance, m.extra, m.scope, m.created_at, m.updated_at, m.expires_at, m.valid_from,"
+    " m.valid_to, m.superseded_by, m.consolidated_at, m.access_count, m.last_accessed_at,"
+    " m.retracted_at"
+)
+_PAGE = 500
+
+
+def to_us(value: datetime) -> int:
+    """Microseconds since the epoch of an aware datetime (exact)."""
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _opt_us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+def from_us(value: int | None) -> datetime | None:
+    """The aware UTC datetime of a microsecond timestamp."""
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def _json(text: str, empty: Any) -> Any:
+    # Most rows carry no tags or extra metadata; skip the parser for the empty literals.
+    return empty if text in ("[]", "{}") else json.loads(text)
+
+
+def _row_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
+    # Rows were validated when written; `trusted` skips re-validation on the read path, which
+    # would otherwise dominate search latency.
+    meta = trusted(
+        MemoryMetadata,
+        {
+            "tags": tuple(_json(row[5], ())),
+            "source": row[7],
+            "label": row[6],
+            "confidence": row[8],
+            "importance": row[9],
+            "extra": _json(row[10], {}),
+        },
+    )
+    return trusted(
+        MemoryEntry,
+        {
+            "id": row[1],
+            "agent_id": row[2],
+            "category": _CATEGORIES[row[3]],
+            "content": row[4],
+            "metadata": meta,
+            "created_at": _EPOCH + timedelta(microseconds=row[12]),
+            "updated_at": _EPOCH + timedelta(microseconds=row[13]),
+            "expires_at": from_us(row[14]),
+            "valid_from": from_us(row[15]),
+            "valid_to": from_us(row[16]),
+            "superseded_by": row[17],
+            "consolidated_at": from_us(row[18]),
+            "access_count": row[19],
+            "last_accessed_at": from_us(row[20]),
+            "scope": _SCOPES[row[11]],
+            "retracted_at": from_us(row[21]),
+            "relevance_score": None,
+            "score": None,
+        },
+    )
+
+
+class _EntryCache:
+    """A bounded LRU of hydrated entries by rowid (entries are immutable; writes invalidate).
+
+    Search hydrates hundreds of candidates per query and the same popular entries recur, so
+    keeping the parsed objects saves most of the read path. Access counters updated by
+    *another* process are not seen until that process's next write bumps the generation.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[int, MemoryEntry] = OrderedDict()
+        self._rowid: dict[str, int] = {}
+
+    def get(self, rowid: int) -> MemoryEntry | None:
+        entry = self._items.get(rowid)
+        if entry is not None:
+            self._items.move_to_end(rowid)
+        return entry
+
+    def put(self, rowid: int, entry: MemoryEntry) -> None:
+        if self._size <= 0:
+            return
+        self._items[rowid] = entry
+        self._rowid[entry.id] = rowid
+        if len(self._items) > self._size:
+            _, old = self._items.popitem(last=False)
+            self._rowid.pop(old.id, None)
+
+    def drop_rowids(self, rowids: Iterable[int]) -> None:
+        for rowid in rowids:
+            entry = self._items.pop(rowid, None)
+            if entry is not None:
+                self._rowid.pop(entry.id, None)
+
+    def drop_ids(self, ids: Iterable[str]) -> None:
+        self.drop_rowids([r for r in (self._rowid.get(i) for i in ids) if r is not None])
+
+    def touch(self, agent_id: str, ids: Iterable[str], when: datetime, times: int = 1) -> None:
+        """Apply an access-counter bump to the cached copies (instead of dropping them:
+        popular entries are the ones searches touch, and they would be re-read every time)."""
+        for i in dict.fromkeys(ids):  # SQL's IN bumps a repeated id once
+            rowid = self._rowid.get(i)
+            entry = None if rowid is None else self._items.get(rowid)
+            if rowid is not None and entry is not None and entry.agent_id == agent_id:
+                self._items[rowid] = entry.model_copy(
+                    update={"access_count": entry.access_count + times, "last_accessed_at": when}
+                )
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._rowid.clear()
+
+
+def _fts_scope_key(agent_id: str, scope: MemoryScope = MemoryScope.PRIVATE) -> str:
+    """The FTS ``scope_key`` of a row: ``a`` + hex of the agent id (one token, exact for any
+    id), or ``shared`` (not hex, so never an agent's key) for shared knowledge."""
+    if scope is MemoryScope.SHARED:
+        return "shared"
+    return "a" + agent_id.encode("utf-8").hex()
+
+
+def _fts_query(terms: Sequence[str]) -> str:
+    # Terms are analysed words (letters and digits only), quoted anyway so no term can ever be
+    # read as FTS5 syntax.
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _where(query: MemoryQuery, now_us: int) -> tuple[str, list[Any]]:
+    """SQL filter clauses (on alias ``m``) equivalent to ``MemoryQuery.matches``."""
+    clauses = ["(m.expires_at IS NULL OR m.expires_at > ?)"]
+    params: list[Any] = [now_us]
+    if query.categories is not None:
+        cats = sorted(c.value for c in query.categories)
+        clauses.append(f"m.category IN ({','.join('?' * len(cats))})")
+        params.extend(cats)
+    if query.since is not None:
+        clauses.append("m.created_at >= ?")
+        params.append(to_us(query.since))
+    if query.until is not None:
+        clauses.append("m.created_at <= ?")
+        params.append(to_us(query.until))
+    if query.label is not None:
+        clauses.append("m.label = ?")
+        params.append(query.label)
+    for tag in query.tags:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_rowid = m.rowid AND t.tag = ?)"
+        )
+        params.append(tag)
+    if query.as_of is not None:
+        as_of = to_us(query.as_of)
+        clauses.append("COALESCE(m.valid_from, m.created_at) <= ?")
+        clauses.append("(m.valid_to IS NULL OR m.valid_to > ?)")
+        params.extend([as_of, as_of])
+    elif not query.include_superseded:
+        clauses.append("m.superseded_by IS NULL AND (m.valid_to IS NULL OR m.valid_to > ?)")
+        params.append(now_us)
+    return " AND ".join(clauses), params
+
+
+def _scope_sql(key: str, exclude_agent: str | None = None) -> tuple[str, list[Any]]:
+    """The rows a per-scope query covers (alias ``m``): an agent's private memories, or the
+    live shared knowledge of every author but ``exclude_agent`` when ``key`` is SHARED_KEY."""
+    if key != SHARED_KEY:
+        return "m.agent_id = ? AND m.scope = 'private'", [key]
+    if exclude_agent is None:
+        return "m.scope = 'shared' AND m.retracted_at IS NULL", []
+    return "m.scope = 'shared' AND m.retracted_at IS NULL AND m.agent_id <> ?", [exclude_agent]
+
+
+def _index_key(agent_id: str, scope: str, retracted_at: Any) -> str | None:
+    """Which in-process matrix holds a row: its agent's, the shared one, or none (retracted)."""
+    if scope == MemoryScope.PRIVATE.value:
+        return agent_id
+    if scope == MemoryScope.SHARED.value and retracted_at is None:
+        return SHARED_KEY
+    return None
+
+
+def _insert_audit(
+    conn: sqlite3.Connection, records: Sequence[AuditRecord], *, ignore: bool = False
+) -> None:
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    conn.executemany(
+        f"{verb} INTO audit (id, at, actor, action, agent_id, memory_id, details)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.id,
+                to_us(r.at),
+                r.actor,
+                r.action,
+                r.agent_id,
+                r.memory_id,
+                json.dumps(r.details, sort_keys=True),
+            )
+            for r in records
+        ],
+    )
+
+
+def _insert_archive(
+    conn: sqlite3.Connection, records: Sequence[ArchivedEntry], *, ignore: bool = False
+) -> None:
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    conn.executemany(
+        f"{verb} INTO archive (id, memory_id, agent_id, reason, archived_at, entry)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.archive_id,
+                r.memory_id,
+                r.agent_id,
+                r.reason,
+                to_us(r.archived_at),
+                json.dumps(r.entry.to_json(), sort_keys=True),
+            )
+            for r in records
+        ],
+    )

@@ -1,0 +1,144 @@
+"""``create_app``: the REST app, assembled from the routers, guards and error handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import PlainTextResponse
+from starlette.routing import Route
+
+from memvault._version import __version__
+from memvault.api.operations import OPERATIONS, Operation
+from memvault.api.responses import ErrorOut
+from memvault.server.metrics import Metrics, MetricsMiddleware
+from memvault.server.rest.auth import Authenticator, Caller
+from memvault.server.rest.errors import install_error_handlers
+from memvault.server.rest.guards import (
+    DEFAULT_MAX_BODY_BYTES,
+    LOCAL_HOSTS,
+    BodyLimit,
+    McpEndpoint,
+)
+from memvault.server.rest.routes import operation_routers
+from memvault.service import MemoryService
+
+if TYPE_CHECKING:
+    from memvault.server.keys import KeyStore
+
+__all__ = ["ServerSettings", "create_app"]
+
+logger = logging.getLogger("memvault.server.rest")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """How the app guards itself: body size limit, CORS origins, whether MCP is mounted."""
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    cors_origins: tuple[str, ...] = ()
+    mount_mcp: bool = True
+
+
+def _ops_router(metrics: Metrics) -> APIRouter:
+    """Liveness and Prometheus metrics."""
+    router = APIRouter(tags=["ops"])
+
+    @router.get("/health", summary="Liveness: the server answers")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @router.get(
+        "/metrics",
+        summary="Prometheus metrics (text exposition format)",
+        response_class=PlainTextResponse,
+    )
+    async def metrics_text(actor: Caller) -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return router
+
+
+def create_app(
+    service: MemoryService,
+    *,
+    keys: KeyStore | None,
+    settings: ServerSettings | None = None,
+    operations: Iterable[Operation] = OPERATIONS,
+) -> FastAPI:
+    """The REST app over ``service``: a route per operation of ``operations``.
+
+    ``keys=None`` disables authentication: every request acts as the local admin of the default
+    tenant (only for local use; ``memvault serve`` allows it on loopback only).
+    """
+    conf = settings or ServerSettings()
+    ops = tuple(operations)
+    auth = Authenticator(keys)
+    metrics = Metrics()
+    mcp_http: Any = None
+    if conf.mount_mcp:
+        try:
+            from memvault.server.mcp import create_mcp_http_app
+        except ImportError:  # the mcp extra is not installed: REST only
+            logger.info("mcp.http.disabled", extra={"reason": "mcp package not installed"})
+        else:
+            mcp_http = create_mcp_http_app(service, operations=ops)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if mcp_http is not None:
+                await stack.enter_async_context(mcp_http.lifespan())
+            try:
+                yield
+            finally:
+                await service.close()
+                if keys is not None:
+                    await asyncio.to_thread(keys.close)
+
+    app = FastAPI(
+        title="memvault",
+        version=__version__,
+        summary="Durable, typed memory for LLM agents.",
+        lifespan=lifespan,
+        responses={
+            401: {"model": ErrorOut, "description": "Missing or invalid API key"},
+            403: {"model": ErrorOut, "description": "Not allowed for this key"},
+            422: {"model": ErrorOut, "description": "Invalid input"},
+        },
+    )
+    app.state.memvault_auth = auth
+    install_error_handlers(app)
+    app.include_router(_ops_router(metrics))
+    for router in operation_routers(service, ops):
+        app.include_router(router)
+
+    if mcp_http is not None:
+        # A Route, not a Mount: "/mcp" itself answers (a mount would redirect it to "/mcp/").
+        endpoint = McpEndpoint(mcp_http.app, auth)
+        app.router.routes.append(Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"]))
+
+    # -- middleware (outermost last) ------------------------------------------------------------
+    if conf.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(conf.cors_origins),
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(BodyLimit, limit=conf.max_body_bytes)
+    if keys is None:
+        # Without keys the server trusts whoever can reach it, which --no-auth limits to this
+        # machine; a Host check stops web pages from reaching it through DNS rebinding.
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

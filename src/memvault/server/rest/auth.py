@@ -1,0 +1,93 @@
+"""Authentication of REST (and MCP-over-HTTP) requests: bearer API key -> :class:`Actor`.
+
+One dependency, :data:`Caller`, is shared by every router; the authenticated actor is also left
+in the ASGI scope (``memvault.actor``) where the MCP tools read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memvault.api.auth import DEFAULT_TENANT, Actor, ActorKind, Scope
+from memvault.errors import MemoryAuthenticationError
+
+if TYPE_CHECKING:
+    from memvault.server.keys import ApiKey, KeyStore
+
+__all__ = ["KEY_CACHE_SECONDS", "Authenticator", "Caller", "actor_for_key", "current_actor"]
+
+# How long an authenticated key is trusted without asking the key store again: revocation
+# takes effect within this many seconds, and a busy server does not hit the store per request.
+KEY_CACHE_SECONDS = 5.0
+
+
+def actor_for_key(key: ApiKey) -> Actor:
+    """The actor an API key acts as: its agent, or (unbound) a human/admin of its tenant."""
+    scopes = list(key.scopes)
+    if key.agent_id is not None:
+        return Actor.agent(key.agent_id, tenant=key.tenant, scopes=scopes)
+    if Scope.ADMIN in scopes:
+        return Actor(ActorKind.ADMIN, key.name, key.tenant, frozenset(scopes))
+    return Actor.human(key.name, tenant=key.tenant, scopes=scopes)
+
+
+class Authenticator:
+    """Bearer key -> Actor, with a short cache in front of the key store.
+
+    Without a key store (``keys=None``) every request acts as the local admin.
+    """
+
+    def __init__(self, keys: KeyStore | None) -> None:
+        self._keys = keys
+        self._cache: dict[str, tuple[float, Actor]] = {}
+        self._local = Actor.admin("local", tenant=DEFAULT_TENANT)
+
+    async def __call__(self, header: str | None) -> Actor:
+        if self._keys is None:
+            return self._local
+        if not header:
+            msg = "missing API key: send 'Authorization: Bearer <key>'"
+            raise MemoryAuthenticationError(msg)
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            msg = "malformed Authorization header: expected 'Bearer <key>'"
+            raise MemoryAuthenticationError(msg)
+        digest = hashlib.sha256(secret.strip().encode("utf-8", "replace")).hexdigest()
+        now = time.monotonic()
+        hit = self._cache.get(digest)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        key = await asyncio.to_thread(self._keys.authenticate, secret.strip())
+        if key is None:
+            self._cache.pop(digest, None)
+            msg = "invalid or revoked API key"
+            raise MemoryAuthenticationError(msg)
+        actor = actor_for_key(key)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[digest] = (now + KEY_CACHE_SECONDS, actor)
+        return actor
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from `memvault keys create`.")
+
+
+async def current_actor(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Actor:
+    """The authenticated caller (FastAPI dependency); also left in the ASGI scope."""
+    auth: Authenticator = request.app.state.memvault_auth
+    actor = await auth(request.headers.get("authorization"))
+    request.scope["memvault.actor"] = actor
+    return actor
+
+
+Caller = Annotated[Actor, Depends(current_actor)]
+"""The route parameter type of the authenticated caller."""

@@ -1,0 +1,46 @@
+"""Open the session store for a memvault storage URL.
+
+The factory is the one place that knows every driver: it sits above
+:mod:`memvault.sessions.store` (protocol, validators, in-process store) and the drivers that
+build on it (:mod:`memvault.sessions.sqlite`, :mod:`memvault.sessions.postgres`), so none of
+them imports it back. ``PostgresSessionStore`` is imported on first use, so psycopg stays an
+optional extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memvault.errors import MemoryConfigError
+from memvault.sessions.store import InMemorySessionStore, SessionStore
+
+__all__ = ["open_session_store"]
+
+
+def open_session_store(url: str, *, schema: str | None = None) -> SessionStore:
+    """The session store for a memvault storage URL (the same URL the memories use).
+
+    A plain path or ``sqlite:///path.db`` gives a :class:`SQLiteSessionStore` on that file,
+    ``postgresql://...`` a :class:`PostgresSessionStore` (extra ``memvault[postgres]``; the
+    ``schema`` argument or a ``schema=`` URL parameter names the schema), ``memory://`` an
+    :class:`InMemorySessionStore`. Nothing is opened until the first call.
+
+    Raises:
+        MemoryConfigError: an unsupported URL (``composite://`` and ``http(s)://`` included:
+            name the child store the sessions should live in instead).
+    """
+    from memvault.backends.factory import parse_url
+
+    kind, target = parse_url(url)
+    if kind == "memory":
+        return InMemorySessionStore()
+    if kind == "sqlite":
+        from memvault.sessions.sqlite import SQLiteSessionStore
+
+        return SQLiteSessionStore(Path(target).expanduser())
+    if kind == "postgresql":
+        from memvault.sessions.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(target, schema=schema)
+    msg = f"sessions cannot be stored in {url!r}: use a file path, sqlite://, postgresql:// or memory://"
+    raise MemoryConfigError(msg)
