@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 from pydantic import ValidationError
@@ -40,6 +41,7 @@ from memvault._inputs import item_request as _item_request
 from memvault._inputs import load_export as _load_export
 from memvault._inputs import store_request as _request
 from memvault._version import __version__
+from memvault.api.operations import Operation, operation_table
 from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import MemvaultConfig
 from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
@@ -117,6 +119,10 @@ _BY_STATUS: dict[int, type[MemoryError]] = {
     501: MemoryCapabilityError,
     503: MemoryConnectionError,
 }
+
+
+def _kind(op: Operation) -> Kind:
+    return "read" if op.kind == "read" else "write"
 
 
 def _failure(kind: Kind, message: str) -> MemoryError:
@@ -264,6 +270,7 @@ class RemoteAsyncMemory(AsyncMemory):
         self._timeout = float(timeout)
         self._api_key = _check_key(api_key if api_key is not None else os.environ.get(API_KEY_ENV))
         self._config = config if config is not None else MemvaultConfig()
+        self._operations = operation_table()
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -377,6 +384,47 @@ class RemoteAsyncMemory(AsyncMemory):
                 raise MemoryConnectionError(msg) from None
         raise self._error(resp, kind)
 
+    async def _send(self, operation: str | Operation, fields: Mapping[str, Any]) -> Any:
+        """Call one declared operation on the server; the decoded JSON of its answer.
+
+        The operation's declaration (:mod:`memvault.api.operations`) gives the method, the path
+        and whether it reads or writes; its input model checks ``fields`` here with the
+        server's own limits, so a bad value fails before anything is sent.
+        """
+        op = operation if isinstance(operation, Operation) else self._operations.get(operation)
+        if op is None or op.http is None:
+            name = operation.name if isinstance(operation, Operation) else operation
+            msg = f"operation {name!r} is not offered over HTTP"
+            raise MemoryCapabilityError(msg)
+        try:
+            request = op.parse(fields)
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        http = op.http
+        in_path = http.path_params
+        path = http.path.format(
+            **{name: quote(str(getattr(request, name)), safe="") for name in in_path}
+        )
+        data = request.model_dump(mode="json", exclude=set(in_path), exclude_none=True)
+        if http.has_body:
+            return await self._call(http.method, path, kind=_kind(op), body=data)
+        return await self._call(http.method, path, kind=_kind(op), params=data)
+
+    async def call(self, operation: str | Operation, **fields: Any) -> Any:
+        """Call any declared operation (by name, or its declaration) with its input fields.
+
+        Returns the operation's JSON answer.
+
+        The typed methods (:meth:`search`, :meth:`write`, ...) are the everyday API; this
+        reaches every operation the server offers, including ones added after this client's
+        methods were written (``await mem.call("count", agent_id="dev-1")``).
+
+        Raises:
+            MemoryCapabilityError: no such operation is offered over HTTP.
+            MemoryValidationError: ``fields`` do not fit the operation's input.
+        """
+        return await self._send(operation, fields)
+
     def _error(self, resp: httpx.Response, kind: Kind) -> MemoryError:
         """The memvault error of an error response (by its code, else by its status)."""
         status = resp.status_code
@@ -450,7 +498,7 @@ class RemoteAsyncMemory(AsyncMemory):
             body["dedup"] = bool(dedup)
         if admission:
             body["admission"] = True
-        data = await self._call("POST", "/v1/memories", kind="write", body=body)
+        data = await self._send("store", body)
         with self._decoding("write"):
             mid = data["id"]
             decision = WriteDecision.model_validate(data["detail"])
@@ -478,7 +526,7 @@ class RemoteAsyncMemory(AsyncMemory):
             body: dict[str, Any] = {"agent_id": agent, "items": batch}
             if dedup is not None:
                 body["dedup"] = bool(dedup)
-            data = await self._call("POST", "/v1/memories/batch", kind="write", body=body)
+            data = await self._send("store_many", body)
             with self._decoding("write"):
                 got = [str(i) for i in data["ids"]]
                 if len(got) != len(batch):
@@ -492,9 +540,7 @@ class RemoteAsyncMemory(AsyncMemory):
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         try:
-            await self._call(
-                "DELETE", f"/v1/memories/{mid}", kind="write", params={"agent_id": agent}
-            )
+            await self._send("delete", {"memory_id": mid, "agent_id": agent})
         except MemoryNotFoundError:
             return False
         return True
@@ -507,7 +553,7 @@ class RemoteAsyncMemory(AsyncMemory):
         agent = check_agent(agent_id)
         cat = None if category is None else parse_category(category)
         params = {"agent_id": agent, "category": None if cat is None else cat.value}
-        data = await self._call("DELETE", "/v1/memories", kind="write", params=params)
+        data = await self._send("clear", params)
         with self._decoding("write"):
             return int(data["deleted"])
 
@@ -517,7 +563,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """Have the server enforce its retention rules now (``POST /v1/sweep``, admin)."""
         agent = None if agent_id is None else check_agent(agent_id)
         body = {} if agent is None else {"agent_id": agent}
-        data = await self._call("POST", "/v1/sweep", kind="write", body=body)
+        data = await self._send("sweep", body)
         with self._decoding("write"):
             return RetentionReport(
                 expired={str(k): str(v) for k, v in data["expired"].items()},
@@ -551,7 +597,7 @@ class RemoteAsyncMemory(AsyncMemory):
         if config is not None:
             raise _not_remote("a consolidation config (the server uses its own)")
         body = {"agent_id": agent, "strategy": kind.value, "dry_run": bool(dry_run)}
-        data = await self._call("POST", "/v1/consolidate", kind="write", body=body)
+        data = await self._send("consolidate", body)
         with self._decoding("write"):
             return ConsolidationResult.model_validate(data)
 
@@ -576,7 +622,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """The agent's archived memories, newest first (``GET /v1/archive``)."""
         agent = check_agent(agent_id)
         params = {"agent_id": agent, "limit": limit, "offset": offset}
-        data = await self._call("GET", "/v1/archive", kind="read", params=params)
+        data = await self._send("archived", params)
         with self._decoding("read"):
             return [ArchivedEntry.model_validate(row) for row in data["archived"]]
 
@@ -594,7 +640,7 @@ class RemoteAsyncMemory(AsyncMemory):
         index: dict[str, str] = {}
         for start in range(0, len(wanted), 1000):
             body = {"agent_id": agent, "ids": wanted[start : start + 1000], "reason": reason}
-            data = await self._call("POST", "/v1/archive", kind="write", body=body)
+            data = await self._send("archive", body)
             with self._decoding("write"):
                 index.update({str(k): str(v) for k, v in data["index"].items()})
         return index
@@ -607,8 +653,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
-        path = f"/v1/archive/{mid}/restore"
-        data = await self._call("POST", path, kind="write", body={"agent_id": agent})
+        data = await self._send("restore", {"memory_id": mid, "agent_id": agent})
         with self._decoding("write"):
             return _entry(data)
 
@@ -618,7 +663,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """The newest audit records (of one agent and/or memory), oldest first (admin)."""
         agent = None if agent_id is None else check_agent(agent_id)
         params = {"agent_id": agent, "memory_id": memory_id, "limit": limit}
-        data = await self._call("GET", "/v1/audit", kind="read", params=params)
+        data = await self._send("audit", params)
         with self._decoding("read"):
             return [AuditRecord.model_validate(row) for row in data["records"]]
 
@@ -681,7 +726,7 @@ class RemoteAsyncMemory(AsyncMemory):
         for name, value in (("since", q.since), ("until", q.until), ("as_of", q.as_of)):
             if value is not None:
                 body[name] = value.isoformat()
-        data = await self._call("POST", "/v1/search", kind="read", body=body)
+        data = await self._send("search", body)
         with self._decoding("read"):
             return [_entry(row) for row in data["results"]]
 
@@ -693,9 +738,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
-        data = await self._call(
-            "GET", f"/v1/memories/{mid}", kind="read", params={"agent_id": agent}
-        )
+        data = await self._send("get", {"memory_id": mid, "agent_id": agent})
         with self._decoding("read"):
             return _entry(data)
 
@@ -704,7 +747,7 @@ class RemoteAsyncMemory(AsyncMemory):
         agent = check_agent(agent_id)
         cat = None if category is None else parse_category(category)
         params = {"agent_id": agent, "category": None if cat is None else cat.value}
-        data = await self._call("GET", "/v1/count", kind="read", params=params)
+        data = await self._send("count", params)
         with self._decoding("read"):
             return int(data["count"])
 
@@ -742,7 +785,7 @@ class RemoteAsyncMemory(AsyncMemory):
             "offset": offset,
             "include_superseded": q.include_superseded,
         }
-        data = await self._call("GET", "/v1/memories", kind="read", params=params)
+        data = await self._send("list", params)
         with self._decoding("read"):
             return [_entry(row) for row in data["memories"]]
 
@@ -796,7 +839,7 @@ class RemoteAsyncMemory(AsyncMemory):
         }
         if cats is not None:
             body["categories"] = sorted(c.value for c in cats)
-        data = await self._call("POST", "/v1/context", kind="read", body=body)
+        data = await self._send("context", body)
         with self._decoding("read"):
             return MemoryContext(
                 entries=tuple(_entry(row) for row in data["entries"]),
@@ -829,7 +872,7 @@ class RemoteAsyncMemory(AsyncMemory):
             "tags": list(request.metadata.tags),
             "metadata": dict(request.metadata.extra),
         }
-        data = await self._call("POST", "/v1/shared", kind="write", body=body)
+        data = await self._send("publish", body)
         with self._decoding("write"):
             return str(data["id"])
 
@@ -845,7 +888,7 @@ class RemoteAsyncMemory(AsyncMemory):
         body: dict[str, Any] = {"query": query, "limit": min(q.limit, _SEARCH_LIMIT)}
         if exclude is not None:
             body["exclude_agent"] = exclude
-        data = await self._call("POST", "/v1/shared/search", kind="read", body=body)
+        data = await self._send("search_shared", body)
         with self._decoding("read"):
             return [_entry(row).model_copy(update={"score": None}) for row in data["results"]]
 
@@ -853,9 +896,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """Retract shared knowledge ``agent_id`` published; False if it is not a live one."""
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
-        data = await self._call(
-            "DELETE", f"/v1/shared/{mid}", kind="write", params={"agent_id": agent}
-        )
+        data = await self._send("retract", {"memory_id": mid, "agent_id": agent})
         with self._decoding("write"):
             return bool(data["retracted"])
 
@@ -867,7 +908,7 @@ class RemoteAsyncMemory(AsyncMemory):
         """Every memory (of one agent, or the tenant's: admin) as JSON objects; written to
         ``path`` (atomically) if given."""
         agent = None if agent_id is None else check_agent(agent_id)
-        data = await self._call("GET", "/v1/export", kind="read", params={"agent_id": agent})
+        data = await self._send("export", {"agent_id": agent})
         with self._decoding("read"):
             rows = data["memories"]
             if not isinstance(rows, builtins.list) or not all(isinstance(r, dict) for r in rows):
@@ -918,7 +959,7 @@ class RemoteAsyncMemory(AsyncMemory):
                 body: dict[str, Any] = {"items": part}
                 if agent is not None:
                     body["agent_id"] = agent
-                data = await self._call("POST", "/v1/import", kind="write", body=body)
+                data = await self._send("import", body)
                 with self._decoding("write"):
                     added += int(data["added"])
             if on_progress is not None:
@@ -927,13 +968,13 @@ class RemoteAsyncMemory(AsyncMemory):
 
     async def stats(self) -> StoreStats:
         """Counts of the key's tenant store (not for agent keys)."""
-        data = await self._call("GET", "/v1/stats", kind="read")
+        data = await self._send("stats", {})
         with self._decoding("read"):
             return StoreStats.model_validate(data)
 
     async def agents(self) -> builtins.list[str]:
         """Agent ids that have memories (an agent key sees only itself)."""
-        data = await self._call("GET", "/v1/agents", kind="read")
+        data = await self._send("agents", {})
         with self._decoding("read"):
             return [str(a) for a in data["agents"]]
 

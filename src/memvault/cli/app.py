@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from typer.exceptions import TyperException
 
+import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
 import memvault.cli.mcp_cmd as mcp_cmd
 import memvault.cli.serve as serve_cmd
@@ -68,6 +69,7 @@ sessions.register(app)
 mcp_cmd.register(app)
 serve_cmd.register(app)
 keys.register(app)
+api_cmd.register(app)
 
 
 def _error(text: str) -> None:

@@ -1,0 +1,212 @@
+"""The operation table drives every interface: one declaration, four ways in.
+
+The first tests walk :data:`memvault.api.operations.OPERATIONS` and check that each declaration is
+complete and consistent with its implementation and its interfaces. The last ones declare a toy
+operation *in this file* and show it appears in REST, MCP, the CLI and the remote client without
+any other code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client import Client
+from pydantic import Field
+from typer.testing import CliRunner
+
+from memvault.api import requests as rq
+from memvault.api.auth import Actor, Scope
+from memvault.api.operations import OPERATIONS, Http, Operation, Tool, get_operation
+from memvault.cli import _common
+from memvault.cli.api import build_api_app
+from memvault.config import load_config
+from memvault.errors import MemoryPermissionError, MemoryValidationError
+from memvault.memory import AsyncMemory
+from memvault.protocols import Embedder
+from memvault.remote import RemoteAsyncMemory
+from memvault.server.mcp import TOOL_NAMES, create_mcp_server
+from memvault.server.rest import create_app
+from memvault.service import MemoryService
+
+from .conftest import run_app
+
+# -- the table --------------------------------------------------------------------------------
+
+
+def test_every_operation_is_declared_once_with_docs_and_an_implementation() -> None:
+    names = [op.name for op in OPERATIONS]
+    assert len(names) == len(set(names))
+    routes = [(op.http.method, op.http.path) for op in OPERATIONS if op.http is not None]
+    assert len(routes) == len(set(routes))
+    for op in OPERATIONS:
+        assert op.doc.strip() and op.request.__doc__, op.name
+        assert get_operation(op.name) is op
+        method = getattr(MemoryService, op.implementation, None)
+        assert method is not None and inspect.iscoroutinefunction(method), op.name
+        # The keywords the table passes are parameters of the implementation.
+        params = inspect.signature(method).parameters
+        example = {name: [] if name == "items" else "x" for name in op.request.model_fields}
+        arguments = op.arguments(op.request.model_construct(**example))
+        assert set(arguments) <= set(params), (op.name, set(arguments) - set(params))
+        if op.http is not None:
+            assert set(op.http.path_params) <= set(op.request.model_fields), op.name
+        if op.tool is not None and op.tool.fields is not None:
+            assert set(op.tool.fields) <= set(op.request.model_fields), op.name
+
+
+def test_every_route_of_the_app_comes_from_the_table(tmp_path: Path, minilm: Embedder) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "s.db")), embedder=minilm)
+    app = create_app(service, keys=None)
+    declared = {(op.http.method, op.http.path) for op in OPERATIONS if op.http is not None}
+    served = {
+        (method.upper(), path)
+        for path, methods in app.openapi()["paths"].items()
+        for method in methods
+        if path.startswith("/v1/")
+    }
+    assert served == declared
+
+
+def test_mcp_tools_and_cli_commands_are_the_declared_ones() -> None:
+    assert set(TOOL_NAMES) == {op.tool.name for op in OPERATIONS if op.tool is not None}
+    commands = {c.name for c in build_api_app().registered_commands}
+    assert commands == {op.name.replace("_", "-") for op in OPERATIONS if op.cli}
+
+
+async def test_service_call_enforces_the_declared_scope(tmp_path: Path, minilm: Embedder) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "s.db")), embedder=minilm)
+    reader = Actor.human("ro", scopes=["read"])
+    writer = Actor.human("rw", scopes=["read", "write"])
+    try:
+        for op in OPERATIONS:
+            too_weak = {Scope.READ: None, Scope.WRITE: reader, Scope.ADMIN: writer}[op.scope]
+            if too_weak is None:
+                continue
+            # Refused before the input is even looked at.
+            with pytest.raises(MemoryPermissionError, match="lacks"):
+                await service.call(too_weak, op, {})
+        with pytest.raises(MemoryValidationError, match="unknown operation"):
+            await service.call(writer, "no_such_thing", {})
+        with pytest.raises(MemoryValidationError, match="limit"):
+            await service.call(writer, "search", {"agent_id": "a", "query": "q", "limit": 0})
+        ids = await service.call(
+            writer, "store_many", {"agent_id": "a", "items": [{"content": "Tea at four."}]}
+        )
+        assert await service.call(reader, "count", {"agent_id": "a"}) == len(ids) == 1
+    finally:
+        await service.close()
+
+
+# -- a toy operation, declared here and nowhere else ------------------------------------------
+
+
+class EchoBody(rq.Request):
+    """Say a word back with how many memories the agent has."""
+
+    agent_id: str = rq.AgentId
+    word: str = Field(min_length=1, max_length=20, description="The word to say back.")
+    times: int = Field(default=1, ge=1, le=3, description="How many times.")
+
+
+async def _echo(service: MemoryService, actor: Actor, req: EchoBody) -> dict[str, Any]:
+    count = await service.count(actor, agent_id=req.agent_id)
+    return {"echo": " ".join([req.word] * req.times), "memories": count}
+
+
+ECHO = Operation(
+    "echo",
+    EchoBody,
+    Scope.READ,
+    "Say a word back",
+    lambda result, _req: result,
+    invoke=_echo,
+    http=Http("POST", "/v1/echo", "toys"),
+    tool=Tool("echo_word", "Echo", "Say a word back.", read_only=True),
+)
+TABLE = (*OPERATIONS, ECHO)
+
+
+@pytest.fixture
+async def toy_service(tmp_path: Path, minilm: Embedder) -> AsyncIterator[MemoryService]:
+    service = MemoryService(load_config(url=str(tmp_path / "toy.db")), embedder=minilm)
+    await service.store(Actor.admin(), "The deploy window is Tuesday.", agent_id="dev-1")
+    yield service
+    await service.close()
+
+
+async def test_a_toy_operation_appears_in_rest(toy_service: MemoryService) -> None:
+    app = create_app(toy_service, keys=None, operations=TABLE)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        ok = await client.post("/v1/echo", json={"agent_id": "dev-1", "word": "hi", "times": 2})
+        bad = await client.post("/v1/echo", json={"agent_id": "dev-1", "word": "hi", "x": 1})
+        spec = (await client.get("/openapi.json")).json()
+    assert ok.status_code == 200
+    assert ok.json() == {"echo": "hi hi", "memories": 1}
+    assert bad.status_code == 422
+    assert bad.json()["error"]["code"] == "validation_error"
+    assert spec["paths"]["/v1/echo"]["post"]["summary"] == "Say a word back"
+    assert "EchoBody" in spec["components"]["schemas"]
+
+
+async def test_a_toy_operation_appears_in_mcp(toy_service: MemoryService) -> None:
+    server = create_mcp_server(toy_service, lambda _ctx: Actor.agent("dev-1"), operations=TABLE)
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool("echo_word", {"word": "yo"})
+        refused = await client.call_tool("echo_word", {"word": "yo", "times": 9})
+    schema = tools["echo_word"].input_schema
+    assert schema["required"] == ["word"]  # agent_id defaults to the calling agent
+    assert schema["properties"]["times"]["maximum"] == 3
+    assert not result.is_error
+    assert result.structured_content == {"echo": "yo", "memories": 1}
+    assert refused.is_error
+
+
+@pytest.fixture
+def cli_store(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "cli.db"
+    _common.state.db = str(path)
+    yield path
+    _common.close_memory()
+    _common.state.db = None
+
+
+def test_a_toy_operation_appears_in_the_cli(cli_store: Path) -> None:
+    runner = CliRunner()
+    app = build_api_app(TABLE)
+    stored = runner.invoke(app, ["store", "--agent-id", "dev-1", "--content", "Lunch at noon."])
+    assert stored.exit_code == 0, stored.output
+    done = runner.invoke(app, ["echo", "--agent-id", "dev-1", "--word", "ok", "--times", "3"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output) == {"echo": "ok ok ok", "memories": 1}
+    helped = runner.invoke(app, ["echo", "--help"])
+    assert "--word" in helped.output and "--times" in helped.output
+
+
+async def test_a_toy_operation_appears_in_the_remote_client(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    # A service the server's own loop opens (nothing touched it on this test's loop).
+    service = MemoryService(load_config(url=str(tmp_path / "remote.db")), embedder=minilm)
+    url, stop = run_app(create_app(service, keys=None, operations=TABLE))
+    remote = AsyncMemory(url)
+    try:
+        assert isinstance(remote, RemoteAsyncMemory)
+        await remote.add("The deploy window is Tuesday.", agent_id="dev-1")
+        answer = await remote.call(ECHO, agent_id="dev-1", word="hey")
+        assert answer == {"echo": "hey", "memories": 1}
+        # Checked on the client with the declared limits: nothing is sent.
+        with pytest.raises(MemoryValidationError, match="word"):
+            await remote.call(ECHO, agent_id="dev-1", word="x" * 21)
+        # Every declared operation is reachable by name as well.
+        assert await remote.call("count", agent_id="dev-1") == {"count": 1}
+    finally:
+        await remote.close()
+        stop()
