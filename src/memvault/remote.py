@@ -8,8 +8,9 @@ URL: every method keeps its signature, its return type and its errors. A respons
 out or answers something that is not memvault is a :class:`~memvault.errors.MemoryConnectionError`
 naming the URL. httpx's own exceptions never escape.
 
-What the server decides for itself is not sent: its retrieval preset, its consolidation LLM and
-settings, its retention rules and consolidation schedule; asking for them per call raises
+What the server decides for itself is not sent: its retrieval settings (a search may name one of
+its presets), its consolidation LLM and settings, its retention rules and consolidation
+schedule; asking for them per call raises
 :class:`~memvault.errors.MemoryCapabilityError`. Reads (``GET``) are retried twice on connection
 failures and ``503``; writes are never retried.
 """
@@ -691,7 +692,7 @@ class RemoteAsyncMemory(AsyncMemory):
         The server returns at most 100 results per search (a larger ``limit`` gets the best 100).
 
         Raises:
-            MemoryCapabilityError: ``preset`` given (the server ranks with its own preset).
+            MemoryCapabilityError: ``preset`` is a ``RetrievalConfig`` object (name a preset).
         """
         agent = check_agent(agent_id)
         if not isinstance(query, str) or not query.strip():
@@ -708,8 +709,8 @@ class RemoteAsyncMemory(AsyncMemory):
             include_superseded=include_superseded,
             min_relevance=min_relevance,
         )
-        if preset is not None:
-            raise _not_remote("a per-search retrieval preset (the server uses its own)")
+        if preset is not None and not isinstance(preset, str):
+            raise _not_remote("a retrieval config object (name one of the server's presets)")
         body: dict[str, Any] = {
             "agent_id": agent,
             "query": query,
@@ -718,6 +719,7 @@ class RemoteAsyncMemory(AsyncMemory):
             "include_superseded": q.include_superseded,
             "min_relevance": q.min_relevance,
             "explain": bool(explain),
+            "preset": preset,
         }
         if q.categories is not None:
             body["categories"] = sorted(c.value for c in q.categories)

@@ -41,6 +41,7 @@ from memvault.errors import (
 from memvault.protocols import Embedder
 from memvault.remote import API_KEY_ENV, RemoteAsyncMemory
 from memvault.retrieval.filters import NonInferableFilter
+from memvault.retrieval.presets import get_preset
 from memvault.write.pipeline import WriteKind
 
 from .conftest import LiveServer
@@ -385,7 +386,11 @@ async def test_invalid_input_fails_like_the_embedded_memory(
 async def test_what_the_server_decides_is_not_available_per_call(server: LiveServer) -> None:
     async with _remote(server) as mem:
         with pytest.raises(MemoryCapabilityError, match="not available over HTTP"):
-            await mem.search("q", agent_id="dev-1", preset="fast")
+            await mem.search("q", agent_id="dev-1", preset=get_preset("fast"))
+        # A preset the server knows is named per search; an unknown one is the server's 422.
+        assert await mem.search("q", agent_id="dev-1", preset="bm25") == []
+        with pytest.raises(MemoryValidationError, match="preset"):
+            await mem.search("q", agent_id="dev-1", preset="no-such-preset")
         # Admission control runs on the server: a rejection is an outcome, not an error.
         judged = await mem.write("ok", agent_id="dev-1", admission=True)
         assert judged.decision.admission is not None

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.cli._common import AgentOption, JsonOption, emit_json, entry_json, open_service, out
+from memvault.consolidation import ConsolidationStrategy
 
 __all__ = ["register"]
 
@@ -68,6 +69,9 @@ def archive_restore(
     out.print(f"restored {entry.id}")
 
 
+_STRATEGIES = ", ".join(s.value for s in ConsolidationStrategy)
+
+
 def audit(
     agent: Annotated[
         str | None, typer.Option("--agent", "-a", help="Only this agent's records.")
@@ -115,9 +119,7 @@ def consolidate(
     ] = None,
     strategy: Annotated[
         str,
-        typer.Option(
-            "--strategy", "-s", help="simple, dual_mode, llm or extract (episodes -> facts)."
-        ),
+        typer.Option("--strategy", "-s", help=f"{_STRATEGIES} (extract: episodes -> facts)."),
     ] = "simple",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would be merged; write nothing.")

@@ -17,10 +17,13 @@ other interface::
 Over HTTP the caller is whatever the surrounding authentication middleware stored as
 ``scope["memvault.actor"]`` (:data:`ACTOR_SCOPE_KEY`); a request without one is refused.
 
-Tools (each with an explicit JSON schema): ``store_memory``, ``search_memory``, ``recall_memory``,
-``list_memories``, ``delete_memory`` (destructive: ``confirm: true`` and a ``reason`` required),
-``publish_shared`` and ``search_shared``. ``agent_id`` defaults to the caller's own id when the
-caller is an agent and is required otherwise. Results are JSON text (and the same object as
+Tools are the operations of :mod:`memvault.api.operations` that declare one: ``store_memory``,
+``search_memory``, ``recall_memory``, ``list_memories``, ``delete_memory`` (destructive:
+``confirm: true`` and a ``reason`` required), ``publish_shared`` and ``search_shared``. Each
+tool's JSON schema is derived from its operation's input model (the fields the tool offers,
+limits tightened where the declaration says so), and a call runs ``MemoryService.call``.
+``agent_id`` defaults to the caller's own id when the caller is an agent and is required
+otherwise. Results are JSON text (and the same object as
 structured content). A memvault :class:`~memvault.errors.MemoryError` becomes a tool error
 (``isError``) whose text is ``"<code>: <message>"`` (:func:`error_code`); anything unexpected is
 logged and reported as ``"internal_error: unexpected error"``, never as a traceback.
