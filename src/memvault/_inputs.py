@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memvault.backends._validate import model_error
 from memvault.config import MemvaultConfig, load_config
 from memvault.errors import MemoryValidationError
 from memvault.models import MemoryCategory, MemoryMetadata, MemoryStoreRequest, aware_utc
+from memvault.validation import model_error
 
 __all__ = [
     "CategoryLike",

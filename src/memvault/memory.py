@@ -35,7 +35,6 @@ from memvault._inputs import load_export as _load_export
 from memvault._inputs import store_request as _request
 from memvault._search import hybrid_search
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
-from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import InjectionStrategyName, MemvaultConfig, load_config
 from memvault.consolidation import (
     ConsolidationConfig,
@@ -74,6 +73,7 @@ from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryS
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.validation import check_agent, check_id, model_error
 from memvault.write.admission import AdmissionController
 from memvault.write.dedup import DedupConfig
 from memvault.write.executor import WriteOutcome, execute_writes

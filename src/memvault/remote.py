@@ -43,7 +43,6 @@ from memvault._inputs import load_export as _load_export
 from memvault._inputs import store_request as _request
 from memvault._version import __version__
 from memvault.api.operations import Operation, operation_table
-from memvault.backends._base import check_agent, check_id, model_error
 from memvault.config import MemvaultConfig
 from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
 from memvault.errors import (
@@ -81,6 +80,7 @@ from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.server.errors import ERROR_TABLE
+from memvault.validation import check_agent, check_id, model_error
 from memvault.write.executor import WriteOutcome
 from memvault.write.pipeline import WriteDecision
 from memvault.write.retention import RetentionPolicy, RetentionReport

@@ -41,7 +41,6 @@ from memvault.api.auth import (
 )
 from memvault.api.operations import Operation, get_operation
 from memvault.api.requests import Request
-from memvault.backends._base import check_agent, model_error
 from memvault.backends.factory import check_tenant, create_memory_backend, tenant_url
 from memvault.config import MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
@@ -53,6 +52,7 @@ from memvault.protocols import Embedder, LLMProvider
 from memvault.retrieval.packing import MemoryContext
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
 from memvault.sessions.store import check_session_id
+from memvault.validation import check_agent, model_error
 from memvault.write.executor import WriteOutcome
 from memvault.write.retention import RetentionReport
 

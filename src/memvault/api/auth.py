@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from memvault.backends._base import check_agent
 from memvault.backends.factory import check_tenant
 from memvault.errors import MemoryValidationError
+from memvault.validation import check_agent
 
 __all__ = [
     "DEFAULT_TENANT",

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from memvault.api.operations import OPERATIONS, Operation
-from memvault.backends._validate import model_error
 from memvault.cli._common import emit_json, open_service
 from memvault.errors import MemoryValidationError
+from memvault.validation import model_error
 
 __all__ = ["build_api_app", "register"]
 

@@ -115,7 +115,7 @@ def _check_tenant(tenant: str) -> str:
 def _check_agent(agent_id: str | None) -> str | None:
     if agent_id is None:
         return None
-    from memvault.backends._base import check_agent
+    from memvault.validation import check_agent
 
     return check_agent(agent_id)
 

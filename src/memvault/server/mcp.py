@@ -51,11 +51,11 @@ from pydantic import ValidationError
 
 from memvault.api.auth import Actor, ActorKind, check_reason
 from memvault.api.operations import OPERATIONS, Operation, Tool
-from memvault.backends._validate import model_error
 from memvault.errors import MemoryError, MemoryPermissionError, MemoryValidationError
 from memvault.injection.dispatch import validate_arguments
 from memvault.server.errors import error_code, public_message
 from memvault.service import MemoryService
+from memvault.validation import model_error
 
 __all__ = [
     "ACTOR_SCOPE_KEY",
