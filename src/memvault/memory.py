@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import importlib
 import json
 import logging
 import threading
@@ -1067,6 +1068,36 @@ class _LoopThread:
             self.loop.close()
 
 
+# Sync memories still open when the interpreter exits. They are closed before the thread pools
+# shut down: a plain atexit handler (or a weakref finalizer at exit) runs after
+# concurrent.futures has refused new work, so closing the store there raised "cannot schedule new
+# futures after shutdown" in every script that did not call close().
+_OPEN: weakref.WeakSet[Memory] = weakref.WeakSet()
+
+
+def _close_open_memories() -> None:
+    for memory in list(_OPEN):
+        memory.close()
+
+
+def _register_exit_hook() -> None:
+    # threading's own exit hooks run before the thread pools are shut down, in reverse order
+    # of registration (concurrent.futures registers its hook when it is imported, before ours).
+    # concurrent.futures.thread registers its hook when first imported, which asyncio does
+    # lazily: import it now so that its hook is registered first and runs after ours.
+    importlib.import_module("concurrent.futures.thread")
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover - every CPython since 3.9 has it
+        import atexit
+
+        atexit.register(_close_open_memories)
+        return
+    register(_close_open_memories)
+
+
+_register_exit_hook()
+
+
 def _shutdown(core: AsyncMemory, runner: _LoopThread) -> None:
     try:
         runner.run(core.close())
@@ -1115,6 +1146,7 @@ class Memory:
         )
         self._runner = _LoopThread()
         self._finalizer = weakref.finalize(self, _shutdown, self._core, self._runner)
+        _OPEN.add(self)
 
     @property
     def backend(self) -> MemoryStore:
