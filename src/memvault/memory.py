@@ -69,6 +69,7 @@ from memvault.models import (
     MemoryScope,
     MemoryStoreRequest,
     StoreStats,
+    ToolDefinition,
 )
 from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
@@ -1098,6 +1099,71 @@ def _register_exit_hook() -> None:
 _register_exit_hook()
 
 
+class SyncMemoryTools:
+    """:class:`~memvault.agent.memory_tools.MemoryTools` for the sync :class:`Memory`.
+
+    The same tools and definitions; every call blocks until it is done and returns its text.
+    """
+
+    def __init__(self, tools: MemoryTools, run: Callable[[Coroutine[Any, Any, str]], str]) -> None:
+        self._tools = tools
+        self._run = run
+
+    @property
+    def tools(self) -> MemoryTools:
+        """The awaitable tools underneath (for an async agent loop)."""
+        return self._tools
+
+    @property
+    def config(self) -> MemoryToolsConfig:
+        """The tool configuration."""
+        return self._tools.config
+
+    def get_tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """The registered tools (only those of enabled memory types)."""
+        return self._tools.get_tool_definitions()
+
+    def handle_tool_call(self, agent_id: str, name: str, arguments: Any) -> str:
+        """Run one tool call of the model; bad arguments give an ``error: ...`` string."""
+        return self._run(self._tools.handle_tool_call(agent_id, name, arguments))
+
+    def remember(self, agent_id: str, content: str, category: str = "general") -> str:
+        """Store a semantic memory; returns a confirmation with its id and category."""
+        return self._run(self._tools.remember(agent_id, content, category))
+
+    def learn_procedure(self, agent_id: str, content: str, category: str = "general") -> str:
+        """Store a procedural memory (injected into future system prompts)."""
+        return self._run(self._tools.learn_procedure(agent_id, content, category))
+
+    def record_episode(self, agent_id: str, content: str, category: str = "general") -> str:
+        """Store an episodic memory (what happened)."""
+        return self._run(self._tools.record_episode(agent_id, content, category))
+
+    def recall(
+        self,
+        agent_id: str,
+        query: str,
+        top_k: int = 5,
+        memory_types: Sequence[str] | None = None,
+    ) -> str:
+        """Search every (or the given) memory types; ``[Type | Category | Score | time]`` blocks."""
+        return self._run(self._tools.recall(agent_id, query, top_k, memory_types))
+
+    def list_memories(
+        self,
+        agent_id: str,
+        category: str | None = None,
+        limit: int = 20,
+        memory_type: str | None = None,
+    ) -> str:
+        """The newest memories, as ``[type:category] (time) content`` lines."""
+        return self._run(self._tools.list_memories(agent_id, category, limit, memory_type))
+
+    def procedures_section(self, agent_id: str) -> str:
+        """The ``## Learned Procedures and Policies`` system-prompt section ("" if none)."""
+        return self._run(self._tools.procedures_section(agent_id))
+
+
 def _shutdown(core: AsyncMemory, runner: _LoopThread) -> None:
     try:
         runner.run(core.close())
@@ -1434,9 +1500,13 @@ class Memory:
         """The configured async injection strategy (see :meth:`AsyncMemory.injection_strategy`)."""
         return self._core.injection_strategy(name)
 
-    def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:
-        """Async InitRunner memory tools over this store (see :meth:`AsyncMemory.memory_tools`)."""
-        return self._core.memory_tools(config)
+    def memory_tools(self, config: MemoryToolsConfig | None = None) -> SyncMemoryTools:
+        """The memory tools (remember, recall, ...) over this store, as blocking calls.
+
+        Each method runs to completion and returns its text, like every method of this facade
+        (:meth:`AsyncMemory.memory_tools` gives the awaitable ones).
+        """
+        return SyncMemoryTools(self._core.memory_tools(config), self._run)
 
     def publish(
         self,

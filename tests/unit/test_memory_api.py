@@ -326,3 +326,15 @@ def test_memory_url_is_in_process(minilm: Embedder) -> None:
         m.add("volatile", agent_id="a")
         assert m.location == "memory://"
         assert m.count(agent_id="a") == 1
+
+
+def test_sync_memory_tools_return_results_not_coroutines(mem: Memory) -> None:
+    tools = mem.memory_tools()
+    stored = tools.remember("dev-1", "The staging database is PostgreSQL 16.", "infra")
+    assert isinstance(stored, str) and "infra" in stored
+    found = tools.recall("dev-1", "which database runs staging?")
+    assert isinstance(found, str) and "PostgreSQL 16" in found
+    listed = tools.handle_tool_call("dev-1", "list_memories", {"limit": 5})
+    assert isinstance(listed, str) and "PostgreSQL 16" in listed
+    names = {d.name for d in tools.get_tool_definitions()}
+    assert "recall" in names
