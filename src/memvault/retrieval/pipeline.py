@@ -239,6 +239,42 @@ def spread_threads(
     return picked + [i for i, _ in head] + [i for i, _ in ranked[pool:]]
 
 
+def newest_versions_first(ids: Sequence[str], successor: Mapping[str, str | None]) -> list[str]:
+    """``ids`` with each superseded entry moved right after its successor when both are there.
+
+    With ``include_superseded`` an old value can match a query better than the statement that
+    replaced it ("uses v1" vs "moved to v2"); the current one must still come first. Entries
+    whose successor is not among ``ids`` keep their place; chains (v1 -> v2 -> v3) come out
+    newest first.
+    """
+    present = set(ids)
+    held: dict[str, list[str]] = {}
+    placed: set[str] = set()
+    out: list[str] = []
+
+    def place(entry_id: str) -> None:
+        stack = [entry_id]
+        while stack:
+            current = stack.pop()
+            if current in placed:
+                continue
+            out.append(current)
+            placed.add(current)
+            stack.extend(reversed(held.pop(current, [])))
+
+    for entry_id in ids:
+        nxt = successor.get(entry_id)
+        if nxt is not None and nxt in present and nxt not in placed and nxt != entry_id:
+            held.setdefault(nxt, []).append(entry_id)
+            continue
+        place(entry_id)
+    for waiting in list(held.values()):  # a cycle of supersessions: keep the score order
+        for entry_id in waiting:
+            if entry_id not in placed:
+                place(entry_id)
+    return out
+
+
 def _by_score(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda i: (scores[i], i), reverse=True)
 
@@ -287,6 +323,10 @@ def rank(
     # Best first (the evidence score breaks ties of saturated probabilities); then the larger
     # id, i.e. the newer entry (UUIDv7 ids sort by creation).
     scored.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
+    if any(cands.entries[t[2]].superseded_by is not None for t in scored):
+        by_id = {t[2]: t for t in scored}
+        successor = {t[2]: cands.entries[t[2]].superseded_by for t in scored}
+        scored = [by_id[i] for i in newest_versions_first([t[2] for t in scored], successor)]
     evidence = config.evidence if config.uses_evidence else None
     if evidence is not None and evidence.thread_spread > 0 and asks_for_many(query_text):
         # An aggregation question wants evidence from several conversations: spread the top
