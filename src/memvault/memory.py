@@ -77,6 +77,7 @@ from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.validation import check_agent, check_id, model_error
 from memvault.write.admission import AdmissionController
+from memvault.write.chunking import CHUNK_CHARS, CHUNK_OVERLAP, chunk_text
 from memvault.write.dedup import DedupConfig
 from memvault.write.executor import WriteOutcome, execute_writes
 from memvault.write.pipeline import WriteDecision, WriteKind
@@ -375,7 +376,52 @@ class AsyncMemory:
         dedup: bool | None,
         admission: bool,
     ) -> list[WriteOutcome]:
-        """Store ``requests`` through the write planner (or straight, with dedup off)."""
+        """Store ``requests`` through the write planner (or straight, with dedup off).
+
+        A request longer than the store's ``max_content_chars`` is stored as linked chunks
+        (:mod:`memvault.write.chunking`); its outcome is the first chunk's.
+        """
+        requests, heads = self._chunked(requests)
+        outcomes = await self._write_planned(agent, requests, dedup=dedup, admission=admission)
+        return [outcomes[i] for i in heads]
+
+    def _chunked(
+        self, requests: Sequence[MemoryStoreRequest]
+    ) -> tuple[list[MemoryStoreRequest], list[int]]:
+        """``requests`` with each over-long one split into chunks; where each input starts."""
+        limit = self._config.options.max_content_chars
+        out: list[MemoryStoreRequest] = []
+        heads: list[int] = []
+        for request in requests:
+            heads.append(len(out))
+            if len(request.content) <= limit:
+                out.append(request)
+                continue
+            size = min(CHUNK_CHARS, limit)
+            pieces = chunk_text(request.content, size=size, overlap=min(CHUNK_OVERLAP, size // 4))
+            group = new_id()
+            for index, piece in enumerate(pieces):
+                extra = {
+                    **request.metadata.extra,
+                    "chunk_group": group,
+                    "chunk_index": index,
+                    "chunk_count": len(pieces),
+                }
+                meta = request.metadata.model_copy(update={"extra": extra})
+                update: dict[str, Any] = {"content": piece, "metadata": meta}
+                if index:
+                    update["supersedes"] = None  # the first chunk replaces the old memory
+                out.append(request.model_copy(update=update))
+        return out, heads
+
+    async def _write_planned(
+        self,
+        agent: str,
+        requests: Sequence[MemoryStoreRequest],
+        *,
+        dedup: bool | None,
+        admission: bool,
+    ) -> list[WriteOutcome]:
         backend = await self._ready()
         use_dedup = self._config.options.dedup if dedup is None else dedup
         if not use_dedup and not admission:

@@ -20,8 +20,15 @@ __all__ = [
 ]
 
 
-THREAD_KEYS = ("session", "session_id", "thread", "thread_id", "conversation_id")
-"""``metadata`` keys that name the conversation an entry belongs to."""
+THREAD_KEYS = (
+    "session",
+    "session_id",
+    "thread",
+    "thread_id",
+    "conversation_id",
+    "chunk_group",
+)
+"""``metadata`` keys that name the conversation (or the chunked text) an entry belongs to."""
 
 THREAD_GAP = timedelta(hours=1)
 """Without a thread key, entries stored this close together count as one conversation."""
