@@ -47,6 +47,7 @@ from memvault.consolidation import consolidate as run_consolidation
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
+    MemoryConflictError,
     MemoryConnectionError,
     MemoryError,
     MemoryNotFoundError,
@@ -65,6 +66,7 @@ from memvault.models import (
     AuditRecord,
     MemoryCategory,
     MemoryEntry,
+    MemoryHistory,
     MemoryQuery,
     MemoryScope,
     MemoryStoreRequest,
@@ -829,6 +831,98 @@ class AsyncMemory:
             raise MemoryNotFoundError(msg)
         return entry
 
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        agent_id: str,
+        content: str | None = None,
+        category: CategoryLike | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        importance: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> MemoryEntry:
+        """Change a memory by storing a new version of it; returns the new version.
+
+        Fields left as None keep their value. The old version is kept, superseded by the new
+        one (``search(as_of=...)`` of an earlier moment still finds it, :meth:`history` lists
+        both) and the change is audited. ``metadata`` replaces the old metadata.
+
+        Raises:
+            MemoryNotFoundError: no such memory for this agent.
+            MemoryConflictError: the memory was already superseded (update the current one).
+            MemoryValidationError: nothing to change, or an invalid value.
+        """
+        agent = check_agent(agent_id)
+        old = await self.get(memory_id, agent_id=agent)
+        if old.superseded_by is not None:
+            msg = (
+                f"memory {old.id} was superseded by {old.superseded_by}: update the current version"
+            )
+            raise MemoryConflictError(msg)
+        given = (content, category, tags, metadata, label, importance, expires_at)
+        if all(value is None for value in given):
+            msg = "nothing to update: give content, category, tags, metadata, label, ..."
+            raise MemoryValidationError(msg)
+        meta = old.metadata
+        request = _request(
+            old.content if content is None else content,
+            category=old.category if category is None else category,
+            tags=meta.tags if tags is None else tags,
+            metadata=meta.extra if metadata is None else metadata,
+            # The new version starts now: the store closes the old one at this moment, so
+            # as-of searches of any earlier time still see the old value.
+            expires_at=old.expires_at if expires_at is None else expires_at,
+            supersedes=old.id,
+            label=meta.label if label is None else label,
+            source=meta.source,
+            importance=meta.importance if importance is None else importance,
+            confidence=meta.confidence,
+        )
+        outcome = (await self._write(agent, [request], dedup=False, admission=False))[0]
+        return await self.get(outcome.id or "", agent_id=agent)
+
+    async def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+        """Every version of a memory (give any version's id), oldest first, with its audit.
+
+        Raises:
+            MemoryNotFoundError: no such memory for this agent.
+        """
+        agent = check_agent(agent_id)
+        first = await self.get(memory_id, agent_id=agent)
+        backend = await self._ready()
+        records: builtins.list[AuditRecord] = []
+        if hasattr(backend, "export_rows"):
+            # The audit log is read once and filtered: history is an occasional, offline query.
+            rows: Any = backend
+            async for row in rows.export_rows("audit"):
+                rec = AuditRecord.model_validate(row)
+                if rec.agent_id == agent:
+                    records.append(rec)
+        older = {
+            str(r.details.get("superseded_by")): str(r.memory_id)
+            for r in records
+            if r.action == "memory.supersede" and r.memory_id
+        }
+        chain = [first]
+        seen = {first.id}
+        while chain[0].id in older and older[chain[0].id] not in seen:
+            previous = await backend.get(agent, older[chain[0].id])
+            if previous is None:  # deleted or archived since
+                break
+            chain.insert(0, previous)
+            seen.add(previous.id)
+        while chain[-1].superseded_by is not None and chain[-1].superseded_by not in seen:
+            newer = await backend.get(agent, chain[-1].superseded_by)
+            if newer is None:
+                break
+            chain.append(newer)
+            seen.add(newer.id)
+        audit = tuple(r for r in records if r.memory_id in seen)
+        return MemoryHistory(memory_id=first.id, versions=tuple(chain), audit=audit)
+
     async def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
         """Number of memories of the agent (of one category)."""
         agent = check_agent(agent_id)
@@ -1474,6 +1568,38 @@ class Memory:
     def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
         """One memory of the agent (see :meth:`AsyncMemory.get`)."""
         return self._run(self._core.get(memory_id, agent_id=agent_id))
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        agent_id: str,
+        content: str | None = None,
+        category: CategoryLike | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        importance: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> MemoryEntry:
+        """Change a memory by storing a new version (see :meth:`AsyncMemory.update`)."""
+        return self._run(
+            self._core.update(
+                memory_id,
+                agent_id=agent_id,
+                content=content,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                label=label,
+                importance=importance,
+                expires_at=expires_at,
+            )
+        )
+
+    def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+        """Every version of a memory with its audit (see :meth:`AsyncMemory.history`)."""
+        return self._run(self._core.history(memory_id, agent_id=agent_id))
 
     def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
         """Number of memories of the agent (see :meth:`AsyncMemory.count`)."""

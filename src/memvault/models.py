@@ -34,6 +34,7 @@ __all__ = [
     "LLMResponse",
     "MemoryCategory",
     "MemoryEntry",
+    "MemoryHistory",
     "MemoryLevel",
     "MemoryMetadata",
     "MemoryQuery",
@@ -568,3 +569,24 @@ def trusted(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
 def finite(value: float) -> float:
     """Return ``value`` or 0.0 when it is NaN/inf (scores must stay JSON-serialisable)."""
     return value if math.isfinite(value) else 0.0
+
+
+class MemoryHistory(BaseModel):
+    """Every version of one memory, oldest first, with the audit records that concern them.
+
+    ``versions[-1]`` is the current version (unless it was deleted or archived); each earlier
+    one was superseded by the next (``superseded_by``) and stays visible to ``as_of`` searches
+    of its time. ``audit`` holds the store, supersede, archive... records of every version,
+    oldest first (empty on a store without an audit log).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    versions: tuple[MemoryEntry, ...]
+    audit: tuple[AuditRecord, ...] = ()
+
+    @property
+    def current(self) -> MemoryEntry:
+        """The newest version."""
+        return self.versions[-1]

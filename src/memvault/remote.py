@@ -70,6 +70,7 @@ from memvault.models import (
     AuditRecord,
     MemoryCategory,
     MemoryEntry,
+    MemoryHistory,
     MemoryScope,
     MemoryStoreRequest,
     ScoreBreakdown,
@@ -743,6 +744,56 @@ class RemoteAsyncMemory(AsyncMemory):
         data = await self._send("get", {"memory_id": mid, "agent_id": agent})
         with self._decoding("read"):
             return _entry(data)
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        agent_id: str,
+        content: str | None = None,
+        category: CategoryLike | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        importance: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> MemoryEntry:
+        """Store a new version of a memory on the server (``PATCH /v1/memories/{id}``)."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        if isinstance(tags, str):
+            msg = "tags must be a list of strings, not one string"
+            raise MemoryValidationError(msg)
+        given = (content, category, tags, metadata, label, importance, expires_at)
+        if all(value is None for value in given):
+            msg = "nothing to update: give content, category, tags, metadata, label, ..."
+            raise MemoryValidationError(msg)
+        fields: dict[str, Any] = {
+            "memory_id": mid,
+            "agent_id": agent,
+            "content": content,
+            "category": None if category is None else parse_category(category).value,
+            "tags": None if tags is None else list(tags),
+            "metadata": None if metadata is None else dict(metadata),
+            "label": label,
+            "importance": importance,
+            "expires_at": expires_at,
+        }
+        data = await self._send("update", fields)
+        with self._decoding("write"):
+            return _entry(data)
+
+    async def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+        """Every version of a memory with its audit (``GET /v1/memories/{id}/history``)."""
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        data = await self._send("history", {"memory_id": mid, "agent_id": agent})
+        with self._decoding("read"):
+            return MemoryHistory(
+                memory_id=str(data["memory_id"]),
+                versions=tuple(_entry(v) for v in data["versions"]),
+                audit=tuple(AuditRecord.model_validate(r) for r in data["audit"]),
+            )
 
     async def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
         """Number of memories of the agent (of one category)."""

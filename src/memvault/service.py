@@ -47,7 +47,14 @@ from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.memory import AsyncMemory
-from memvault.models import ArchivedEntry, AuditRecord, ChatMessage, MemoryEntry, StoreStats
+from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
+    ChatMessage,
+    MemoryEntry,
+    MemoryHistory,
+    StoreStats,
+)
 from memvault.protocols import Embedder, LLMProvider
 from memvault.retrieval.packing import MemoryContext
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
@@ -355,6 +362,44 @@ class MemoryService:
         memory = await self.memory(actor.tenant)
         with acting_as(actor.label, why):
             return await memory.delete(memory_id, agent_id=agent)
+
+    async def update(
+        self,
+        actor: Actor,
+        memory_id: str,
+        *,
+        agent_id: str,
+        content: str | None = None,
+        category: CategoryLike | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        importance: float | None = None,
+        expires_at: datetime | None = None,
+        reason: str | None = None,
+    ) -> MemoryEntry:
+        """Store a new version of a memory (the old one is kept, superseded); audited."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label, why):
+            return await memory.update(
+                memory_id,
+                agent_id=agent,
+                content=content,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                label=label,
+                importance=importance,
+                expires_at=expires_at,
+            )
+
+    async def history(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryHistory:
+        """Every version of a memory, oldest first, with its audit records."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.history(memory_id, agent_id=agent)
 
     async def list(
         self,

@@ -210,3 +210,55 @@ async def test_a_toy_operation_appears_in_the_remote_client(
     finally:
         await remote.close()
         stop()
+
+
+# -- update and history through every interface ----------------------------------------------
+
+
+async def test_update_and_history_over_rest_mcp_and_the_remote_client(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "u.db")), embedder=minilm)
+    url, stop = run_app(create_app(service, keys=None))
+    remote = AsyncMemory(url)
+    try:
+        first = await remote.add("Standup is at 9:30", agent_id="dev-1", tags=["ritual"])
+        async with httpx.AsyncClient(base_url=url) as http:
+            patched = await http.patch(
+                f"/v1/memories/{first}",
+                json={"agent_id": "dev-1", "content": "Standup is at 10:00", "reason": "moved"},
+            )
+            assert patched.status_code == 200, patched.text
+            v2 = patched.json()
+            assert v2["content"] == "Standup is at 10:00" and v2["tags"] == ["ritual"]
+            empty = await http.patch(f"/v1/memories/{v2['id']}", json={"agent_id": "dev-1"})
+            assert empty.status_code == 422
+            stale = await http.patch(
+                f"/v1/memories/{first}", json={"agent_id": "dev-1", "content": "x"}
+            )
+            assert stale.status_code == 409
+            listed = (await http.get(f"/v1/memories/{first}/history?agent_id=dev-1")).json()
+        assert [v["id"] for v in listed["versions"]] == [first, v2["id"]]
+        assert any(r["action"] == "memory.supersede" for r in listed["audit"])
+        # The remote client: same methods, same types as the embedded store.
+        v3 = await remote.update(v2["id"], agent_id="dev-1", importance=0.9)
+        history = await remote.history(first, agent_id="dev-1")
+        assert [v.id for v in history.versions] == [first, v2["id"], v3.id]
+        assert history.current.metadata.importance == 0.9
+        # MCP: the agent updates its own memory and reads the chain.
+        server = create_mcp_server(service, lambda _ctx: Actor.agent("dev-1"))
+        async with Client(server) as client:
+            done = await client.call_tool(
+                "update_memory", {"memory_id": v3.id, "content": "Standup is at 10:15"}
+            )
+            assert not done.is_error
+            chain = await client.call_tool("memory_history", {"memory_id": first})
+            assert chain.structured_content is not None
+            assert len(chain.structured_content["versions"]) == 4
+            other = await client.call_tool(
+                "update_memory", {"memory_id": first, "agent_id": "dev-2", "content": "x"}
+            )
+            assert other.is_error and "permission" in str(other.content[0]).lower()
+    finally:
+        await remote.close()
+        stop()

@@ -122,6 +122,8 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
             "recall_memory",
             "list_memories",
             "delete_memory",
+            "update_memory",
+            "memory_history",
             "publish_shared",
             "search_shared",
         )
@@ -143,6 +145,8 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
         "recall_memory": {"memory_id"},
         "list_memories": set(),
         "delete_memory": {"memory_id", "confirm", "reason"},
+        "update_memory": {"memory_id"},
+        "memory_history": {"memory_id"},
         "publish_shared": {"content"},
         "search_shared": {"query"},
     }

@@ -138,7 +138,7 @@ def test_add_many_validates_everything_before_writing(
         ({"content": ""}, "empty"),
         ({"content": " \n\t "}, "empty"),
         ({"content": "a\x00b"}, "NUL"),
-        ({"content": "x" * 32_001}, "maximum"),
+        ({"content": "x" * 320_001}, "maximum"),  # past what even chunking takes
         ({"content": "ok", "category": "feelings"}, "unknown category"),
         ({"content": "ok", "created_at": datetime(2026, 1, 1)}, "naive"),
         ({"content": "ok", "tags": "single-string"}, "list of strings"),
@@ -174,8 +174,11 @@ def test_content_limit_is_configurable(tmp_path: Path, minilm: Embedder) -> None
     cfg = MemvaultConfig.model_validate({"options": {"max_content_chars": 10}})
     with Memory(str(tmp_path / "m.db"), config=cfg, embedder=minilm) as m:
         m.add("short", agent_id="a")
-        with pytest.raises(MemoryValidationError, match="maximum of 10"):
-            m.add("this is much too long", agent_id="a")
+        # Over the limit: stored as linked chunks within it, not refused.
+        head = m.add("this is much too long", agent_id="a")
+        chunks = [e for e in m.list(agent_id="a") if "chunk_group" in e.metadata.extra]
+        assert len(chunks) > 1 and all(len(e.content) <= 10 for e in chunks)
+        assert head in {e.id for e in chunks}
 
 
 def test_supersedes_hides_old_entry_unless_as_of(mem: Memory) -> None:

@@ -75,8 +75,8 @@ class Http:
 
     @property
     def has_body(self) -> bool:
-        """True if the other fields travel as a JSON body (POST, PUT)."""
-        return self.method in {"POST", "PUT"}
+        """True if the other fields travel as a JSON body (POST, PUT, PATCH)."""
+        return self.method in {"POST", "PUT", "PATCH"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +217,14 @@ def _context(ctx: Any, _req: Any) -> dict[str, Any]:
     }
 
 
+def _history(history: Any, _req: Any) -> dict[str, Any]:
+    return {
+        "memory_id": history.memory_id,
+        "versions": [v.to_json() for v in history.versions],
+        "audit": [r.model_dump(mode="json") for r in history.audit],
+    }
+
+
 def _tool_deleted(done: bool, req: Any) -> dict[str, Any]:
     if not done:
         msg = f"no memory with id {req.memory_id!r} for agent {req.agent_id!r}"
@@ -300,6 +308,33 @@ OPERATIONS: tuple[Operation, ...] = (
                 "properties": {"id": {"type": "string"}, "deleted": {"type": "boolean"}},
                 "required": ["id", "deleted"],
             },
+        ),
+    ),
+    Operation(
+        "update", rq.UpdateBody, Scope.WRITE,
+        "Change a memory: a new version supersedes it (audited)", _entry,
+        http=Http(
+            "PATCH", "/v1/memories/{memory_id}", "memories", response=rs.EntryOut,
+            body="UpdateBody",
+        ),
+        tool=Tool(
+            "update_memory", "Update a memory",
+            "Correct or change a memory by its id. The old version is kept (superseded) and "
+            "the change is audited. Returns the new version.",
+            fields=("memory_id", "agent_id", "content", "tags", "metadata"),
+        ),
+    ),
+    Operation(
+        "history", rq.HistoryParams, Scope.READ,
+        "Every version of a memory, with its audit records", _history,
+        http=Http(
+            "GET", "/v1/memories/{memory_id}/history", "memories", response=rs.HistoryOut
+        ),
+        tool=Tool(
+            "memory_history", "Memory history",
+            "Every version of a memory (by any version's id), oldest first, with who changed "
+            "it and when.",
+            read_only=True,
         ),
     ),
     Operation(

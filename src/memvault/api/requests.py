@@ -34,6 +34,7 @@ __all__ = [
     "DeleteSessionParams",
     "ExportParams",
     "GetParams",
+    "HistoryParams",
     "ImportBody",
     "ListParams",
     "PublishBody",
@@ -47,6 +48,7 @@ __all__ = [
     "SharedSearchBody",
     "StatsParams",
     "SweepBody",
+    "UpdateBody",
 ]
 
 _AGENT = "The agent whose memories to use."
@@ -185,6 +187,34 @@ class DeleteParams(Request):
     memory_id: str = Field(min_length=1, description=_MEMORY_ID)
     agent_id: str = AgentId
     reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class UpdateBody(Request):
+    """A new version of a memory: the fields to change (the others are kept)."""
+
+    memory_id: str = Field(min_length=1, description=_MEMORY_ID)
+    agent_id: str = AgentId
+    content: str | None = Field(
+        default=None, min_length=1, max_length=100_000, description="The new text."
+    )
+    category: MemoryCategory | None = Field(default=None, description="The new kind.")
+    tags: list[str] | None = _tags(None)
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="The new metadata (replaces the old)."
+    )
+    label: str | None = Field(default=None, max_length=200, description="The new block label.")
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="How much it matters (0-1)."
+    )
+    expires_at: datetime | None = Field(default=None, description="When it is forgotten.")
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class HistoryParams(Request):
+    """Every version of a memory (give any version's id)."""
+
+    memory_id: str = Field(min_length=1, description=_MEMORY_ID)
+    agent_id: str = AgentId
 
 
 class CountParams(Request):

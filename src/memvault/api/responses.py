@@ -24,6 +24,7 @@ __all__ = [
     "EntriesOut",
     "EntryOut",
     "ErrorOut",
+    "HistoryOut",
     "IdOut",
     "IdsOut",
     "ImportOut",
@@ -180,3 +181,11 @@ class AgentsOut(BaseModel):
     """Agent ids with memories."""
 
     agents: list[str]
+
+
+class HistoryOut(BaseModel):
+    """Every version of a memory, oldest first, with the audit records of each."""
+
+    memory_id: str
+    versions: list[EntryOut]
+    audit: list[dict[str, Any]]

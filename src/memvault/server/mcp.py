@@ -258,6 +258,8 @@ _LISTING = (
     "recall_memory",
     "list_memories",
     "delete_memory",
+    "update_memory",
+    "memory_history",
     "publish_shared",
     "search_shared",
 )

@@ -130,7 +130,7 @@ def create_app(
         app.add_middleware(
             CORSMiddleware,
             allow_origins=list(conf.cors_origins),
-            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(BodyLimit, limit=conf.max_body_bytes)
