@@ -20,12 +20,18 @@ from memvault.models import MemoryCategory, MemoryMetadata, MemoryStoreRequest, 
 from memvault.validation import model_error
 
 __all__ = [
+    "SCOPE_KEYS",
     "CategoryLike",
     "aware",
     "categories",
+    "check_scope_id",
+    "conversation_turns",
+    "is_message",
     "item_request",
     "load_export",
+    "message_text",
     "parse_category",
+    "scope_metadata",
     "server_url",
     "store_request",
 ]
@@ -181,3 +187,126 @@ def load_export(source: str | Path | Sequence[Mapping[str, Any]]) -> Sequence[Ma
         msg = "an import must be a JSON array of memory objects"
         raise MemoryValidationError(msg)
     return data
+
+
+SCOPE_KEYS = ("user_id", "session_id", "run_id", "namespace")
+"""Scope ids beyond ``agent_id``, stored as metadata keys and filterable like any metadata."""
+
+
+def scope_metadata(
+    metadata: Mapping[str, Any] | None,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    namespace: str | None = None,
+) -> dict[str, Any] | None:
+    """``metadata`` with the given scope ids set (None when there is nothing at all).
+
+    Raises:
+        MemoryValidationError: a scope id that is not 1-200 printable characters.
+    """
+    given = {
+        "user_id": user_id,
+        "session_id": session_id,
+        "run_id": run_id,
+        "namespace": namespace,
+    }
+    scopes = {k: check_scope_id(k, v) for k, v in given.items() if v is not None}
+    if not scopes:
+        return None if metadata is None else dict(metadata)
+    return {**(metadata or {}), **scopes}
+
+
+def check_scope_id(name: str, value: object) -> str:
+    """A scope id (``user_id``, ``session_id``...): 1-200 printable characters.
+
+    Raises:
+        MemoryValidationError: anything else.
+    """
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        msg = f"{name} must be 1-200 characters, got {value!r}"
+        raise MemoryValidationError(msg)
+    if not value.isprintable():
+        msg = f"{name} contains control characters"
+        raise MemoryValidationError(msg)
+    return value
+
+
+# Roles whose messages are remembered: what the user said and what the assistant answered.
+# System prompts and tool output are the application's, not the conversation's.
+_KEPT_ROLES = frozenset({"user", "assistant"})
+_KNOWN_ROLES = _KEPT_ROLES | {"system", "developer", "tool", "function"}
+
+
+def message_text(content: Any) -> str:
+    """The text of a chat message's ``content``: a string, or OpenAI content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+        parts = [
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") in {"text", "input_text", "output_text"}
+        ]
+        return "\n".join(p for p in parts if p)
+    msg = f"message content must be text or a list of content parts, got {type(content).__name__}"
+    raise MemoryValidationError(msg)
+
+
+def conversation_turns(messages: object) -> list[tuple[str, str, datetime | None, str | None]]:
+    """``(role, text, created_at, name)`` of each user/assistant message, in order.
+
+    ``messages`` are OpenAI-style dicts (``{"role": "user", "content": "..."}``, optional
+    ``name`` and ``created_at``/``timestamp``) or objects with ``role`` and ``content`` (such as
+    :class:`~memvault.models.ChatMessage`). System, developer and tool messages are skipped, and
+    so are messages without text.
+
+    Raises:
+        MemoryValidationError: not a list of messages, an unknown role, or no user/assistant
+            message with text at all.
+    """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        msg = "messages must be a list of chat messages ({'role': ..., 'content': ...})"
+        raise MemoryValidationError(msg)
+    turns: list[tuple[str, str, datetime | None, str | None]] = []
+    for i, message in enumerate(messages):
+        if isinstance(message, Mapping):
+            role, content = message.get("role"), message.get("content")
+            name, when = message.get("name"), message.get("created_at", message.get("timestamp"))
+        elif hasattr(message, "role") and hasattr(message, "content"):
+            role, content = message.role, message.content
+            name, when = getattr(message, "name", None), None
+        else:
+            msg = f"message {i}: expected a dict with 'role' and 'content'"
+            raise MemoryValidationError(msg)
+        if role not in _KNOWN_ROLES:
+            msg = f"message {i}: unknown role {role!r} (expected user, assistant, system, tool)"
+            raise MemoryValidationError(msg)
+        try:
+            text = message_text(content).strip() if content is not None else ""
+        except MemoryValidationError as exc:
+            raise MemoryValidationError(f"message {i}: {exc}") from None
+        if role not in _KEPT_ROLES or not text:
+            continue
+        if isinstance(when, str):
+            try:
+                when = datetime.fromisoformat(when)
+            except ValueError:
+                msg = f"message {i}: created_at {when!r} is not an ISO 8601 date"
+                raise MemoryValidationError(msg) from None
+        if when is not None and not isinstance(when, datetime):
+            msg = f"message {i}: created_at must be a datetime or an ISO 8601 string"
+            raise MemoryValidationError(msg)
+        turns.append((str(role), text, when, None if name is None else str(name)))
+    if not turns:
+        msg = "no user or assistant message with text to remember"
+        raise MemoryValidationError(msg)
+    return turns
+
+
+def is_message(item: object) -> bool:
+    """True for a chat message (a dict or object with a ``role``), not a memory item."""
+    if isinstance(item, Mapping):
+        return "role" in item
+    return hasattr(item, "role") and hasattr(item, "content")

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast, overload
 
 from pydantic import ValidationError
 
@@ -26,7 +26,10 @@ from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
 from memvault._inputs import (
     CategoryLike,
+    conversation_turns,
+    is_message,
     parse_category,
+    scope_metadata,
     server_url,
 )
 from memvault._inputs import aware as _aware
@@ -44,6 +47,7 @@ from memvault.consolidation import (
     ConsolidationStrategy,
 )
 from memvault.consolidation import consolidate as run_consolidation
+from memvault.consolidation.extraction import EpisodicExtractor
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
@@ -64,6 +68,7 @@ from memvault.injection.tool_based import ToolBasedInjectionStrategy
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
+    ChatMessage,
     MemoryCategory,
     MemoryEntry,
     MemoryHistory,
@@ -140,13 +145,22 @@ class AsyncMemory:
         backend: MemoryStore | None = None,
         preset: str | RetrievalConfig | None = None,
         track_access: bool = True,
+        llm: LLMProvider | None = None,
     ) -> None:
         """Open (lazily) the store at ``url``.
 
         ``api_key`` is for server URLs (``http://``/``https://``, see
         :class:`memvault.remote.RemoteAsyncMemory`; it defaults to ``$MEMVAULT_API_KEY``
-        there); an embedded store ignores it.
+        there); an embedded store ignores it. ``llm`` extracts facts from conversations
+        (``add(messages, infer=True)``) and is the default LLM of :meth:`consolidate`.
+
+        Raises:
+            MemoryConfigError: an empty URL, a preset that does not exist, a bad store.
         """
+        if isinstance(url, str) and not url.strip():
+            msg = "the store URL is empty (leave it out for the default ~/.memvault store)"
+            raise MemoryConfigError(msg)
+        self._llm = llm
         if backend is not None:
             self._backend: MemoryStore = backend
             self._config = config or MemvaultConfig()
@@ -286,6 +300,7 @@ class AsyncMemory:
 
     # -- writes ---------------------------------------------------------------------------------
 
+    @overload
     async def add(
         self,
         content: str,
@@ -302,8 +317,60 @@ class AsyncMemory:
         importance: float | None = None,
         dedup: bool | None = None,
         admission: bool = False,
-    ) -> str:
-        """Store one memory for ``agent_id`` and return its id.
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> str: ...
+
+    @overload
+    async def add(
+        self,
+        content: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]: ...
+
+    async def add(
+        self,
+        content: str | Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> str | builtins.list[str]:
+        """Store one memory for ``agent_id`` and return its id (or a conversation: see below).
 
         With dedup on (``options.dedup``, default; ``dedup=`` overrides it per call), a near
         duplicate of a live memory of the same agent and category stores nothing and returns the
@@ -312,10 +379,35 @@ class AsyncMemory:
         ``as_of`` queries. ``admission=True`` runs admission control; a rejected text returns
         ``""`` (use :meth:`write` to see why).
 
+        ``user_id``, ``session_id``, ``run_id`` and ``namespace`` scope the memory beyond its
+        agent (stored as metadata keys of those names; ``search``/``list`` filter on them).
+        Content longer than the store's ``max_content_chars`` is stored as linked chunks.
+
+        ``content`` may also be a conversation: a list of chat messages (OpenAI-style dicts
+        ``{"role": "user", "content": "..."}`` or :class:`~memvault.models.ChatMessage`); see
+        :meth:`add_messages`, which this then is (it returns the list of stored ids).
+
         Raises:
             MemoryValidationError: blank/oversized/NUL content, unknown category, naive datetime.
             MemoryNotFoundError: ``supersedes`` names no memory of this agent.
         """
+        if not isinstance(content, str):
+            return await self.add_messages(
+                content,
+                agent_id=agent_id,
+                infer=infer,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                dedup=dedup,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        if infer:
+            msg = "infer=True extracts facts from a conversation: pass a list of messages"
+            raise MemoryValidationError(msg)
         outcome = await self.write(
             content,
             agent_id=agent_id,
@@ -330,8 +422,109 @@ class AsyncMemory:
             importance=importance,
             dedup=dedup,
             admission=admission,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
         return outcome.id or ""
+
+    async def add_messages(
+        self,
+        messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        infer: bool = False,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        dedup: bool | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]:
+        """Remember a conversation; returns the ids stored, in order.
+
+        By default each user and assistant turn becomes an episodic memory (system and tool
+        messages are skipped), its role in ``metadata["role"]``, in one batch through the write
+        path (deduplicated). ``session_id`` makes the turns one thread, so a search that finds
+        one turn also weighs its neighbours. A message's own ``created_at`` (or
+        ``timestamp``) dates its turn.
+
+        ``infer=True`` stores durable facts instead of turns: extracted by the memory's
+        ``llm`` when it has one, else the key-fact sentences (numbers, dates, names) kept
+        verbatim. The facts go through dedup and supersession like any write, so a changed
+        preference replaces the old one.
+
+        Raises:
+            MemoryValidationError: not a list of messages, or none with text to remember.
+            MemoryStoreError: the LLM failed to extract facts (nothing was stored).
+        """
+        agent = check_agent(agent_id)
+        turns = conversation_turns(messages)
+        extra = scope_metadata(
+            metadata, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
+        requests = [
+            _request(
+                text,
+                category=MemoryCategory.EPISODIC,
+                tags=tags,
+                metadata={**(extra or {}), "role": role, **({"name": name} if name else {})},
+                created_at=when or created_at,
+            )
+            for role, text, when, name in turns
+        ]
+        if infer:
+            requests = await self._infer_facts(agent, requests, extra or {}, tags)
+            if not requests:
+                return []
+        outcomes = await self._write(agent, requests, dedup=dedup, admission=False)
+        return [o.id or "" for o in outcomes]
+
+    async def _infer_facts(
+        self,
+        agent: str,
+        turns: Sequence[MemoryStoreRequest],
+        extra: Mapping[str, Any],
+        tags: Sequence[str],
+    ) -> builtins.list[MemoryStoreRequest]:
+        """The fact requests extracted from ``turns`` (which are not stored themselves)."""
+        now = utc_now()
+        episodes = [
+            MemoryEntry(
+                id=new_id(),
+                agent_id=agent,
+                category=MemoryCategory.EPISODIC,
+                # The model is told who said what; the no-LLM path keeps sentences verbatim.
+                content=(
+                    f"{t.metadata.extra.get('role', 'user')}: {t.content}"
+                    if self._llm is not None
+                    else t.content
+                ),
+                metadata=t.metadata,
+                created_at=t.created_at or now,
+                updated_at=now,
+            )
+            for t in turns
+        ]
+        outcome = await EpisodicExtractor(self._llm).extract(episodes, now=now)
+        if outcome.error:
+            msg = f"fact extraction failed, nothing was stored: {outcome.error}"
+            raise MemoryStoreError(msg)
+        facts: builtins.list[MemoryStoreRequest] = []
+        for request in outcome.requests:
+            # The turns were not stored, so the facts point at them by nothing but their scope.
+            kept = {k: v for k, v in request.metadata.extra.items() if k != "episode_ids"}
+            meta = request.metadata.model_copy(
+                update={
+                    "extra": {**extra, **kept},
+                    "tags": tuple(dict.fromkeys((*request.metadata.tags, *tags))),
+                }
+            )
+            facts.append(request.model_copy(update={"metadata": meta}))
+        return facts
 
     async def write(
         self,
@@ -349,6 +542,10 @@ class AsyncMemory:
         importance: float | None = None,
         dedup: bool | None = None,
         admission: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> WriteOutcome:
         """Like :meth:`add`, but report what the write did (stored, confirmed, superseded...).
 
@@ -360,7 +557,13 @@ class AsyncMemory:
             content,
             category=category,
             tags=tags,
-            metadata=metadata,
+            metadata=scope_metadata(
+                metadata,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            ),
             created_at=created_at,
             expires_at=expires_at,
             supersedes=supersedes,
@@ -463,6 +666,9 @@ class AsyncMemory:
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             msg = "items must be a list of dicts or MemoryStoreRequest objects"
             raise MemoryValidationError(msg)
+        if items and all(is_message(item) for item in items):
+            # A conversation (every item has a role): one episodic memory per turn.
+            return await self.add_messages(items, agent_id=agent, dedup=dedup)  # type: ignore[arg-type]
         requests = [_item_request(item, i) for i, item in enumerate(items)]
         outcomes = await self._write(agent, requests, dedup=dedup, admission=False)
         return [o.id or "" for o in outcomes]
@@ -622,7 +828,7 @@ class AsyncMemory:
             entries,
             agent_id=agent,
             strategy=kind,
-            llm=llm,
+            llm=llm if llm is not None else self._llm,
             store=store_new,
             archive_and_delete=archive_and_delete,
             mark_consolidated=mark,
@@ -1335,6 +1541,7 @@ class Memory:
         backend: MemoryStore | None = None,
         preset: str | RetrievalConfig | None = None,
         track_access: bool = True,
+        llm: LLMProvider | None = None,
     ) -> None:
         """Open (lazily) the store at ``url`` (see :class:`AsyncMemory`).
 
@@ -1349,6 +1556,7 @@ class Memory:
             backend=backend,
             preset=preset,
             track_access=track_access,
+            llm=llm,
         )
         self._runner = _LoopThread()
         self._finalizer = weakref.finalize(self, _shutdown, self._core, self._runner)
@@ -1377,6 +1585,7 @@ class Memory:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coro)
 
+    @overload
     def add(
         self,
         content: str,
@@ -1393,9 +1602,63 @@ class Memory:
         importance: float | None = None,
         dedup: bool | None = None,
         admission: bool = False,
-    ) -> str:
-        """Store one memory for ``agent_id`` and return its id (see :meth:`AsyncMemory.add`)."""
-        return self._run(
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> str: ...
+
+    @overload
+    def add(
+        self,
+        content: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]: ...
+
+    def add(
+        self,
+        content: str | Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> str | builtins.list[str]:
+        """Store one memory (or a conversation); its id(s). See :meth:`AsyncMemory.add`."""
+        # The overloads of AsyncMemory.add cannot be chosen from a union: the core returns
+        # a str for a str and a list for messages, which is this method's own contract.
+        done: Any = self._run(
             self._core.add(
                 content,
                 agent_id=agent_id,
@@ -1410,6 +1673,44 @@ class Memory:
                 importance=importance,
                 dedup=dedup,
                 admission=admission,
+                infer=infer,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+        return cast("str | builtins.list[str]", done)
+
+    def add_messages(
+        self,
+        messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        infer: bool = False,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        dedup: bool | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]:
+        """Remember a conversation; the ids stored (see :meth:`AsyncMemory.add_messages`)."""
+        return self._run(
+            self._core.add_messages(
+                messages,
+                agent_id=agent_id,
+                infer=infer,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                dedup=dedup,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
             )
         )
 
@@ -1429,6 +1730,10 @@ class Memory:
         importance: float | None = None,
         dedup: bool | None = None,
         admission: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> WriteOutcome:
         """Store one memory and report what the write did (see :meth:`AsyncMemory.write`)."""
         return self._run(
@@ -1446,6 +1751,10 @@ class Memory:
                 importance=importance,
                 dedup=dedup,
                 admission=admission,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
             )
         )
 

@@ -34,7 +34,10 @@ from pydantic import ValidationError
 
 from memvault._inputs import (
     CategoryLike,
+    conversation_turns,
+    is_message,
     parse_category,
+    scope_metadata,
     server_url,
 )
 from memvault._inputs import categories as _categories
@@ -68,6 +71,7 @@ from memvault.memory import AsyncMemory, register_remote
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
+    ChatMessage,
     MemoryCategory,
     MemoryEntry,
     MemoryHistory,
@@ -248,7 +252,11 @@ class RemoteAsyncMemory(AsyncMemory):
         backend: MemoryStore | None = None,
         preset: str | RetrievalConfig | None = None,
         track_access: bool = True,
+        llm: LLMProvider | None = None,
     ) -> None:
+        if llm is not None:
+            msg = "a remote memory uses the server's LLM: leave llm out"
+            raise MemoryConfigError(msg)
         target = server_url(url, config)
         if target is None:
             msg = f"not a server URL: {url!r} (expected http(s)://host[:port])"
@@ -477,6 +485,10 @@ class RemoteAsyncMemory(AsyncMemory):
         importance: float | None = None,
         dedup: bool | None = None,
         admission: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> WriteOutcome:
         """Store one memory and report what the write did (``POST /v1/memories``).
 
@@ -487,7 +499,13 @@ class RemoteAsyncMemory(AsyncMemory):
             content,
             category=category,
             tags=tags,
-            metadata=metadata,
+            metadata=scope_metadata(
+                metadata,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            ),
             created_at=created_at,
             expires_at=expires_at,
             supersedes=supersedes,
@@ -506,6 +524,51 @@ class RemoteAsyncMemory(AsyncMemory):
             decision = WriteDecision.model_validate(data["detail"])
             return WriteOutcome(None if mid is None else str(mid), decision)
 
+    async def add_messages(
+        self,
+        messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        infer: bool = False,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        dedup: bool | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]:
+        """Remember a conversation on the server (``POST /v1/messages``); the ids stored.
+
+        With ``infer=True`` the server extracts the facts with its own LLM (if it has one).
+        """
+        agent = check_agent(agent_id)
+        conversation_turns(messages)  # the same checks and messages as an embedded store
+        if isinstance(tags, str):
+            msg = "tags must be a list of strings, not one string"
+            raise MemoryValidationError(msg)
+        sent = [
+            m.model_dump(exclude_none=True) if isinstance(m, ChatMessage) else dict(m)
+            for m in messages
+        ]
+        fields: dict[str, Any] = {
+            "agent_id": agent,
+            "messages": sent,
+            "infer": bool(infer),
+            "tags": list(tags),
+            "metadata": dict(metadata or {}),
+            "created_at": created_at,
+            "dedup": dedup,
+            "user_id": user_id,
+            "session_id": session_id,
+            "run_id": run_id,
+            "namespace": namespace,
+        }
+        data = await self._send("store_messages", fields)
+        with self._decoding("write"):
+            return [str(i) for i in data["ids"]]
+
     async def add_many(
         self,
         items: Sequence[MemoryStoreRequest | Mapping[str, Any]],
@@ -522,6 +585,8 @@ class RemoteAsyncMemory(AsyncMemory):
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             msg = "items must be a list of dicts or MemoryStoreRequest objects"
             raise MemoryValidationError(msg)
+        if items and all(is_message(item) for item in items):
+            return await self.add_messages(items, agent_id=agent, dedup=dedup)  # type: ignore[arg-type]
         bodies = [_store_body(_item_request(item, i), i) for i, item in enumerate(items)]
         ids: builtins.list[str] = []
         for batch in _chunks(bodies, _BATCH_ITEMS):

@@ -144,7 +144,7 @@ class MemoryService:
                     embedder=self._embedder,
                     tenant=None if name == DEFAULT_TENANT else name,
                 )
-                found = AsyncMemory(backend=backend, config=self._config)
+                found = AsyncMemory(backend=backend, config=self._config, llm=self._llm)
                 self._memories[name] = found
         return found
 
@@ -248,6 +248,10 @@ class MemoryService:
         importance: float | None = None,
         dedup: bool | None = None,
         admission: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> WriteOutcome:
         """Store one memory through the write path (dedup, supersession, caps, admission)."""
         agent = self._agent(actor, Scope.WRITE, agent_id)
@@ -256,6 +260,10 @@ class MemoryService:
             return await memory.write(
                 content,
                 agent_id=agent,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
                 category=category,
                 tags=tags,
                 metadata=metadata,
@@ -282,6 +290,40 @@ class MemoryService:
         memory = await self.memory(actor.tenant)
         with acting_as(actor.label):
             return await memory.add_many(items, agent_id=agent, dedup=dedup)
+
+    async def store_messages(
+        self,
+        actor: Actor,
+        messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        infer: bool = False,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        dedup: bool | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]:
+        """Remember a conversation: its turns, or (``infer``) the facts the LLM extracts."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.add_messages(
+                messages,
+                agent_id=agent,
+                infer=infer,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                dedup=dedup,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
 
     async def search(
         self,

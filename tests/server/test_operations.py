@@ -51,7 +51,7 @@ def test_every_operation_is_declared_once_with_docs_and_an_implementation() -> N
         assert method is not None and inspect.iscoroutinefunction(method), op.name
         # The keywords the table passes are parameters of the implementation.
         params = inspect.signature(method).parameters
-        example = {name: [] if name == "items" else "x" for name in op.request.model_fields}
+        example = {n: [] if n in ("items", "messages") else "x" for n in op.request.model_fields}
         arguments = op.arguments(op.request.model_construct(**example))
         assert set(arguments) <= set(params), (op.name, set(arguments) - set(params))
         if op.http is not None:
@@ -259,6 +259,48 @@ async def test_update_and_history_over_rest_mcp_and_the_remote_client(
                 "update_memory", {"memory_id": first, "agent_id": "dev-2", "content": "x"}
             )
             assert other.is_error and "permission" in str(other.content[0]).lower()
+    finally:
+        await remote.close()
+        stop()
+
+
+async def test_conversations_over_rest_mcp_and_the_remote_client(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "c.db")), embedder=minilm)
+    url, stop = run_app(create_app(service, keys=None))
+    remote = AsyncMemory(url)
+    chat = [
+        {"role": "user", "content": "We deploy on Fridays.", "tool_calls": []},
+        {"role": "assistant", "content": "Got it: Friday deploys."},
+    ]
+    try:
+        async with httpx.AsyncClient(base_url=url) as http:
+            made = await http.post(
+                "/v1/messages", json={"agent_id": "dev-1", "messages": chat, "session_id": "s9"}
+            )
+            assert made.status_code == 201, made.text
+            ids = made.json()["ids"]
+            bad = await http.post(
+                "/v1/messages",
+                json={"agent_id": "dev-1", "messages": [{"role": "system", "content": "x"}]},
+            )
+            assert bad.status_code == 422 and "no user or assistant" in bad.text
+        assert len(ids) == 2
+        turn = await remote.get(ids[0], agent_id="dev-1")
+        assert turn.metadata.extra == {"role": "user", "session_id": "s9"}
+        again = await remote.add(chat, agent_id="dev-1", session_id="s9")
+        assert again == ids  # deduplicated on the server
+        stored = await remote.add("Lunch is at noon", agent_id="dev-1", user_id="u-7")
+        assert (await remote.get(stored, agent_id="dev-1")).metadata.extra == {"user_id": "u-7"}
+        server = create_mcp_server(service, lambda _ctx: Actor.agent("dev-1"))
+        async with Client(server) as client:
+            done = await client.call_tool(
+                "remember_conversation",
+                {"messages": [{"role": "user", "content": "My laptop is a ThinkPad X1."}]},
+            )
+            assert not done.is_error and done.structured_content is not None
+            assert len(done.structured_content["ids"]) == 1
     finally:
         await remote.close()
         stop()

@@ -118,6 +118,7 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
         == TOOL_NAMES
         == (
             "store_memory",
+            "remember_conversation",
             "search_memory",
             "recall_memory",
             "list_memories",
@@ -141,6 +142,7 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
     required = {name: set(tool.input_schema["required"]) for name, tool in tools.items()}
     assert required == {
         "store_memory": {"content"},
+        "remember_conversation": {"messages"},
         "search_memory": {"query"},
         "recall_memory": {"memory_id"},
         "list_memories": set(),

@@ -240,6 +240,12 @@ def _store_many_args(req: rq.AddManyBody) -> dict[str, Any]:
     return {"items": items, "agent_id": req.agent_id, "dedup": req.dedup}
 
 
+def _messages_args(req: rq.MessagesBody) -> dict[str, Any]:
+    args = _fields(req)
+    args["messages"] = [m.model_dump(exclude_none=True) for m in req.messages]
+    return args
+
+
 def _import_args(req: rq.ImportBody) -> dict[str, Any]:
     return {"source": req.items, "agent_id": req.agent_id}
 
@@ -270,6 +276,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "store_many", rq.AddManyBody, Scope.WRITE, "Store many memories in one transaction",
         _field("ids"), arguments=_store_many_args,
         http=Http("POST", "/v1/memories/batch", "memories", 201, rs.IdsOut, name="add_many"),
+    ),
+    Operation(
+        "store_messages", rq.MessagesBody, Scope.WRITE,
+        "Remember a conversation (its turns, or with infer the facts it states)",
+        _field("ids"), arguments=_messages_args,
+        http=Http("POST", "/v1/messages", "memories", 201, rs.IdsOut),
+        tool=Tool(
+            "remember_conversation", "Remember a conversation",
+            "Remember a conversation: each user and assistant message becomes a memory, or, "
+            "with infer=true, the durable facts it states (deduplicated; a changed fact "
+            "supersedes the old one). Returns the ids stored.",
+            fields=("messages", "agent_id", "infer", "session_id", "user_id"),
+            limits={"messages": {"maxItems": 200}},
+        ),
     ),
     Operation(
         "list", rq.ListParams, Scope.READ, "List an agent's memories, newest first",

@@ -37,6 +37,8 @@ __all__ = [
     "HistoryParams",
     "ImportBody",
     "ListParams",
+    "MessageIn",
+    "MessagesBody",
     "PublishBody",
     "Request",
     "RestoreBody",
@@ -64,6 +66,15 @@ def _tags(default: Any) -> Any:
         default=default,
         max_length=64,
         description="Labels to filter on later (at most 64).",
+    )
+
+
+def _scope(what: str) -> Any:
+    return Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description=f"The {what} this memory belongs to (a metadata key; filterable).",
     )
 
 
@@ -122,6 +133,10 @@ class AddBody(Request):
     admission: bool = Field(
         default=False, description="Run admission control; a low-value text is rejected."
     )
+    user_id: str | None = _scope("user")
+    session_id: str | None = _scope("session or conversation")
+    run_id: str | None = _scope("run")
+    namespace: str | None = _scope("namespace")
 
 
 class AddManyItem(BaseModel):
@@ -150,6 +165,58 @@ class AddManyBody(Request):
         min_length=1, max_length=1000, description="The memories, stored in this order."
     )
     dedup: bool | None = Field(default=None, description="Override the store's dedup setting.")
+
+
+class MessageIn(BaseModel):
+    """One chat message, OpenAI-style (other keys such as ``tool_calls`` are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["user", "assistant", "system", "developer", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = Field(default=None, max_length=200)
+    created_at: datetime | None = None
+
+
+class MessagesBody(Request):
+    """A conversation to remember: each user/assistant turn, or the facts it states."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "dev-1",
+                    "session_id": "s-1",
+                    "messages": [
+                        {"role": "user", "content": "I moved to Lyon last month."},
+                        {"role": "assistant", "content": "Noted!"},
+                    ],
+                }
+            ]
+        },
+    )
+
+    agent_id: str = AgentId
+    messages: list[MessageIn] = Field(
+        min_length=1, max_length=1000, description="The messages, oldest first."
+    )
+    infer: bool = Field(
+        default=False,
+        description="Store the facts the conversation states (LLM-extracted) instead of turns.",
+    )
+    tags: list[str] = _tags([])
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Free-form JSON values stored with each memory."
+    )
+    created_at: datetime | None = Field(
+        default=None, description="When the conversation happened (a message's own wins)."
+    )
+    dedup: bool | None = Field(default=None, description="Override the store's dedup setting.")
+    user_id: str | None = _scope("user")
+    session_id: str | None = _scope("session or conversation")
+    run_id: str | None = _scope("run")
+    namespace: str | None = _scope("namespace")
 
 
 class ListParams(Request):

@@ -254,6 +254,7 @@ def tools_of(operations: Iterable[Operation]) -> tuple[_Tool, ...]:
 
 _LISTING = (
     "store_memory",
+    "remember_conversation",
     "search_memory",
     "recall_memory",
     "list_memories",
