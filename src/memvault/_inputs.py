@@ -16,7 +16,14 @@ from pydantic import ValidationError
 
 from memvault.config import MemvaultConfig, load_config
 from memvault.errors import MemoryValidationError
-from memvault.models import MemoryCategory, MemoryMetadata, MemoryStoreRequest, aware_utc
+from memvault.models import (
+    MemoryCategory,
+    MemoryMetadata,
+    MemoryStoreRequest,
+    MetadataFilter,
+    aware_utc,
+    parse_filters,
+)
 from memvault.validation import model_error
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
     "load_export",
     "message_text",
     "parse_category",
+    "query_filters",
     "scope_metadata",
     "server_url",
     "store_request",
@@ -310,3 +318,22 @@ def is_message(item: object) -> bool:
     if isinstance(item, Mapping):
         return "role" in item
     return hasattr(item, "role") and hasattr(item, "content")
+
+
+def query_filters(
+    filters: Mapping[str, Any] | None,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    namespace: str | None = None,
+) -> tuple[MetadataFilter, ...]:
+    """The metadata filters of a read: ``filters`` (mem0-style) AND the given scope ids.
+
+    Raises:
+        MemoryValidationError: a malformed filter or scope id.
+    """
+    scopes = scope_metadata(
+        None, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+    )
+    return parse_filters(filters) + parse_filters(scopes)

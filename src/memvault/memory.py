@@ -29,6 +29,7 @@ from memvault._inputs import (
     conversation_turns,
     is_message,
     parse_category,
+    query_filters,
     scope_metadata,
     server_url,
 )
@@ -75,6 +76,7 @@ from memvault.models import (
     MemoryQuery,
     MemoryScope,
     MemoryStoreRequest,
+    MetadataFilter,
     StoreStats,
     ToolDefinition,
 )
@@ -929,6 +931,7 @@ class AsyncMemory:
         as_of: datetime | None = None,
         include_superseded: bool = False,
         min_relevance: float = 0.0,
+        filters: tuple[MetadataFilter, ...] = (),
     ) -> MemoryQuery:
         if isinstance(tags, str):
             msg = "tags must be a list of strings, not one string"
@@ -945,6 +948,7 @@ class AsyncMemory:
                 limit=limit,
                 include_superseded=include_superseded,
                 min_relevance=min_relevance,
+                filters=filters,
             )
         except ValidationError as exc:
             raise model_error(exc) from None
@@ -965,8 +969,18 @@ class AsyncMemory:
         min_relevance: float = 0.0,
         preset: str | RetrievalConfig | None = None,
         explain: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> list[MemoryEntry]:
         """Hybrid search of the agent's memories, best first, ``relevance_score`` set.
+
+        ``filters`` narrow the search by metadata, mem0-style and applied before ranking
+        (``{"project": "x", "priority": {"gte": 2}, "status": {"in": ["open", "wip"]}}``; see
+        :class:`~memvault.models.MetadataFilter`); ``user_id``, ``session_id``, ``run_id`` and
+        ``namespace`` are shorthands for equality filters on those keys.
 
         With the default preset ``relevance_score`` is the calibrated evidence model's
         probability: absolute, so ``min_relevance`` drops the same weak matches in every query
@@ -992,6 +1006,13 @@ class AsyncMemory:
             as_of=as_of,
             include_superseded=include_superseded,
             min_relevance=min_relevance,
+            filters=query_filters(
+                filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            ),
         )
         cfg = self._resolve_preset(preset)
         backend = (
@@ -1129,12 +1150,25 @@ class AsyncMemory:
         audit = tuple(r for r in records if r.memory_id in seen)
         return MemoryHistory(memory_id=first.id, versions=tuple(chain), audit=audit)
 
-    async def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
-        """Number of memories of the agent (of one category)."""
+    async def count(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Number of memories of the agent (of one category, passing the metadata filters)."""
         agent = check_agent(agent_id)
         cat = None if category is None else parse_category(category)
+        found = query_filters(
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
         backend = await self._ready()
-        return await backend.count(agent, category=cat)
+        return await backend.count(agent, category=cat, filters=found)
 
     async def list(
         self,
@@ -1146,8 +1180,16 @@ class AsyncMemory:
         limit: int = 20,
         offset: int = 0,
         include_superseded: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
-        """The agent's memories, newest first, filtered by category, label and tags."""
+        """The agent's memories, newest first, filtered by category, label, tags and metadata.
+
+        ``filters`` and the scope ids work as in :meth:`search`.
+        """
         agent = check_agent(agent_id)
         if offset < 0:
             msg = "offset must be >= 0"
@@ -1159,6 +1201,13 @@ class AsyncMemory:
             tags=tags,
             label=label,
             include_superseded=include_superseded,
+            filters=query_filters(
+                filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            ),
         )
         backend = await self._ready()
         return await backend.list_entries(agent, q, offset=offset)
@@ -1175,6 +1224,11 @@ class AsyncMemory:
         filter_strategy: MemoryFilterStrategy | None = None,
         mmr: bool = False,
         min_relevance: float = CONTEXT_MIN_RELEVANCE,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt.
 
@@ -1185,6 +1239,11 @@ class AsyncMemory:
         """
         strategy = self.context_strategy(
             categories=categories,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
             config=ContextInjectionConfig(
                 role=role,
                 max_memories=limit,
@@ -1229,12 +1288,33 @@ class AsyncMemory:
         *,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
         config: ContextInjectionConfig | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> ContextInjectionStrategy:
-        """A :class:`ContextInjectionStrategy` over this memory, for agent frameworks."""
+        """A :class:`ContextInjectionStrategy` over this memory, for agent frameworks.
+
+        ``filters`` and the scope ids narrow every search it runs (see :meth:`search`).
+        """
         cats = _categories(categories)
+        query_filters(  # fail now, not at the first prompt
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
 
         async def search(agent_id: str, text: str, limit: int) -> builtins.list[MemoryEntry]:
-            return await self.search(text, agent_id=agent_id, limit=limit, categories=cats)
+            return await self.search(
+                text,
+                agent_id=agent_id,
+                limit=limit,
+                categories=cats,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
 
         return ContextInjectionStrategy(search, config)
 
@@ -1854,6 +1934,11 @@ class Memory:
         min_relevance: float = 0.0,
         preset: str | RetrievalConfig | None = None,
         explain: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> list[MemoryEntry]:
         """Hybrid search, best first (see :meth:`AsyncMemory.search`)."""
         return self._run(
@@ -1871,6 +1956,11 @@ class Memory:
                 min_relevance=min_relevance,
                 preset=preset,
                 explain=explain,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
             )
         )
 
@@ -1910,9 +2000,29 @@ class Memory:
         """Every version of a memory with its audit (see :meth:`AsyncMemory.history`)."""
         return self._run(self._core.history(memory_id, agent_id=agent_id))
 
-    def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+    def count(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
         """Number of memories of the agent (see :meth:`AsyncMemory.count`)."""
-        return self._run(self._core.count(agent_id=agent_id, category=category))
+        return self._run(
+            self._core.count(
+                agent_id=agent_id,
+                category=category,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
 
     def list(
         self,
@@ -1924,6 +2034,11 @@ class Memory:
         limit: int = 20,
         offset: int = 0,
         include_superseded: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The agent's memories, newest first (see :meth:`AsyncMemory.list`)."""
         return self._run(
@@ -1935,6 +2050,11 @@ class Memory:
                 limit=limit,
                 offset=offset,
                 include_superseded=include_superseded,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
             )
         )
 
@@ -1950,6 +2070,11 @@ class Memory:
         filter_strategy: MemoryFilterStrategy | None = None,
         mmr: bool = False,
         min_relevance: float = CONTEXT_MIN_RELEVANCE,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> MemoryContext:
         """Relevant memories packed for a prompt (see :meth:`AsyncMemory.context`)."""
         return self._run(
@@ -1963,6 +2088,11 @@ class Memory:
                 filter_strategy=filter_strategy,
                 mmr=mmr,
                 min_relevance=min_relevance,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
             )
         )
 
@@ -1971,9 +2101,22 @@ class Memory:
         *,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
         config: ContextInjectionConfig | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> ContextInjectionStrategy:
         """An async :class:`ContextInjectionStrategy` over this store (use it from async code)."""
-        return self._core.context_strategy(categories=categories, config=config)
+        return self._core.context_strategy(
+            categories=categories,
+            config=config,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
+        )
 
     def injection_strategy(
         self, name: InjectionStrategyName | str | None = None

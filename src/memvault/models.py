@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -20,12 +21,16 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
+    model_validator,
 )
+
+from memvault.errors import MemoryValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
+    "FILTER_OPS",
     "ArchivedEntry",
     "AuditRecord",
     "CandidateSet",
@@ -40,10 +45,15 @@ __all__ = [
     "MemoryQuery",
     "MemoryScope",
     "MemoryStoreRequest",
+    "MetadataFilter",
     "ScoreBreakdown",
     "StoreStats",
     "ToolDefinition",
     "aware_utc",
+    "filters_match",
+    "json_metadata",
+    "metadata_datetime",
+    "parse_filters",
     "trusted",
     "validate_agent_id",
     "validate_memory_id",
@@ -150,11 +160,374 @@ def _check_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(cleaned)
 
 
+# -- metadata values: JSON only -------------------------------------------------------------------
+
+
+def metadata_datetime(value: datetime | date) -> str:
+    """The canonical string of a date or datetime in metadata and filters: UTC ISO-8601.
+
+    ``2026-03-01T09:30:00+00:00`` (``datetime.isoformat`` of the UTC time: microseconds only
+    when non-zero); a ``date`` is midnight UTC of that day. Strings of this one format order
+    exactly like the instants they name, so date ranges are string ranges.
+
+    Raises:
+        ValueError: a naive datetime.
+    """
+    if not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    aware = aware_utc(value)
+    assert aware is not None
+    return aware.isoformat()
+
+
+def json_metadata(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` as plain JSON values: what every backend can store and filter the same way.
+
+    Strings, finite numbers, booleans, null, lists (tuples become lists) and objects with string
+    keys, recursively; dates and aware datetimes become :func:`metadata_datetime` strings.
+
+    Raises:
+        ValueError: a value that is not JSON (a set, bytes, an object, NaN or infinity, a
+            naive datetime, a non-string object key), naming the top-level key it is under.
+    """
+    out: dict[str, Any] = {}
+    for key, value in extra.items():
+        if not isinstance(key, str):
+            msg = f"metadata keys must be strings, got {key!r}"
+            raise ValueError(msg)
+        bad = _text_problem(key)
+        if bad is not None:
+            msg = f"metadata key {key!r}: the key {bad}"
+            raise ValueError(msg)
+        out[key] = _json_value(value, key, key)
+    return out
+
+
+_PLAIN_JSON = (bool, int, type(None))
+
+
+def _text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a JSON string every store keeps (NUL, lone surrogates), or None.
+
+    PostgreSQL's jsonb has no NUL character and no unpaired surrogate, so such text could be
+    stored but never filtered there; it is refused everywhere instead.
+    """
+    if "\x00" in text:
+        return "contains a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains an unpaired surrogate (not valid Unicode)"
+    return None
+
+
+def _json_value(value: Any, top: str, where: str) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_JSON:
+        return value
+    problem: str | None
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        if problem is None:
+            return value if kind is str else str(value)
+        problem = f"the string {problem}"
+    elif isinstance(value, float):
+        if math.isfinite(value):
+            return float(value)
+        problem = f"{value!r} is not a JSON number (NaN and infinity are not allowed)"
+    elif isinstance(value, int):
+        return int(value)
+    elif isinstance(value, (datetime, date)):
+        try:
+            return metadata_datetime(value)
+        except ValueError as exc:
+            problem = str(exc)
+    elif isinstance(value, Mapping):
+        obj: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                problem = f"object key {k!r} is not a string"
+                break
+            problem = _text_problem(k)
+            if problem is not None:
+                problem = f"object key {k!r} {problem}"
+                break
+            obj[k] = _json_value(v, top, f"{where}.{k}")
+        else:
+            return obj
+    elif isinstance(value, (list, tuple)):
+        return [_json_value(v, top, f"{where}[{i}]") for i, v in enumerate(value)]
+    else:
+        problem = (
+            f"a value of type {kind.__name__} is not JSON (use strings, numbers, booleans, "
+            "null, lists, objects or dates)"
+        )
+    at = "" if where == top else f" (at {where})"
+    msg = f"metadata key {top!r}{at}: {problem}"
+    raise ValueError(msg)
+
+
+# -- metadata filters -----------------------------------------------------------------------------
+
+FilterOp = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists"]
+FILTER_OPS: tuple[str, ...] = get_args(FilterOp)
+"""Every operator a :class:`MetadataFilter` takes."""
+RANGE_OPS = frozenset({"gt", "gte", "lt", "lte"})
+
+FilterScalar = str | int | float | bool | None
+FilterValue = FilterScalar | tuple[FilterScalar, ...]
+
+_LOGICAL = frozenset({"AND", "OR", "NOT"})
+
+
+def _filter_scalar(value: Any) -> FilterScalar:
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        if problem is not None:
+            msg = f"the string {problem}"
+            raise ValueError(msg)
+        return str(value)
+    if value is None or type(value) in (bool, int):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            msg = f"{value!r} is not a JSON number"
+            raise ValueError(msg)
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, (datetime, date)):
+        return metadata_datetime(value)
+    msg = (
+        f"a value of type {type(value).__name__} is not a filter value (use a string, number, "
+        "boolean, null or date, or a list of them for 'in'/'nin')"
+    )
+    raise ValueError(msg)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "other"
+
+
+def _json_equal(stored: Any, wanted: FilterScalar) -> bool:
+    """JSON equality of a stored value and a filter scalar: same JSON type, same value."""
+    kind = _json_kind(stored)
+    return kind != "other" and kind == _json_kind(wanted) and stored == wanted
+
+
+class MetadataFilter(BaseModel):
+    """One condition on a caller-defined metadata key (``MemoryMetadata.extra[key]``).
+
+    The semantics, identical on every backend (``MemoryQuery.matches`` is the reference; the
+    SQL backends evaluate the same rules in their queries, before any top-N cut):
+
+    * A filter addresses a *top-level* key of ``metadata.extra`` (``"a.b"`` is the key named
+      ``a.b``, not a path).
+    * ``eq``/``ne``/``in``/``nin`` compare JSON values exactly and type-sensitively: ``1`` does
+      not equal ``"1"``, ``true`` does not equal ``1``; ``1`` equals ``1.0`` (both numbers);
+      ``None`` matches a stored JSON ``null``. Lists and objects stored under the key equal no
+      filter value. A missing key never equals anything, so ``ne``/``nin`` match entries that
+      lack the key.
+    * ``gt``/``gte``/``lt``/``lte`` match only when the stored value and the filter value are
+      both numbers (booleans are not numbers) or both strings; strings compare by code point.
+      Dates are stored and given as canonical UTC ISO-8601 strings (:func:`metadata_datetime`),
+      so date ranges compare as strings of one format.
+    * ``exists`` (``True``/``False``) tests whether the key is present (a ``null`` value is
+      present).
+    * Filters of one query all AND together.
+
+    ``value``: a string, number, boolean, ``None`` or date/datetime (converted to the canonical
+    string) for ``eq``/``ne``/ranges; a list of those for ``in``/``nin``; a bool for ``exists``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str = Field(min_length=1, max_length=200)
+    op: FilterOp = "eq"
+    value: FilterValue = None
+
+    @field_validator("key", mode="after")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        problem = _text_problem(value)
+        if problem is not None:
+            msg = f"the key {problem}"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("value", mode="plain")
+    @classmethod
+    def _value(cls, value: Any) -> FilterValue:
+        # Plain: these checks replace pydantic's coercion (which would turn "1" into 1 or
+        # True into 1 and break the type-sensitive comparisons).
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items: list[FilterScalar] = []
+            for item in value:
+                if isinstance(item, (list, tuple, set, frozenset, dict)):
+                    msg = "the list of 'in'/'nin' holds single values, not lists or objects"
+                    raise ValueError(msg)
+                items.append(_filter_scalar(item))
+            return tuple(items)
+        return _filter_scalar(value)
+
+    @model_validator(mode="after")
+    def _fits_op(self) -> MetadataFilter:
+        op, value = self.op, self.value
+        problem = None
+        if op in ("eq", "ne") and isinstance(value, tuple):
+            problem = f"'{op}' takes one value, not a list (use 'in' or 'nin')"
+        elif op in ("in", "nin") and not isinstance(value, tuple):
+            problem = f"'{op}' needs a list of values, got {_describe(value)}"
+        elif op in RANGE_OPS and not (isinstance(value, str) or _is_number(value)):
+            problem = f"'{op}' needs a number, a string or a date, got {_describe(value)}"
+        elif op == "exists" and not isinstance(value, bool):
+            problem = f"'exists' needs true or false, got {_describe(value)}"
+        if problem is not None:
+            msg = f"filter on {self.key!r}: {problem}"
+            raise ValueError(msg)
+        return self
+
+    def matches(self, extra: Mapping[str, Any]) -> bool:
+        """True if an entry whose ``metadata.extra`` is ``extra`` passes this filter."""
+        op, value = self.op, self.value
+        present = self.key in extra
+        if op == "exists":
+            return present is value
+        stored = extra.get(self.key)
+        if op == "eq":
+            return present and _json_equal(stored, value)  # type: ignore[arg-type]
+        if op == "ne":
+            return not (present and _json_equal(stored, value))  # type: ignore[arg-type]
+        if op in ("in", "nin"):
+            assert isinstance(value, tuple)
+            found = present and any(_json_equal(stored, v) for v in value)
+            return found if op == "in" else not found
+        if not present:
+            return False
+        # Python compares ints and floats exactly, as SQLite and PostgreSQL's numeric do.
+        if (_is_number(stored) and _is_number(value)) or (
+            isinstance(stored, str) and isinstance(value, str)
+        ):
+            return _compare(op, stored, value)
+        return False
+
+
+def _compare(op: str, a: Any, b: Any) -> bool:
+    if op == "gt":
+        return bool(a > b)
+    if op == "gte":
+        return bool(a >= b)
+    if op == "lt":
+        return bool(a < b)
+    return bool(a <= b)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    return f"{'a number' if _is_number(value) else 'the string'} {value!r}"
+
+
+def filters_match(filters: tuple[MetadataFilter, ...], extra: Mapping[str, Any]) -> bool:
+    """True if ``extra`` passes every filter (they AND together)."""
+    return all(f.matches(extra) for f in filters)
+
+
+def parse_filters(spec: Mapping[str, Any] | None) -> tuple[MetadataFilter, ...]:
+    """Filters from the mem0-style object callers write (see :class:`MetadataFilter`).
+
+    ``{"project": "x"}`` is ``eq``; ``{"status": {"in": ["a", "b"]}}`` names the operator;
+    several operators on one key AND together (``{"priority": {"gte": 2, "lt": 5}}``), as do
+    the keys. Dates and datetimes become canonical UTC strings. Operators may be written with a
+    leading ``$`` (``$in``) as in MongoDB.
+
+    Raises:
+        MemoryValidationError: not an object, an unknown operator, or a value the operator does
+            not take (e.g. ``in`` without a list, a range on a boolean); one line naming the key.
+    """
+    if spec is None:
+        return ()
+    if not isinstance(spec, Mapping):
+        msg = (
+            "filters must be an object of metadata keys to a value or {operator: value}, "
+            f"got {type(spec).__name__}"
+        )
+        raise MemoryValidationError(msg)
+    out: list[MetadataFilter] = []
+    for key, cond in spec.items():
+        if not isinstance(key, str):
+            msg = f"filter keys must be strings, got {key!r}"
+            raise MemoryValidationError(msg)
+        if key.lstrip("$").upper() in _LOGICAL and isinstance(cond, (list, tuple)):
+            msg = (
+                f"filter {key!r}: logical operators are not supported; give several keys "
+                "(they AND together) or 'in' for alternatives"
+            )
+            raise MemoryValidationError(msg)
+        if isinstance(cond, Mapping):
+            if not cond:
+                msg = (
+                    f"filter on {key!r}: empty condition {{}}: give a value or {{operator: value}}"
+                )
+                raise MemoryValidationError(msg)
+            for raw_op, value in cond.items():
+                op = raw_op.removeprefix("$") if isinstance(raw_op, str) else raw_op
+                if op not in FILTER_OPS:
+                    msg = (
+                        f"filter on {key!r}: unknown operator {raw_op!r} "
+                        f"(use {', '.join(FILTER_OPS)})"
+                    )
+                    raise MemoryValidationError(msg)
+                out.append(_make_filter(key, op, value))
+        else:
+            out.append(_make_filter(key, "eq", cond))
+    return tuple(out)
+
+
+def _make_filter(key: str, op: str, value: Any) -> MetadataFilter:
+    try:
+        return MetadataFilter(key=key, op=op, value=value)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise MemoryValidationError(_filter_error(key, exc)) from None
+
+
+def _filter_error(key: str, exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return str(exc)
+    first = errors()[0]
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    if msg.startswith("filter on "):
+        return msg
+    loc = ".".join(str(p) for p in first["loc"])
+    return f"filter on {key[:60]!r}: {loc}: {msg}" if loc else f"filter on {key[:60]!r}: {msg}"
+
+
 class MemoryMetadata(BaseModel):
     """Descriptive metadata of a memory.
 
     ``tags`` drive filters (e.g. ``non-inferable``); ``label`` is a free-form sub-category such as
-    ``preferences``; ``extra`` holds caller-defined JSON values.
+    ``preferences``; ``extra`` holds caller-defined JSON values (:func:`json_metadata`: dates
+    become canonical UTC strings, anything not JSON is refused), which :class:`MetadataFilter`
+    addresses; the scopes ``user_id``, ``session_id``, ``run_id`` and ``namespace`` are ordinary
+    keys of it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -170,6 +543,13 @@ class MemoryMetadata(BaseModel):
     @classmethod
     def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return _check_tags(value)
+
+    @field_validator("extra", mode="after")
+    @classmethod
+    def _extra(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # JSON only, checked here so every backend stores (and filters) the same values and a
+        # bad value is a validation error naming its key, not a TypeError deep in a write.
+        return json_metadata(value)
 
 
 def check_content(value: str, *, max_chars: int = DEFAULT_MAX_CONTENT_CHARS) -> str:
@@ -356,7 +736,9 @@ class MemoryQuery(BaseModel):
     """A retrieval request: query text plus filters.
 
     ``as_of`` returns what was valid at that time (superseded entries included when they were
-    valid then); ``include_superseded`` returns superseded entries regardless.
+    valid then); ``include_superseded`` returns superseded entries regardless. ``filters`` are
+    conditions on ``metadata.extra`` (see :class:`MetadataFilter` for the semantics every
+    backend shares); a mem0-style object is accepted too and parsed by :func:`parse_filters`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -372,6 +754,16 @@ class MemoryQuery(BaseModel):
     min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
     include_superseded: bool = False
     include_shared: bool = False
+    filters: tuple[MetadataFilter, ...] = ()
+
+    @field_validator("filters", mode="before")
+    @classmethod
+    def _filters(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, Mapping):
+            return parse_filters(value)
+        return value
 
     @field_validator("text", mode="after")
     @classmethod
@@ -397,6 +789,8 @@ class MemoryQuery(BaseModel):
         if self.since is not None and entry.created_at < self.since:
             return False
         if self.until is not None and entry.created_at > self.until:
+            return False
+        if self.filters and not filters_match(self.filters, entry.metadata.extra):
             return False
         if entry.expires_at is not None and entry.expires_at <= now:
             return False

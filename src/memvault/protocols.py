@@ -25,6 +25,7 @@ from memvault.models import (
     MemoryEntry,
     MemoryQuery,
     MemoryStoreRequest,
+    MetadataFilter,
     StoreStats,
     ToolDefinition,
 )
@@ -142,8 +143,17 @@ class MemoryBackend(Protocol):
         """Delete one memory; False if absent. Raises MemoryConnectionError, MemoryStoreError."""
         ...
 
-    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Number of memories of the agent. Raises MemoryConnectionError, MemoryRetrievalError."""
+    async def count(
+        self,
+        agent_id: str,
+        *,
+        category: MemoryCategory | None = None,
+        filters: Sequence[MetadataFilter] = (),
+    ) -> int:
+        """Number of memories of the agent (passing the metadata filters).
+
+        Raises MemoryConnectionError, MemoryRetrievalError.
+        """
         ...
 
 
@@ -252,9 +262,17 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         ...
 
     async def list_entries(
-        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        offset: int = 0,
+        filters: Sequence[MetadataFilter] = (),
     ) -> list[MemoryEntry]:
-        """Entries passing the query's filters, newest first (``query.text`` is ignored)."""
+        """Entries passing the query's filters (and ``filters``), newest first.
+
+        ``query.text`` is ignored.
+        """
         ...
 
     async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:

@@ -37,6 +37,7 @@ from memvault._inputs import (
     conversation_turns,
     is_message,
     parse_category,
+    query_filters,
     scope_metadata,
     server_url,
 )
@@ -418,7 +419,9 @@ class RemoteAsyncMemory(AsyncMemory):
         data = request.model_dump(mode="json", exclude=set(in_path), exclude_none=True)
         if http.has_body:
             return await self._call(http.method, path, kind=_kind(op), body=data)
-        return await self._call(http.method, path, kind=_kind(op), params=data)
+        # A structured query parameter (metadata filters) travels as JSON text.
+        params = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in data.items()}
+        return await self._call(http.method, path, kind=_kind(op), params=params)
 
     async def call(self, operation: str | Operation, **fields: Any) -> Any:
         """Call any declared operation (by name, or its declaration) with its input fields.
@@ -752,6 +755,11 @@ class RemoteAsyncMemory(AsyncMemory):
         min_relevance: float = 0.0,
         preset: str | RetrievalConfig | None = None,
         explain: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """Hybrid search of the agent's memories on the server (``POST /v1/search``).
 
@@ -775,6 +783,9 @@ class RemoteAsyncMemory(AsyncMemory):
             include_superseded=include_superseded,
             min_relevance=min_relevance,
         )
+        query_filters(  # the embedded store's checks and messages, before anything is sent
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
         if preset is not None and not isinstance(preset, str):
             raise _not_remote("a retrieval config object (name one of the server's presets)")
         body: dict[str, Any] = {
@@ -786,6 +797,11 @@ class RemoteAsyncMemory(AsyncMemory):
             "min_relevance": q.min_relevance,
             "explain": bool(explain),
             "preset": preset,
+            "filters": None if filters is None else dict(filters),
+            "user_id": user_id,
+            "session_id": session_id,
+            "run_id": run_id,
+            "namespace": namespace,
         }
         if q.categories is not None:
             body["categories"] = sorted(c.value for c in q.categories)
@@ -860,11 +876,32 @@ class RemoteAsyncMemory(AsyncMemory):
                 audit=tuple(AuditRecord.model_validate(r) for r in data["audit"]),
             )
 
-    async def count(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
-        """Number of memories of the agent (of one category)."""
+    async def count(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Number of memories of the agent (of one category, passing the metadata filters)."""
         agent = check_agent(agent_id)
+        query_filters(  # the embedded store's checks and messages, before anything is sent
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
         cat = None if category is None else parse_category(category)
-        params = {"agent_id": agent, "category": None if cat is None else cat.value}
+        params = {
+            "agent_id": agent,
+            "category": None if cat is None else cat.value,
+            "filters": None if filters is None else dict(filters),
+            "user_id": user_id,
+            "session_id": session_id,
+            "run_id": run_id,
+            "namespace": namespace,
+        }
         data = await self._send("count", params)
         with self._decoding("read"):
             return int(data["count"])
@@ -879,9 +916,17 @@ class RemoteAsyncMemory(AsyncMemory):
         limit: int = 20,
         offset: int = 0,
         include_superseded: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
-        """The agent's memories, newest first, filtered by category, label and tags."""
+        """The agent's memories, newest first, filtered by category, label, tags, metadata."""
         agent = check_agent(agent_id)
+        query_filters(  # the embedded store's checks and messages, before anything is sent
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
         if offset < 0:
             msg = "offset must be >= 0"
             raise MemoryValidationError(msg)
@@ -902,6 +947,11 @@ class RemoteAsyncMemory(AsyncMemory):
             "limit": q.limit,
             "offset": offset,
             "include_superseded": q.include_superseded,
+            "filters": None if filters is None else dict(filters),
+            "user_id": user_id,
+            "session_id": session_id,
+            "run_id": run_id,
+            "namespace": namespace,
         }
         data = await self._send("list", params)
         with self._decoding("read"):
@@ -919,6 +969,11 @@ class RemoteAsyncMemory(AsyncMemory):
         filter_strategy: MemoryFilterStrategy | None = None,
         mmr: bool = False,
         min_relevance: float = CONTEXT_MIN_RELEVANCE,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens (``POST /v1/context``).
 
@@ -936,6 +991,11 @@ class RemoteAsyncMemory(AsyncMemory):
                 filter_strategy=filter_strategy,
                 mmr=mmr,
                 min_relevance=min_relevance,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
             )
         try:
             ContextInjectionConfig(
@@ -955,6 +1015,17 @@ class RemoteAsyncMemory(AsyncMemory):
             "mmr": bool(mmr),
             "min_relevance": float(min_relevance),
         }
+        query_filters(
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
+        scoped = {
+            "filters": None if filters is None else dict(filters),
+            "user_id": user_id,
+            "session_id": session_id,
+            "run_id": run_id,
+            "namespace": namespace,
+        }
+        body.update({k: v for k, v in scoped.items() if v is not None})
         if cats is not None:
             body["categories"] = sorted(c.value for c in cats)
         data = await self._send("context", body)

@@ -342,6 +342,11 @@ class MemoryService:
         min_relevance: float = 0.0,
         explain: bool = False,
         preset: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """Hybrid search of the agent's memories (and the shared knowledge), best first."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -360,6 +365,11 @@ class MemoryService:
             min_relevance=min_relevance,
             explain=explain,
             preset=preset,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
 
     async def context(
@@ -374,6 +384,11 @@ class MemoryService:
         role: Literal["system", "user"] = "system",
         mmr: bool = False,
         min_relevance: float = CONTEXT_MIN_RELEVANCE,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens for a prompt."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -387,6 +402,11 @@ class MemoryService:
             role=role,
             mmr=mmr,
             min_relevance=min_relevance,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
 
     async def get(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryEntry:
@@ -454,6 +474,11 @@ class MemoryService:
         limit: int = 20,
         offset: int = 0,
         include_superseded: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The agent's memories, newest first."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -466,15 +491,37 @@ class MemoryService:
             limit=limit,
             offset=offset,
             include_superseded=include_superseded,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
 
     async def count(
-        self, actor: Actor, *, agent_id: str, category: CategoryLike | None = None
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
     ) -> int:
-        """How many memories the agent has (of one category)."""
+        """How many memories the agent has (of one category, passing the metadata filters)."""
         agent = self._agent(actor, Scope.READ, agent_id)
         memory = await self.memory(actor.tenant)
-        return await memory.count(agent_id=agent, category=category)
+        return await memory.count(
+            agent_id=agent,
+            category=category,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
+        )
 
     async def clear(
         self,

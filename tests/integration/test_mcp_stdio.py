@@ -28,6 +28,9 @@ from memvault.protocols import Embedder
 
 TOOLS = {
     "store_memory",
+    "remember_conversation",
+    "update_memory",
+    "memory_history",
     "search_memory",
     "recall_memory",
     "list_memories",

@@ -304,3 +304,37 @@ async def test_conversations_over_rest_mcp_and_the_remote_client(
     finally:
         await remote.close()
         stop()
+
+
+async def test_filters_and_scopes_over_rest_and_the_remote_client(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "f.db")), embedder=minilm)
+    url, stop = run_app(create_app(service, keys=None))
+    remote = AsyncMemory(url)
+    try:
+        await remote.add("Alice likes green tea", agent_id="bot", user_id="alice")
+        await remote.add(
+            "Bob likes black coffee", agent_id="bot", user_id="bob", metadata={"cups": 3}
+        )
+        async with httpx.AsyncClient(base_url=url) as http:
+            found = await http.post(
+                "/v1/search",
+                json={"agent_id": "bot", "query": "what does the user drink?", "user_id": "bob"},
+            )
+            assert [h["content"] for h in found.json()["results"]] == ["Bob likes black coffee"]
+            listed = await http.get(
+                "/v1/memories", params={"agent_id": "bot", "filters": '{"cups": {"gte": 2}}'}
+            )
+            assert [m["content"] for m in listed.json()["memories"]] == ["Bob likes black coffee"]
+            bad = await http.get("/v1/count", params={"agent_id": "bot", "filters": "{oops"})
+            assert bad.status_code == 422 and "JSON" in bad.text
+        assert await remote.count(agent_id="bot", filters={"cups": {"lt": 3}}) == 0
+        assert await remote.count(agent_id="bot", user_id="alice") == 1
+        listed_remote = await remote.list(agent_id="bot", filters={"cups": 3})
+        assert [e.content for e in listed_remote] == ["Bob likes black coffee"]
+        with pytest.raises(MemoryValidationError, match="filter"):
+            await remote.search("tea", agent_id="bot", filters={"cups": {"near": 1}})
+    finally:
+        await remote.close()
+        stop()

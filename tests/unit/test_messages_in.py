@@ -18,7 +18,7 @@ CHAT = [
     {"role": "user", "content": "I'm vegetarian and I live in Lyon."},
     {"role": "assistant", "content": "Noted! Any favourite cuisine?"},
     {"role": "user", "content": [{"type": "text", "text": "Thai food; my budget is 30 EUR."}]},
-    {"role": "tool", "content": "{\"results\": []}"},
+    {"role": "tool", "content": '{"results": []}'},
 ]
 
 

@@ -298,7 +298,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool=Tool(
             "list_memories", "List memories",
             "List the agent's memories, newest first, a page at a time.",
-            fields=("agent_id", "category", "limit", "offset"), limits=_LIST_LIMIT,
+            fields=("agent_id", "category", "limit", "offset", "filters"), limits=_LIST_LIMIT,
             read_only=True,
         ),
     ),
@@ -370,7 +370,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "search_memory", "Search memories",
             "Search the agent's memories (hybrid semantic and keyword search), best first. "
             "Each result carries its id and a relevance_score.",
-            fields=("query", "agent_id", "limit", "categories", "include_shared"),
+            fields=("query", "agent_id", "limit", "categories", "include_shared", "filters"),
             limits={"query": {"maxLength": 2000}, "categories": {"minItems": 1}},
             read_only=True,
         ),

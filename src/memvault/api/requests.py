@@ -9,10 +9,11 @@ The operation table (:mod:`memvault.api.operations`) says which model each opera
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memvault.consolidation import ConsolidationStrategy
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
@@ -67,6 +68,21 @@ def _tags(default: Any) -> Any:
         max_length=64,
         description="Labels to filter on later (at most 64).",
     )
+
+
+def _json_object(value: Any) -> Any:
+    """A JSON object given as its text (a query parameter) parsed; anything else as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            msg = f"not a JSON object: {exc.msg}"
+            raise ValueError(msg) from None
+    return value
+
+
+MetadataFilters = Annotated[dict[str, Any] | None, BeforeValidator(_json_object)]
+"""Metadata filters (:func:`memvault.models.parse_filters`), as an object or its JSON text."""
 
 
 def _scope(what: str) -> Any:
@@ -231,6 +247,17 @@ class ListParams(Request):
         default=0, ge=0, le=10_000_000, description="How many to skip (for the next page)."
     )
     include_superseded: bool = Field(default=False, description="Also superseded memories.")
+    filters: MetadataFilters = Field(
+        default=None,
+        description=(
+            'Metadata filters, e.g. {"project": "x", "priority": {"gte": 2}} '
+            "(a JSON object; in a query string, its JSON text)."
+        ),
+    )
+    user_id: str | None = _scope("user")
+    session_id: str | None = _scope("session or conversation")
+    run_id: str | None = _scope("run")
+    namespace: str | None = _scope("namespace")
 
 
 class ClearParams(Request):
@@ -289,6 +316,17 @@ class CountParams(Request):
 
     agent_id: str = AgentId
     category: MemoryCategory | None = Field(default=None, description="Only this kind.")
+    filters: MetadataFilters = Field(
+        default=None,
+        description=(
+            'Metadata filters, e.g. {"project": "x", "priority": {"gte": 2}} '
+            "(a JSON object; in a query string, its JSON text)."
+        ),
+    )
+    user_id: str | None = _scope("user")
+    session_id: str | None = _scope("session or conversation")
+    run_id: str | None = _scope("run")
+    namespace: str | None = _scope("namespace")
 
 
 # -- retrieval --------------------------------------------------------------------------------
@@ -334,6 +372,17 @@ class SearchBody(Request):
         max_length=50,
         description="A named retrieval preset (default, fast, legacy, hybrid, bm25, dense).",
     )
+    filters: MetadataFilters = Field(
+        default=None,
+        description=(
+            'Metadata filters, e.g. {"project": "x", "priority": {"gte": 2}} '
+            "(a JSON object; in a query string, its JSON text)."
+        ),
+    )
+    user_id: str | None = _scope("user")
+    session_id: str | None = _scope("session or conversation")
+    run_id: str | None = _scope("run")
+    namespace: str | None = _scope("namespace")
 
 
 class ContextBody(Request):
@@ -364,6 +413,13 @@ class ContextBody(Request):
         le=1.0,
         description="Inject nothing when the best memory's relevance is below this.",
     )
+    filters: MetadataFilters = Field(
+        default=None, description='Metadata filters, e.g. {"project": "x"}.'
+    )
+    user_id: str | None = _scope("user")
+    session_id: str | None = _scope("session or conversation")
+    run_id: str | None = _scope("run")
+    namespace: str | None = _scope("namespace")
 
 
 # -- bulk and lifecycle -----------------------------------------------------------------------

@@ -31,6 +31,7 @@ from memvault.backends._common import (
     Supersede,
     embedding_text,
     lexical_text,
+    metadata_json,
 )
 from memvault.backends._common import Vectors as Vectors
 from memvault.backends._side import PUBLISH as PUBLISH
@@ -60,6 +61,7 @@ from memvault.models import (
     MemoryQuery,
     MemoryScope,
     MemoryStoreRequest,
+    MetadataFilter,
     StoreStats,
     check_content,
 )
@@ -299,6 +301,7 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         for e in entries:
             try:
                 check_content(e.content, max_chars=self._max_content_chars)
+                metadata_json(e.metadata.extra)
             except ValueError as exc:
                 raise MemoryValidationError(f"memory {e.id}: {exc}") from None
         existing = await self._existing_ids([e.id for e in entries])
@@ -453,14 +456,28 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         """Delete one memory of the agent; False if it does not exist."""
 
     @abstractmethod
-    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Number of stored memories of the agent (live or not)."""
+    async def count(
+        self,
+        agent_id: str,
+        *,
+        category: MemoryCategory | None = None,
+        filters: Sequence[MetadataFilter] = (),
+    ) -> int:
+        """Number of stored memories of the agent (live or not) passing the metadata filters."""
 
     @abstractmethod
     async def list_entries(
-        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        offset: int = 0,
+        filters: Sequence[MetadataFilter] = (),
     ) -> list[MemoryEntry]:
-        """Entries passing the filters, newest first, at most ``query.limit``."""
+        """Entries passing the filters, newest first, at most ``query.limit``.
+
+        ``filters`` are added to ``query.filters`` (all AND together).
+        """
 
     @abstractmethod
     async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
@@ -514,6 +531,7 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         for e in entries:
             try:
                 check_content(e.content, max_chars=self._max_content_chars)
+                metadata_json(e.metadata.extra)
             except ValueError as exc:
                 raise MemoryValidationError(f"memory {e.id}: {exc}") from None
             raw = vectors.get(e.id)

@@ -8,15 +8,35 @@ without importing each other. :mod:`memvault.backends._base` re-exports them.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault.models import MemoryEntry
+from memvault.errors import MemoryValidationError
+from memvault.models import (
+    MemoryEntry,
+    MemoryQuery,
+    MetadataFilter,
+    json_metadata,
+    parse_filters,
+)
 
-__all__ = ["SHARED_KEY", "Supersede", "Vectors", "embedding_text", "lexical_text"]
+__all__ = [
+    "SCOPE_KEYS",
+    "SHARED_KEY",
+    "Supersede",
+    "Vectors",
+    "check_filters",
+    "embedding_text",
+    "lexical_text",
+    "metadata_json",
+    "with_filters",
+]
 
 Vectors = NDArray[np.float32]
 
@@ -47,3 +67,50 @@ class Supersede:
     old_id: str
     new_id: str
     when: datetime
+
+
+SCOPE_KEYS: tuple[str, ...] = ("user_id", "session_id", "run_id", "namespace")
+"""The scope keys of ``metadata.extra``: the SQL backends index them per agent (expression
+indexes), so ``eq`` filters on them stay fast in big stores. Their SQL paths are literals of
+this fixed list, never caller text."""
+
+
+def metadata_json(extra: Mapping[str, Any]) -> str:
+    """The stored text of ``metadata.extra``: strict JSON (no NaN), keys sorted.
+
+    Entries built without validation (imports of old exports, rows of other stores) are checked
+    here too, so every stored row is JSON every backend can filter.
+
+    Raises:
+        MemoryValidationError: a value that is not JSON, naming its key.
+    """
+    try:
+        return json.dumps(json_metadata(extra), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryValidationError(str(exc)) from None
+
+
+def check_filters(filters: Sequence[MetadataFilter]) -> tuple[MetadataFilter, ...]:
+    """``filters`` as a tuple of :class:`MetadataFilter` (a mem0-style mapping is parsed).
+
+    Raises:
+        MemoryValidationError: an item that is not a MetadataFilter.
+    """
+    if not filters:
+        return ()
+    if isinstance(filters, Mapping):
+        return parse_filters(filters)
+    out = tuple(filters)
+    for f in out:
+        if not isinstance(f, MetadataFilter):
+            msg = f"filters must be MetadataFilter objects, got {type(f).__name__}"
+            raise MemoryValidationError(msg)
+    return out
+
+
+def with_filters(query: MemoryQuery, filters: Sequence[MetadataFilter]) -> MemoryQuery:
+    """``query`` with ``filters`` added to its own (all AND together)."""
+    extra = check_filters(filters)
+    if not extra:
+        return query
+    return query.model_copy(update={"filters": (*query.filters, *extra)})

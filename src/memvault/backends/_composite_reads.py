@@ -18,7 +18,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memvault.backends._base import Vectors, check_agent, check_id
-from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryQuery, StoreStats
+from memvault.backends._common import check_filters, with_filters
+from memvault.models import (
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MetadataFilter,
+    StoreStats,
+)
 from memvault.protocols import Embedder, MemoryStore
 
 __all__ = ["CompositeReadsMixin"]
@@ -58,24 +66,42 @@ class CompositeReadsMixin:
                 return entry
         return None
 
-    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Number of the agent's memories over every child."""
+    async def count(
+        self,
+        agent_id: str,
+        *,
+        category: MemoryCategory | None = None,
+        filters: Sequence[MetadataFilter] = (),
+    ) -> int:
+        """Number of the agent's memories (passing the metadata filters) over every child."""
         agent = check_agent(agent_id)
+        wanted = check_filters(filters)
         self._require_connected()
         total = 0
         for child in self._children:
-            total += await child.count(agent, category=category)
+            if wanted:
+                total += await child.count(agent, category=category, filters=wanted)
+            else:
+                # Without filters the call a store written for the design documents takes too.
+                total += await child.count(agent, category=category)
         return total
 
     async def list_entries(
-        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        offset: int = 0,
+        filters: Sequence[MetadataFilter] = (),
     ) -> list[MemoryEntry]:
         """Entries passing the filters over every child, newest first, ``limit`` from ``offset``.
 
         Each child contributes its newest ``offset + limit`` matches (read in pages), which is
-        all the merged page can need.
+        all the merged page can need. ``filters`` join ``query.filters``, which every child
+        applies.
         """
         agent = check_agent(agent_id)
+        query = with_filters(query, filters)
         self._require_connected()
         if len(self._children) == 1:
             return await self._children[0].list_entries(agent, query, offset=offset)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from memvault.config import COMPOSITE_URL, MemvaultConfig
+from memvault.config import COMPOSITE_URL, DEFAULT_DB_PATH, PROJECT_DB_PATH, MemvaultConfig
 from memvault.errors import MemoryConfigError
 from memvault.models import MemoryLevel
 from memvault.protocols import Embedder, MemoryStore
@@ -93,14 +93,33 @@ def open_backend(
     if kind == "sqlite":
         from memvault.backends.sqlite import SQLiteBackend
 
+        path = Path(target).expanduser()
         return SQLiteBackend(
-            Path(target).expanduser(), embedder, synchronous=cfg.storage.synchronous, **opts
+            path,
+            embedder,
+            synchronous=cfg.storage.synchronous,
+            create_dirs=_managed_dir(path, cfg),
+            **opts,
         )
     # postgresql: imported here so that psycopg stays an optional extra (the import raises a
     # MemoryConfigError naming ``memvault[postgres]`` when it is missing).
     from memvault.backends.postgres import PostgresBackend
 
     return PostgresBackend(target, embedder, **opts)
+
+
+def _managed_dir(path: Path, cfg: MemvaultConfig) -> bool:
+    """True if ``path`` lies directly in a directory memvault creates on demand.
+
+    Those are ``~/.memvault`` and ``./.memvault`` (the default stores, their tenant files
+    beside them) and the configured ``storage.data_dir``. Any other missing directory means a
+    mistyped path, which the SQLite store refuses rather than starting an empty store there.
+    """
+    managed = [Path(DEFAULT_DB_PATH).expanduser().parent, Path(PROJECT_DB_PATH).parent]
+    if cfg.storage.data_dir:
+        managed.append(Path(cfg.storage.data_dir).expanduser())
+    parent = path.parent.absolute()
+    return any(parent == d.absolute() for d in managed)
 
 
 def create_memory_backend(

@@ -26,6 +26,7 @@ from memvault.backends._base import (
     check_times,
     lexical_text,
 )
+from memvault.backends._common import check_filters, with_filters
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -34,7 +35,9 @@ from memvault.models import (
     MemoryEntry,
     MemoryQuery,
     MemoryScope,
+    MetadataFilter,
     StoreStats,
+    filters_match,
 )
 from memvault.retrieval.bm25 import ROW_EXTRA_TOKENS, bm25_scores, prune_common_terms
 from memvault.retrieval.text import tokenize
@@ -190,9 +193,16 @@ class InMemoryBackend(BaseBackend):
         entry = self._entries.get(mid)
         return entry if entry is not None and entry.agent_id == agent else None
 
-    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Number of memories of the agent."""
+    async def count(
+        self,
+        agent_id: str,
+        *,
+        category: MemoryCategory | None = None,
+        filters: Sequence[MetadataFilter] = (),
+    ) -> int:
+        """Number of memories of the agent (of one category, passing the metadata filters)."""
         agent = check_agent(agent_id)
+        wanted = check_filters(filters)
         self._require_connected()
         return sum(
             1
@@ -200,6 +210,7 @@ class InMemoryBackend(BaseBackend):
             if e.agent_id == agent
             and e.scope is MemoryScope.PRIVATE
             and (category is None or e.category is category)
+            and (not wanted or filters_match(wanted, e.metadata.extra))
         )
 
     def _matching(self, agent_id: str, query: MemoryQuery, now: datetime) -> list[MemoryEntry]:
@@ -210,10 +221,16 @@ class InMemoryBackend(BaseBackend):
         ]
 
     async def list_entries(
-        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        offset: int = 0,
+        filters: Sequence[MetadataFilter] = (),
     ) -> list[MemoryEntry]:
-        """Entries passing the filters, newest first."""
+        """Entries passing the filters (``query.filters`` and ``filters``), newest first."""
         agent = check_agent(agent_id)
+        query = with_filters(query, filters)
         self._require_connected()
         rows = self._matching(agent, query, self._clock())
         rows.sort(key=lambda e: (e.created_at, e.id), reverse=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,8 @@ from memvault.models import (
     MemoryQuery,
     MemoryScope,
     MemoryStoreRequest,
+    MetadataFilter,
+    parse_filters,
 )
 from memvault.protocols import (
     Embedder,
@@ -46,7 +48,13 @@ from memvault.protocols import (
     SharedMemoryStore,
 )
 
-__all__ = ["BackendContract", "BackendFactory", "NeighbourContract", "SharedKnowledgeContract"]
+__all__ = [
+    "BackendContract",
+    "BackendFactory",
+    "MetadataFilterContract",
+    "NeighbourContract",
+    "SharedKnowledgeContract",
+]
 
 BackendFactory = Callable[[Embedder], MemoryStore]
 
@@ -413,7 +421,302 @@ class SharedKnowledgeContract:
             await target.disconnect()
 
 
-class BackendContract(NeighbourContract, SharedKnowledgeContract):
+# -- metadata filters ------------------------------------------------------------------------------
+
+
+async def _count(backend: MemoryStore, agent: str, **kw: Any) -> int:
+    return await backend.count(agent, **kw)
+
+
+async def _listed(backend: MemoryStore, agent: str, query: MemoryQuery, **kw: Any) -> list[str]:
+    """Ids listed (newest first) for ``query`` and the extra keywords (e.g. ``filters``)."""
+    return [e.id for e in await backend.list_entries(agent, query, **kw)]
+
+
+def _meta(**extra: Any) -> MemoryMetadata:
+    return MemoryMetadata(extra=extra)
+
+
+# Values stored under the key "k" by _store_values, by name; "missing" has no "k" at all.
+FILTER_VALUES: dict[str, Any] = {
+    "int1": 1,
+    "float1": 1.0,
+    "str1": "1",
+    "true": True,
+    "false": False,
+    "null": None,
+    "list": [1],
+    "object": {"v": 1},
+    "int2": 2,
+    "float2.5": 2.5,
+    "int10": 10,
+    "str-a": "a",
+    "str-b": "b",
+    "str-10": "10",
+}
+
+
+class MetadataFilterContract:
+    """Metadata filters (:class:`~memvault.models.MetadataFilter`), part of
+    :class:`BackendContract`: every operator with the reference semantics of
+    ``MemoryQuery.matches`` (type-sensitive, missing keys, dates, AND), on search, listing and
+    counting, and a selective filter that keeps its recall."""
+
+    async def _store_values(self, backend: MemoryStore, agent: str = "a") -> dict[str, str]:
+        names = [*FILTER_VALUES, "missing"]
+        requests = [
+            req(
+                f"filter probe {name}",
+                metadata=_meta(name=name)
+                if name == "missing"
+                else _meta(name=name, k=FILTER_VALUES[name]),
+                created_at=T0 + timedelta(minutes=i),
+            )
+            for i, name in enumerate(names)
+        ]
+        ids = await backend.store_many(agent, requests)
+        return dict(zip(names, ids, strict=True))
+
+    async def _names(
+        self, backend: MemoryStore, ids: dict[str, str], spec: dict[str, Any], agent: str = "a"
+    ) -> set[str]:
+        by_id = {v: k for k, v in ids.items()}
+        listed = await _listed(backend, agent, MemoryQuery(limit=100, filters=spec))
+        counted = await _count(backend, agent, filters=parse_filters(spec))
+        assert counted == len(listed), f"count and list disagree for {spec}"
+        return {by_id[i] for i in listed}
+
+    async def test_eq_is_exact_and_type_sensitive(self, backend: MemoryStore) -> None:
+        ids = await self._store_values(backend)
+        assert await self._names(backend, ids, {"k": 1}) == {"int1", "float1"}
+        assert await self._names(backend, ids, {"k": 1.0}) == {"int1", "float1"}
+        assert await self._names(backend, ids, {"k": "1"}) == {"str1"}
+        assert await self._names(backend, ids, {"k": True}) == {"true"}
+        assert await self._names(backend, ids, {"k": {"eq": False}}) == {"false"}
+        assert await self._names(backend, ids, {"k": None}) == {"null"}
+        assert await self._names(backend, ids, {"k": "a"}) == {"str-a"}
+        assert await self._names(backend, ids, {"k": "[1]"}) == set()  # a list equals nothing
+        assert await self._names(backend, ids, {"nope": 1}) == set()
+
+    async def test_ne_and_nin_match_entries_without_the_key(self, backend: MemoryStore) -> None:
+        ids = await self._store_values(backend)
+        everything = set(ids)
+        assert await self._names(backend, ids, {"k": {"ne": 1}}) == everything - {
+            "int1",
+            "float1",
+        }
+        assert await self._names(backend, ids, {"k": {"ne": None}}) == everything - {"null"}
+        assert await self._names(backend, ids, {"k": {"nin": ["1", True, None]}}) == (
+            everything - {"str1", "true", "null"}
+        )
+        assert await self._names(backend, ids, {"k": {"nin": []}}) == everything
+        assert "missing" in await self._names(backend, ids, {"nope": {"ne": "x"}})
+
+    async def test_in_compares_each_value_exactly(self, backend: MemoryStore) -> None:
+        ids = await self._store_values(backend)
+        got = await self._names(backend, ids, {"k": {"in": [1, "b", None, False]}})
+        assert got == {"int1", "float1", "str-b", "null", "false"}
+        assert await self._names(backend, ids, {"k": {"in": ["2", 2.5]}}) == {"float2.5"}
+        assert await self._names(backend, ids, {"k": {"in": []}}) == set()
+
+    async def test_ranges_compare_numbers_with_numbers_and_strings_with_strings(
+        self, backend: MemoryStore
+    ) -> None:
+        ids = await self._store_values(backend)
+        assert await self._names(backend, ids, {"k": {"gt": 1}}) == {"int2", "float2.5", "int10"}
+        assert await self._names(backend, ids, {"k": {"gte": 1}}) == {
+            "int1",
+            "float1",
+            "int2",
+            "float2.5",
+            "int10",
+        }
+        assert await self._names(backend, ids, {"k": {"lt": 2}}) == {"int1", "float1"}
+        assert await self._names(backend, ids, {"k": {"lte": 2.5, "gt": 1.5}}) == {
+            "int2",
+            "float2.5",
+        }
+        # Strings compare as strings (code point order): "10" < "2" < "a" < "b".
+        assert await self._names(backend, ids, {"k": {"lt": "2"}}) == {"str1", "str-10"}
+        assert await self._names(backend, ids, {"k": {"gte": "a"}}) == {"str-a", "str-b"}
+        # Booleans, null, lists and objects are neither numbers nor strings.
+        assert await self._names(backend, ids, {"k": {"gte": -1_000_000}}) == {
+            "int1",
+            "float1",
+            "int2",
+            "float2.5",
+            "int10",
+        }
+
+    async def test_exists(self, backend: MemoryStore) -> None:
+        ids = await self._store_values(backend)
+        assert await self._names(backend, ids, {"k": {"exists": True}}) == set(ids) - {"missing"}
+        assert await self._names(backend, ids, {"k": {"exists": False}}) == {"missing"}
+
+    async def test_filters_and_together(self, backend: MemoryStore) -> None:
+        ids = await self._store_values(backend)
+        got = await self._names(backend, ids, {"k": {"gt": 1, "lt": 10}, "name": {"ne": "int2"}})
+        assert got == {"float2.5"}
+        both = [
+            MetadataFilter(key="k", op="gte", value=1),
+            MetadataFilter(key="name", op="in", value=["int1", "str1", "int10"]),
+        ]
+        listed = await _listed(backend, "a", MemoryQuery(limit=100, filters=both))
+        assert set(listed) == {ids["int1"], ids["int10"]}
+
+    async def test_keys_are_top_level_and_may_hold_any_character(
+        self, backend: MemoryStore
+    ) -> None:
+        odd = ["a.b", 'quote"d', "back\\slash", "café", "with space", "$.x"]
+        flat = await backend.store("a", req("flat keys", metadata=_meta(**dict.fromkeys(odd, 7))))
+        await backend.store("a", req("nested key", metadata=_meta(a={"b": 7})))
+        for key in odd:
+            q = MemoryQuery(limit=10, filters={key: 7})
+            assert await _listed(backend, "a", q) == [flat], key
+            q = MemoryQuery(limit=10, filters={key: {"gte": 7}})
+            assert await _listed(backend, "a", q) == [flat], key
+
+    async def test_dates_are_canonical_utc_strings_and_compare_in_order(
+        self, backend: MemoryStore
+    ) -> None:
+        berlin = timezone(timedelta(hours=2))
+        early = await backend.store(
+            "a", req("early", metadata=_meta(due=datetime(2026, 3, 1, 11, 30, tzinfo=berlin)))
+        )
+        late = await backend.store(
+            "a", req("late", metadata=_meta(due=datetime(2026, 3, 1, 9, 30, 0, 250000, tzinfo=UTC)))
+        )
+        day = await backend.store("a", req("a day", metadata=_meta(due=date(2026, 3, 2))))
+        got = await backend.get("a", early)
+        assert got is not None
+        assert got.metadata.extra["due"] == "2026-03-01T09:30:00+00:00"
+        later = await backend.get("a", late)
+        assert later is not None
+        assert later.metadata.extra["due"] == "2026-03-01T09:30:00.250000+00:00"
+        got_day = await backend.get("a", day)
+        assert got_day is not None and got_day.metadata.extra["due"] == "2026-03-02T00:00:00+00:00"
+        cut = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+        q = MemoryQuery(limit=10, filters={"due": {"lte": cut}})
+        assert await _listed(backend, "a", q) == [early]
+        q = MemoryQuery(limit=10, filters={"due": {"gt": cut, "lt": date(2026, 3, 2)}})
+        assert await _listed(backend, "a", q) == [late]
+        q = MemoryQuery(limit=10, filters={"due": {"gte": date(2026, 3, 2)}})
+        assert await _listed(backend, "a", q) == [day]
+        q = MemoryQuery(limit=10, filters={"due": datetime(2026, 3, 1, 11, 30, tzinfo=berlin)})
+        assert await _listed(backend, "a", q) == [early]
+
+    async def test_filters_on_search_list_and_count(self, backend: MemoryStore) -> None:
+        kinds = [
+            (MemoryCategory.SEMANTIC, "alice", "proj-x"),
+            (MemoryCategory.WORKING, "alice", "proj-x"),
+            (MemoryCategory.EPISODIC, "alice", "proj-y"),
+            (MemoryCategory.SEMANTIC, "bob", "proj-x"),
+        ]
+        ids = await backend.store_many(
+            "a",
+            [
+                req(
+                    f"release checklist {i} for the payments service",
+                    cat,
+                    metadata=_meta(user_id=user, project=project),
+                    created_at=T0 + timedelta(hours=i),
+                )
+                for i, (cat, user, project) in enumerate(kinds)
+            ],
+        )
+        await backend.store("b", req("release checklist", metadata=_meta(user_id="alice")))
+        wanted = {ids[0], ids[1]}
+        spec = {"user_id": "alice", "project": "proj-x"}
+        q = MemoryQuery(text="release checklist payments", limit=10, filters=spec)
+        assert {h.id for h in await backend.retrieve("a", q)} == wanted
+        cands = await backend.search_candidates("a", q, pool=10, neighbours=3)
+        assert set(cands.entries) == wanted
+        assert await _listed(backend, "a", MemoryQuery(limit=10, filters=spec)) == [
+            ids[1],
+            ids[0],
+        ]
+        # The keyword adds to the query's own filters.
+        alice = MemoryQuery(limit=10, filters={"user_id": "alice"})
+        by_kw = await _listed(backend, "a", alice, filters=parse_filters({"project": "proj-y"}))
+        assert by_kw == [ids[2]]
+        assert await _listed(backend, "a", MemoryQuery(limit=10), filters=()) == list(reversed(ids))
+        assert await _count(backend, "a", filters=parse_filters({"user_id": "alice"})) == 3
+        assert await _count(backend, "a", filters=parse_filters(spec)) == 2
+        assert (
+            await _count(
+                backend,
+                "a",
+                category=MemoryCategory.SEMANTIC,
+                filters=parse_filters({"user_id": "alice"}),
+            )
+            == 1
+        )
+        assert await _count(backend, "a") == 4
+        assert await _count(backend, "b", filters=parse_filters({"user_id": "alice"})) == 1
+
+    async def test_a_selective_filter_keeps_its_recall(self, backend: MemoryStore) -> None:
+        # 240 close matches of the query and 3 weak ones: the filter must pick the 3 from all
+        # rows, not from the top of an unfiltered candidate list.
+        crowd = [
+            req(
+                f"The deploy pipeline failed at build step {i} after the database migration",
+                metadata=_meta(user_id="crowd", n=i),
+            )
+            for i in range(240)
+        ]
+        needles = [
+            req(f"A short note {i} mentioning the pipeline", metadata=_meta(user_id="needle"))
+            for i in range(3)
+        ]
+        ids = await backend.store_many(
+            "a", [*needles[:1], *crowd[:120], *needles[1:], *crowd[120:]]
+        )
+        needle_ids = {ids[0], ids[121], ids[122]}
+        q = MemoryQuery(text="deploy pipeline failed at build step", limit=10)
+        unfiltered = await backend.search_candidates("a", q, pool=20)
+        assert not needle_ids & {i for i, _ in unfiltered.dense}  # the crowd wins without it
+        filtered = q.model_copy(update={"filters": parse_filters({"user_id": "needle"})})
+        cands = await backend.search_candidates("a", filtered, pool=20)
+        assert {i for i, _ in cands.dense} == needle_ids
+        assert {i for i, _ in cands.lexical} == needle_ids
+        assert {h.id for h in await backend.retrieve("a", filtered)} == needle_ids
+        few = q.model_copy(update={"filters": parse_filters({"n": {"in": [5, 200]}})})
+        assert len(await backend.retrieve("a", few)) == 2
+
+    async def test_filters_apply_to_shared_knowledge(self, backend: MemoryStore) -> None:
+        store = _shared(backend)
+        ours = await store.publish(
+            "alice", req("Runbook: rotate the API keys", metadata=_meta(team="ops"))
+        )
+        await store.publish(
+            "bob", req("Runbook: rotate the TLS certificates", metadata=_meta(team="web"))
+        )
+        q = MemoryQuery(text="runbook rotate", limit=10, filters={"team": "ops"})
+        assert [h.id for h in await store.search_shared(q)] == [ours]
+        listed = await store.search_shared(MemoryQuery(limit=10, filters={"team": {"ne": "web"}}))
+        assert [e.id for e in listed] == [ours]
+
+    async def test_metadata_that_is_not_json_is_refused(self, backend: MemoryStore) -> None:
+        with pytest.raises(ValueError, match="'when'"):
+            req("naive", metadata=_meta(when=datetime(2026, 1, 1)))
+        with pytest.raises(ValueError, match="'tags'"):
+            req("a set", metadata=_meta(tags={"a", "b"}))
+        # Entries that skipped validation (e.g. rows of an old store) are checked on the way in.
+        mid = await backend.store("a", req("template"))
+        entry = await backend.get("a", mid)
+        assert entry is not None
+        bad = entry.model_copy(
+            update={
+                "id": "01900000-0000-7000-8000-0000000000ff",
+                "metadata": MemoryMetadata.model_construct(extra={"score": float("nan")}),
+            }
+        )
+        with pytest.raises(MemoryValidationError, match="'score'"):
+            await backend.import_entries([bad])
+        assert await backend.count("a") == 1
+
+
+class BackendContract(NeighbourContract, SharedKnowledgeContract, MetadataFilterContract):
     """Behaviour every backend must show. Subclass and provide ``make_backend``."""
 
     @pytest.fixture

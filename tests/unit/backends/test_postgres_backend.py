@@ -21,6 +21,7 @@ from psycopg import sql
 from memvault.backends.factory import open_backend
 from memvault.backends.postgres import PostgresBackend
 from memvault.backends.postgres._dsn import parse_dsn
+from memvault.backends.postgres._rows import _PRIVATE_SCOPE, _where
 from memvault.backends.postgres.schema import HNSW_INDEX, MIGRATIONS, SCHEMA_VERSION
 from memvault.backends.sqlite import SQLiteBackend
 from memvault.embeddings import HashingEmbedder
@@ -33,7 +34,13 @@ from memvault.errors import (
     MemoryRetrievalError,
     MemoryStoreError,
 )
-from memvault.models import MemoryCategory, MemoryEntry, MemoryQuery, MemoryStoreRequest
+from memvault.models import (
+    MemoryCategory,
+    MemoryEntry,
+    MemoryMetadata,
+    MemoryQuery,
+    MemoryStoreRequest,
+)
 from memvault.protocols import Embedder
 from postgres_server import SchemaFactory
 
@@ -716,3 +723,79 @@ async def test_errors_are_memvault_errors_only(backend: PostgresBackend) -> None
     ):
         with pytest.raises(MemoryError):
             await call
+
+
+# -- metadata filters: migration m004, the scope-key indexes, the HNSW path -----------------------
+
+
+async def test_metadata_filters_apply_to_the_index_path(
+    make: Callable[..., PostgresBackend],
+) -> None:
+    pg = make(exact_below=0)
+    await pg.connect()
+    try:
+        ids = await pg.store_many(
+            "a",
+            [req(f"note {i} about the garden") for i in range(30)]
+            + [req("one more garden note", metadata=MemoryMetadata(extra={"user_id": "u1"}))],
+        )
+        q = MemoryQuery(text="garden", filters={"user_id": "u1"})
+        cands = await pg.search_candidates("a", q, pool=5)
+        assert [i for i, _ in cands.dense] == [ids[-1]]
+        assert [i for i, _ in cands.lexical] == [ids[-1]]
+    finally:
+        await pg.disconnect()
+
+
+async def test_m004_repairs_non_json_metadata_and_indexes_the_scope_keys(
+    make: Callable[..., PostgresBackend], postgres_url: str, schemas: SchemaFactory
+) -> None:
+    schema = schemas()
+    b = make(schema=schema)
+    await b.connect()
+    nan = await b.store("a", req("written with NaN by an older version"))
+    nul = await b.store("a", req("written with a NUL escape"))
+    banana = await b.store("a", req("valid JSON that mentions NaN", metadata=_extra(f="BaNaNa")))
+    fine = await b.store("a", req("fine", metadata=_extra(user_id="u1")))
+    await b.disconnect()
+    with raw(postgres_url, schema) as conn:
+        # Roll the store back to before m004, with what older versions could leave in ``extra``.
+        conn.execute("DELETE FROM schema_migrations WHERE name = 'm004_metadata_filters'")
+        for key in ("user_id", "session_id", "run_id", "namespace"):
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(f"memories_agent_{key}")))
+        conn.execute(
+            "UPDATE memories SET extra = %s WHERE id = %s",
+            ['{"score": NaN, "user_id": "u1", "worst": -Infinity}', nan],
+        )
+        conn.execute("UPDATE memories SET extra = %s WHERE id = %s", ['{"s": "a\\u0000b"}', nul])
+    b = make(schema=schema)
+    await b.connect()
+    try:
+        repaired = await b.get("a", nan)
+        assert repaired is not None
+        assert repaired.metadata.extra == {"score": None, "user_id": "u1", "worst": None}
+        cleaned = await b.get("a", nul)
+        assert cleaned is not None and cleaned.metadata.extra == {"s": "ab"}
+        untouched = await b.get("a", banana)
+        assert untouched is not None and untouched.metadata.extra == {"f": "BaNaNa"}
+        q = MemoryQuery(limit=10, filters={"user_id": "u1"})
+        assert {e.id for e in await b.list_entries("a", q)} == {nan, fine}
+        assert await b.count("a", filters=q.filters) == 2
+    finally:
+        await b.disconnect()
+    with raw(postgres_url, schema) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for key in ("user_id", "session_id", "run_id", "namespace"):
+            where, params = _where(MemoryQuery(filters={key: "x"}), NOW)
+            plan = " ".join(
+                r[0]
+                for r in conn.execute(
+                    f"EXPLAIN SELECT m.rowid FROM memories m WHERE {_PRIVATE_SCOPE} AND {where}",
+                    ["a", *params],
+                )
+            )
+            assert f"memories_agent_{key}" in plan, plan
+
+
+def _extra(**extra: Any) -> MemoryMetadata:
+    return MemoryMetadata(extra=extra)

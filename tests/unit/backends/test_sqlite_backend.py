@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -12,16 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memvault import AsyncMemory
+from memvault.backends.factory import create_memory_backend, open_backend
 from memvault.backends.sqlite import SQLiteBackend
 from memvault.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from memvault.config import MemoryStorageConfig, MemvaultConfig
 from memvault.embeddings import HashingEmbedder
 from memvault.errors import (
     DimensionMismatchError,
     EmbeddingModelChangedError,
+    MemoryConfigError,
     MemoryConnectionError,
     MemoryStoreError,
 )
-from memvault.models import MemoryQuery, MemoryStoreRequest
+from memvault.models import MemoryLevel, MemoryMetadata, MemoryQuery, MemoryStoreRequest
 from memvault.protocols import Embedder
 
 
@@ -140,20 +146,102 @@ async def test_empty_store_adopts_a_new_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("setup", "expected"),
+    ("setup", "error", "expected"),
     [
-        (lambda p: p.write_bytes(b"this is not a database at all" * 100), "not a SQLite database"),
-        (lambda p: p.mkdir(), "directory"),
+        (
+            lambda p: p.write_bytes(b"this is not a database at all" * 100),
+            MemoryConfigError,
+            "not a SQLite database",
+        ),
+        (lambda p: p.mkdir(), MemoryConnectionError, "directory"),
     ],
 )
-async def test_unusable_paths_raise_connection_error_naming_the_path(
-    tmp_path: Path, setup: object, expected: str
+async def test_unusable_paths_raise_naming_the_path(
+    tmp_path: Path, setup: object, error: type[Exception], expected: str
 ) -> None:
     path = tmp_path / "target.db"
     setup(path)  # type: ignore[operator]
-    with pytest.raises(MemoryConnectionError, match=expected) as info:
+    with pytest.raises(error, match=expected) as info:
         await SQLiteBackend(path, HashingEmbedder()).connect()
     assert str(path) in str(info.value)
+
+
+# -- paths that are surely wrong are refused, not turned into new stores -------------------------
+
+
+async def test_a_missing_directory_is_refused_and_not_created(tmp_path: Path) -> None:
+    path = tmp_path / "typo" / "memvault.db"
+    with pytest.raises(MemoryConfigError, match="does not exist") as info:
+        await SQLiteBackend(path, HashingEmbedder()).connect()
+    assert str(tmp_path / "typo") in str(info.value)
+    assert not (tmp_path / "typo").exists()
+    b = SQLiteBackend(path, HashingEmbedder(), create_dirs=True)
+    await b.connect()
+    await b.disconnect()
+    assert path.is_file()
+
+
+async def test_a_text_file_is_left_untouched(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# my project\n\nNot a database.\n" * 20)
+    before = readme.read_bytes()
+    with pytest.raises(MemoryConfigError, match="not a SQLite database"):
+        await SQLiteBackend(readme, HashingEmbedder()).connect()
+    assert readme.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+
+
+def test_factory_refuses_wrong_paths_but_creates_memvault_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    embedder = HashingEmbedder()
+    for empty in ("", "   "):
+        with pytest.raises(MemoryConfigError, match="empty storage URL"):
+            open_backend(empty, embedder=embedder)
+
+    async def opens(store: object) -> None:
+        assert isinstance(store, SQLiteBackend)
+        await store.connect()
+        await store.disconnect()
+
+    # The default stores (and a tenant's file beside them) create memvault's own directories.
+    default = create_memory_backend(MemvaultConfig(), embedder=embedder)
+    asyncio.run(opens(default))
+    assert (tmp_path / "home" / ".memvault" / "memvault.db").is_file()
+    project = MemvaultConfig(level=MemoryLevel.PROJECT)
+    asyncio.run(opens(create_memory_backend(project, embedder=embedder, tenant="acme")))
+    assert (tmp_path / ".memvault" / "memvault.acme.db").is_file()
+    data_dir = MemvaultConfig(storage=MemoryStorageConfig(data_dir=str(tmp_path / "data")))
+    asyncio.run(opens(create_memory_backend(data_dir, embedder=embedder)))
+    assert (tmp_path / "data" / "memvault.db").is_file()
+    # A path the caller typed, in a directory that does not exist, is refused.
+    typo = open_backend(str(tmp_path / "tpyo" / "m.db"), embedder=embedder)
+    with pytest.raises(MemoryConfigError, match="does not exist"):
+        asyncio.run(opens(typo))
+    explicit = MemvaultConfig(storage=MemoryStorageConfig(url=f"sqlite:///{tmp_path}/no/m.db"))
+    with pytest.raises(MemoryConfigError, match="does not exist"):
+        asyncio.run(opens(create_memory_backend(explicit, embedder=embedder)))
+    assert not (tmp_path / "tpyo").exists()
+    assert not (tmp_path / "no").exists()
+
+
+async def test_memory_facade_refuses_wrong_paths(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# notes\n")
+    for target, expected in (
+        (tmp_path / "missing" / "m.db", "does not exist"),
+        (readme, "not a SQLite database"),
+    ):
+        mem = AsyncMemory(str(target), embedder=HashingEmbedder())
+        try:
+            with pytest.raises(MemoryConfigError, match=expected):
+                await mem.add("hello", agent_id="a")
+        finally:
+            await mem.close()
+    assert readme.read_text() == "# notes\n"
+    assert not (tmp_path / "missing").exists()
 
 
 async def test_foreign_sqlite_database_is_not_modified(tmp_path: Path) -> None:
@@ -255,3 +343,107 @@ async def test_disconnect_is_idempotent_and_reconnect_works(tmp_path: Path) -> N
     await b.connect()
     assert (await b.get("a", mid)) is not None
     await b.disconnect()
+
+
+# -- metadata filters: migration m006 and the scope-key indexes -----------------------------------
+
+
+async def test_m006_repairs_non_json_metadata_and_indexes_the_scope_keys(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    b = SQLiteBackend(path, HashingEmbedder(dimension=64))
+    await b.connect()
+    nan = await b.store("a", req("written with NaN by an older version"))
+    broken = await b.store("a", req("written with garbage"))
+    fine = await b.store(
+        "a",
+        MemoryStoreRequest(content="fine", metadata=MemoryMetadata(extra={"user_id": "u1"})),
+    )
+    await b.disconnect()
+    # Roll the store back to before m006, with what older versions could leave in ``extra``.
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("DELETE FROM schema_migrations WHERE name = 'm006_metadata_filters'")
+        for key in ("user_id", "session_id", "run_id", "namespace"):
+            conn.execute(f"DROP INDEX idx_memories_agent_{key}")
+        conn.execute(
+            "UPDATE memories SET extra = ? WHERE id = ?",
+            ('{"score": NaN, "user_id": "u1", "worst": -Infinity}', nan),
+        )
+        conn.execute("UPDATE memories SET extra = ? WHERE id = ?", ('{"oops": ', broken))
+        conn.commit()
+    finally:
+        conn.close()
+    b = SQLiteBackend(path, HashingEmbedder(dimension=64))
+    await b.connect()
+    try:
+        repaired = await b.get("a", nan)
+        assert repaired is not None
+        assert repaired.metadata.extra == {"score": None, "user_id": "u1", "worst": None}
+        kept = await b.get("a", broken)
+        assert kept is not None and kept.metadata.extra == {"invalid_metadata": '{"oops": '}
+        q = MemoryQuery(limit=10, filters={"user_id": "u1"})
+        assert {e.id for e in await b.list_entries("a", q)} == {nan, fine}
+    finally:
+        await b.disconnect()
+    conn = sqlite3.connect(path)
+    try:
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"idx_memories_agent_user_id", "idx_memories_agent_namespace"} <= indexes
+        assert (
+            conn.execute("SELECT COUNT(*) FROM memories WHERE json_valid(extra) = 0").fetchone()[0]
+            == 0
+        )
+    finally:
+        conn.close()
+
+
+async def test_scope_key_filters_use_the_expression_index(tmp_path: Path) -> None:
+    from memvault.backends.sqlite._rows import _filters_sql, _where
+
+    path = tmp_path / "m.db"
+    b = SQLiteBackend(path, HashingEmbedder(dimension=64))
+    await b.connect()
+    await b.disconnect()
+    conn = sqlite3.connect(path)
+    try:
+        for key in ("user_id", "session_id", "run_id", "namespace"):
+            where, params = _where(MemoryQuery(filters={key: "x"}), 0)
+            plan = " ".join(
+                r[3]
+                for r in conn.execute(
+                    "EXPLAIN QUERY PLAN SELECT m.rowid FROM memories m"
+                    f" WHERE m.agent_id = ? AND m.scope = 'private' AND {where}",
+                    ["a", *params],
+                )
+            )
+            assert f"idx_memories_agent_{key}" in plan, plan
+        cond, params = _filters_sql(MemoryQuery(filters={"user_id": "x"}).filters)
+        plan = " ".join(
+            r[3]
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM memories m"
+                f" WHERE m.agent_id = ? AND {cond}",
+                ["a", *params],
+            )
+        )
+        assert "idx_memories_agent_user_id" in plan, plan
+    finally:
+        conn.close()
+
+
+async def test_stored_metadata_is_strict_json(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    b = SQLiteBackend(path, HashingEmbedder(dimension=64))
+    await b.connect()
+    try:
+        meta = MemoryMetadata(extra={"z": [1, (2, 3)], "a": {"b": None}})
+        mid = await b.store("a", MemoryStoreRequest(content="x", metadata=meta))
+    finally:
+        await b.disconnect()
+    conn = sqlite3.connect(path)
+    try:
+        text = conn.execute("SELECT extra FROM memories WHERE id = ?", (mid,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert text == '{"a": {"b": null}, "z": [1, [2, 3]]}'
+    assert json.loads(text) == {"a": {"b": None}, "z": [1, [2, 3]]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def test_chunks_are_bounded_overlapping_and_lose_nothing() -> None:
     for i in range(400):  # every fact is whole in some chunk
         assert any(f"service number {i} listens on port {8000 + i}" in c for c in chunks)
     # Neighbouring chunks share text (the overlap), and cuts fall between sentences here.
-    assert all(a[-40:].split(". ")[-1][:10] in b for a, b in zip(chunks, chunks[1:], strict=False))
+    assert all(a[-40:].split(". ")[-1][:10] in b for a, b in itertools.pairwise(chunks))
     assert chunk_text("short text") == ["short text"]
     assert chunk_text("x" * 1200, size=500, overlap=0) == ["x" * 500, "x" * 500, "x" * 200]
     with pytest.raises(ValueError, match="invalid chunking"):

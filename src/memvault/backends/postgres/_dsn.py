@@ -64,7 +64,9 @@ def parse_dsn(url: str) -> ParsedDsn:
         MemoryConfigError: libpq cannot parse it (the message omits the password).
     """
     text = url.strip()
-    parsed = _parse_url(text) if text.startswith(_SCHEMES) else _parse_keywords(text)
+    if not text.startswith(_SCHEMES):
+        return _parse_keywords(text)  # parsed (so checked) by libpq already
+    parsed = _parse_url(text)
     try:
         conninfo_to_dict(parsed.conninfo)
     except psycopg.Error as exc:

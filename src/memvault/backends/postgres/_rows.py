@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from memvault.backends._base import Vectors
+from memvault.backends._common import SCOPE_KEYS
 from memvault.backends.postgres._driver import Conn, Jsonb
 from memvault.models import (
+    RANGE_OPS,
     ArchivedEntry,
     AuditRecord,
     MemoryCategory,
@@ -28,6 +30,7 @@ from memvault.models import (
     MemoryMetadata,
     MemoryQuery,
     MemoryScope,
+    MetadataFilter,
 )
 from memvault.retrieval.text import tokenize
 
@@ -192,6 +195,76 @@ def _where(query: MemoryQuery, now: datetime) -> tuple[str, list[Any]]:
     elif not query.include_superseded:
         clauses.append("m.superseded_by IS NULL AND (m.valid_to IS NULL OR m.valid_to > %s)")
         params.append(now)
+    for f in query.filters:
+        clause, values = _filter_sql(f)
+        clauses.append(clause)
+        params.extend(values)
+    return " AND ".join(clauses), params
+
+
+# -- metadata filters (MetadataFilter's semantics in SQL, on alias ``m``) -------------------------
+
+_SIGNS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _filter_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
+    """One filter as a SQL condition and its parameters (NULL, like false, means no match).
+
+    ``extra`` is JSON text; ``m.extra::jsonb -> key`` is the stored value (SQL NULL when the key
+    is missing). jsonb equality is JSON equality (same type and value; ``1`` = ``1.0``), so
+    ``eq``/``in`` compare with jsonb values; ranges check ``jsonb_typeof`` first, inside a CASE
+    so the cast never sees another type. The scope keys use literal keys so the planner matches
+    the expression indexes of migration m004.
+    """
+    key = f.key
+    kparams: list[Any]
+    if key in SCOPE_KEYS:
+        # Constants of SCOPE_KEYS, never caller text.
+        val, text, kparams = f"(m.extra::jsonb -> '{key}')", f"(m.extra::jsonb ->> '{key}')", []
+    else:
+        val, text, kparams = "(m.extra::jsonb -> %s::text)", "(m.extra::jsonb ->> %s::text)", [key]
+    op, value = f.op, f.value
+    if op == "exists":
+        return f"{val} IS {'NOT ' if value else ''}NULL", list(kparams)
+    if op in RANGE_OPS:
+        assert not isinstance(value, tuple)  # MetadataFilter checked: one value for a range
+        sign = _SIGNS[op]
+        if isinstance(value, str):
+            test = f'{text} COLLATE "C" {sign} %s::text'
+            bound: Any = value
+            kind = "string"
+        else:
+            # As text, read by numeric: exact (Python's repr of a float round-trips).
+            test = f"{text}::numeric {sign} %s::numeric"
+            bound = repr(value) if isinstance(value, float) else str(value)
+            kind = "number"
+        return (
+            f"CASE WHEN jsonb_typeof({val}) = '{kind}' THEN {test} ELSE false END",
+            [*kparams, *kparams, bound],
+        )
+    if op in ("eq", "ne"):
+        literal = json.dumps(value)
+        if op == "eq":
+            return f"{val} = %s::jsonb", [*kparams, literal]
+        return f"{val} IS DISTINCT FROM %s::jsonb", [*kparams, literal]
+    assert isinstance(value, tuple)
+    values = json.dumps(list(value))
+    cond = f"{val} IN (SELECT jsonb_array_elements(%s::jsonb))"
+    if op == "in":
+        return cond, [*kparams, values]
+    return f"NOT COALESCE({cond}, false)", [*kparams, values]
+
+
+def _filters_sql(filters: Sequence[MetadataFilter]) -> tuple[str, list[Any]]:
+    """``AND`` of the filters' conditions (``true`` when there are none)."""
+    if not filters:
+        return "true", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    for f in filters:
+        clause, values = _filter_sql(f)
+        clauses.append(clause)
+        params.extend(values)
     return " AND ".join(clauses), params
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import re
@@ -41,6 +40,7 @@ from memvault.backends._base import (
     check_times,
     lexical_text,
 )
+from memvault.backends._common import check_filters, metadata_json, with_filters
 from memvault.backends.postgres._candidates import PostgresCandidatesMixin
 from memvault.backends.postgres._driver import (
     AsyncConnectionPool,
@@ -63,6 +63,7 @@ from memvault.backends.postgres._rows import (
     _PRIVATE_SCOPE,
     _TERM_DELTAS,
     _analysed,
+    _filters_sql,
     _insert_audit,
     _row_entry,
     _vector_literal,
@@ -83,6 +84,7 @@ from memvault.models import (
     MemoryEntry,
     MemoryQuery,
     MemoryScope,
+    MetadataFilter,
 )
 from memvault.protocols import Embedder
 
@@ -366,7 +368,7 @@ class PostgresBackend(
                     m.source,
                     m.confidence,
                     m.importance,
-                    json.dumps(m.extra, sort_keys=True),
+                    metadata_json(m.extra),
                     e.scope.value,
                     e.created_at,
                     e.updated_at,
@@ -550,28 +552,42 @@ class PostgresBackend(
             row = await cur.fetchone()
         return None if row is None else _row_entry(row)
 
-    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Number of stored memories of the agent."""
+    async def count(
+        self,
+        agent_id: str,
+        *,
+        category: MemoryCategory | None = None,
+        filters: Sequence[MetadataFilter] = (),
+    ) -> int:
+        """Number of stored memories of the agent (of one category, passing the filters)."""
         agent = check_agent(agent_id)
+        wanted = check_filters(filters)
         self._require_connected()
+        query = f"SELECT count(*) FROM memories m WHERE {_PRIVATE_SCOPE}"
+        params: list[Any] = [agent]
+        if category is not None:
+            query += " AND m.category = %s"
+            params.append(category.value)
+        if wanted:
+            cond, values = _filters_sql(wanted)
+            query += f" AND {cond}"
+            params.extend(values)
         async with self._connection("count") as conn:
-            if category is None:
-                cur = await conn.execute(
-                    f"SELECT count(*) FROM memories m WHERE {_PRIVATE_SCOPE}", [agent]
-                )
-            else:
-                cur = await conn.execute(
-                    f"SELECT count(*) FROM memories m WHERE {_PRIVATE_SCOPE} AND m.category = %s",
-                    [agent, category.value],
-                )
+            cur = await conn.execute(query, params)
             row = await cur.fetchone()
         return int(row[0]) if row else 0
 
     async def list_entries(
-        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        offset: int = 0,
+        filters: Sequence[MetadataFilter] = (),
     ) -> list[MemoryEntry]:
-        """Entries passing the filters, newest first."""
+        """Entries passing the filters (``query.filters`` and ``filters``), newest first."""
         agent = check_agent(agent_id)
+        query = with_filters(query, filters)
         self._require_connected()
         where, params = _where(query, self._clock())
         async with self._connection("list") as conn:

@@ -122,10 +122,52 @@ CREATE INDEX IF NOT EXISTS archive_agent ON archive (agent_id, archived_at);
 CREATE INDEX IF NOT EXISTS archive_memory ON archive (memory_id)
 """
 
+# Metadata filters read ``extra`` (JSON text) as jsonb, so every row must be JSON jsonb takes.
+# Older versions could write Python's NaN/Infinity tokens, and ``\u0000`` or lone surrogates in
+# strings, which jsonb refuses: such rows (found by a text scan, then tried) get the tokens
+# replaced by null and those characters dropped, or, if still refused, keep their text under the
+# key ``invalid_metadata``. Then the scope keys (``memvault.backends._common.SCOPE_KEYS``) get
+# an expression index per agent, so an ``eq`` filter on them reads only the matching rows.
+M004_METADATA_FILTERS = """
+DO $fix$
+DECLARE
+    r record;
+    fixed text;
+BEGIN
+    FOR r IN SELECT rowid, extra FROM memories
+             WHERE extra LIKE '%NaN%' OR extra LIKE '%Infinity%'
+                OR extra ~ '\\\\u(0000|[dD][89a-fA-F])'
+    LOOP
+        BEGIN
+            PERFORM r.extra::jsonb;
+        EXCEPTION WHEN others THEN
+            fixed := replace(replace(replace(replace(r.extra, '-Infinity', 'null'),
+                                     'Infinity', 'null'), 'NaN', 'null'), '\\u0000', '');
+            BEGIN
+                PERFORM fixed::jsonb;
+            EXCEPTION WHEN others THEN
+                fixed := jsonb_build_object('invalid_metadata', r.extra)::text;
+            END;
+            UPDATE memories SET extra = fixed WHERE rowid = r.rowid;
+        END;
+    END LOOP;
+END
+$fix$;
+CREATE INDEX IF NOT EXISTS memories_agent_user_id
+    ON memories (agent_id, ((extra::jsonb) -> 'user_id'), created_at);
+CREATE INDEX IF NOT EXISTS memories_agent_session_id
+    ON memories (agent_id, ((extra::jsonb) -> 'session_id'), created_at);
+CREATE INDEX IF NOT EXISTS memories_agent_run_id
+    ON memories (agent_id, ((extra::jsonb) -> 'run_id'), created_at);
+CREATE INDEX IF NOT EXISTS memories_agent_namespace
+    ON memories (agent_id, ((extra::jsonb) -> 'namespace'), created_at)
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
     ("m003_archive", M003_ARCHIVE),
+    ("m004_metadata_filters", M004_METADATA_FILTERS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -163,7 +163,9 @@ class SQLiteCandidatesMixin(_MixinBase):
         if vector is not None:
             index = self._index_for(agent_id)
             allowed = None
-            if query.tags or query.label is not None:
+            # Filters the matrix has no column for are answered in SQL first, so the top
+            # ``pool`` is taken among the rows that pass them (a selective filter keeps recall).
+            if query.tags or query.label is not None or query.filters:
                 rows = conn.execute(
                     f"SELECT m.rowid FROM memories m WHERE {scope} AND {where}",
                     [*scope_params, *params],

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from memvault.errors import (
+    MemoryConfigError,
     MemoryConnectionError,
     MemoryError,
     MemoryRetrievalError,
@@ -96,12 +97,18 @@ def open_sqlite(
     busy_timeout_ms: int,
     synchronous: str = "NORMAL",
     prepare: Callable[[sqlite3.Connection], None],
+    create_parent: bool = True,
+    wrong_file: type[MemoryError] = MemoryConnectionError,
 ) -> sqlite3.Connection:
     """Open ``path`` (created if missing) in WAL mode and run ``prepare`` on the connection.
 
     ``what`` names the opener in error messages ("memvault store", "session store"). Any
     failure closes the connection and raises MemoryConnectionError (memvault errors raised by
     ``prepare`` pass through unchanged).
+
+    ``create_parent=False`` refuses a path whose directory does not exist (MemoryConfigError)
+    instead of creating it; ``wrong_file`` is the error for an existing file that is not a
+    SQLite database.
     """
     if path.is_dir():
         msg = f"cannot open {what} {path}: it is a directory"
@@ -111,6 +118,12 @@ def open_sqlite(
     # process could then delete the live WAL. SQLite itself reports a foreign file below.
     try:
         if not path.exists():
+            if not create_parent and not path.parent.is_dir():
+                msg = (
+                    f"cannot open {what} {path}: directory {path.parent} does not exist "
+                    "(create it first, or check the path)"
+                )
+                raise MemoryConfigError(msg)
             path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         msg = f"cannot open {what} {path}: {exc.strerror or exc}"
@@ -135,8 +148,13 @@ def open_sqlite(
     except sqlite3.Error as exc:
         if conn is not None:
             conn.close()
-        detail = "not a SQLite database" if "not a database" in str(exc) else str(exc)
-        msg = f"cannot open {what} {path}: {detail}"
+        if "not a database" in str(exc):
+            msg = (
+                f"cannot open {what} {path}: it is not a SQLite database, so not a memvault "
+                "store either (check the path); the file was left untouched"
+            )
+            raise wrong_file(msg) from exc
+        msg = f"cannot open {what} {path}: {exc}"
         raise MemoryConnectionError(msg) from exc
 
 

@@ -10,6 +10,7 @@ its modules (:mod:`.backend`, :mod:`._candidates`, :mod:`._side`) share one defi
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -17,14 +18,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memvault.backends._base import SHARED_KEY
+from memvault.backends._common import SCOPE_KEYS
 from memvault.models import (
+    RANGE_OPS,
     ArchivedEntry,
     AuditRecord,
+    FilterScalar,
     MemoryCategory,
     MemoryEntry,
     MemoryMetadata,
     MemoryQuery,
     MemoryScope,
+    MetadataFilter,
     trusted,
 )
 
@@ -197,6 +202,108 @@ def _where(query: MemoryQuery, now_us: int) -> tuple[str, list[Any]]:
     elif not query.include_superseded:
         clauses.append("m.superseded_by IS NULL AND (m.valid_to IS NULL OR m.valid_to > ?)")
         params.append(now_us)
+    for f in query.filters:
+        clause, values = _filter_sql(f)
+        clauses.append(clause)
+        params.extend(values)
+    return " AND ".join(clauses), params
+
+
+# -- metadata filters (MetadataFilter's semantics in SQL, on alias ``m``) -------------------------
+
+# Keys json.dumps writes verbatim (printable ASCII but the quote and the backslash, which it
+# escapes): SQLite (before 3.45) matches a path label against the *raw* text of the key, so only
+# these are addressed by a JSON path; any other key is found through json_each, which decodes.
+_PATH_KEY = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]+")
+_NUMBER_TYPES = "('integer', 'real')"
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _filter_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
+    """One filter as a SQL condition and its parameters (NULL, like false, means no match).
+
+    ``json_type`` tells the stored JSON type (``null``, ``true``, ``false``, ``integer``,
+    ``real``, ``text``, ``array``, ``object``; SQL NULL when the key is missing), so every
+    comparison is type-sensitive; ``json_extract`` gives the value to compare. The scope keys
+    use literal paths so the planner matches the expression indexes of migration m006.
+    """
+    key = f.key
+    kparams: list[Any]
+    if key in SCOPE_KEYS:
+        path = f"'$.{key}'"  # a constant of SCOPE_KEYS, never caller text
+        typ, val, kparams = f"json_type(m.extra, {path})", f"json_extract(m.extra, {path})", []
+    elif _PATH_KEY.fullmatch(key):
+        typ, val, kparams = "json_type(m.extra, ?)", "json_extract(m.extra, ?)", [f'$."{key}"']
+    else:
+        typ = "(SELECT j.type FROM json_each(m.extra) j WHERE j.key = ?)"
+        val = "(SELECT j.atom FROM json_each(m.extra) j WHERE j.key = ?)"
+        kparams = [key]
+    op, value = f.op, f.value
+    if op == "exists":
+        return f"{typ} IS {'NOT ' if value else ''}NULL", list(kparams)
+    if op in RANGE_OPS:
+        sign = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
+        kind = "= 'text'" if isinstance(value, str) else f"IN {_NUMBER_TYPES}"
+        assert not isinstance(value, tuple)  # MetadataFilter checked: one value for a range
+        return f"({typ} {kind} AND {val} {sign} ?)", [*kparams, *kparams, _bind(value)]
+    wanted = value if isinstance(value, tuple) else (value,)
+    cond, cparams = _one_of(typ, val, kparams, wanted)
+    if op in ("ne", "nin"):
+        # A missing key makes the condition NULL, which NOT would keep NULL (no match).
+        return f"NOT COALESCE({cond}, 0)", cparams
+    # Bare (NULL counts as no match in WHERE), so the planner sees the index-able terms.
+    return cond, cparams
+
+
+def _one_of(
+    typ: str, val: str, kparams: list[Any], wanted: Sequence[FilterScalar]
+) -> tuple[str, list[Any]]:
+    """The stored value equals one of ``wanted`` (JSON equality: same type, same value)."""
+    atoms: list[str] = []  # JSON types matched by type alone: null, true, false
+    numbers: list[Any] = []
+    texts: list[str] = []
+    for v in wanted:
+        if v is None:
+            atoms.append("null")
+        elif isinstance(v, bool):
+            atoms.append("true" if v else "false")
+        elif isinstance(v, str):
+            texts.append(v)
+        else:
+            numbers.append(_bind(v))
+    parts: list[str] = []
+    params: list[Any] = []
+    if atoms:
+        unique = sorted(set(atoms))
+        parts.append(f"{typ} IN ({','.join('?' * len(unique))})")
+        params.extend([*kparams, *unique])
+    for kind, values in ((f"IN {_NUMBER_TYPES}", numbers), ("= 'text'", texts)):
+        if values:
+            test = f"{val} = ?" if len(values) == 1 else f"{val} IN ({','.join('?' * len(values))})"
+            parts.append(f"({typ} {kind} AND {test})")
+            params.extend([*kparams, *kparams, *values])
+    if not parts:
+        return "0", []  # 'in' an empty list
+    return (parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"), params
+
+
+def _bind(value: FilterScalar) -> Any:
+    # SQLite integers are 64-bit; a bigger Python int is compared as a float (as SQLite stores
+    # a JSON number that big).
+    big = isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]
+    return float(value) if big else value  # type: ignore[arg-type]
+
+
+def _filters_sql(filters: Sequence[MetadataFilter]) -> tuple[str, list[Any]]:
+    """``AND`` of the filters' conditions (``1`` when there are none)."""
+    if not filters:
+        return "1", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    for f in filters:
+        clause, values = _filter_sql(f)
+        clauses.append(clause)
+        params.extend(values)
     return " AND ".join(clauses), params
 
 

@@ -40,6 +40,7 @@ from memvault.backends._base import (
     check_times,
     lexical_text,
 )
+from memvault.backends._common import check_filters, metadata_json, with_filters
 from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
@@ -48,6 +49,7 @@ from memvault.backends.sqlite._rows import (
     _COLUMNS,
     _PAGE,
     _EntryCache,
+    _filters_sql,
     _fts_scope_key,
     _index_key,
     _insert_audit,
@@ -60,6 +62,7 @@ from memvault.backends.sqlite._side import SQLiteSideMixin
 from memvault.backends.sqlite.schema import SCHEMA_VERSION, apply_migrations
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 from memvault.errors import (
+    MemoryConfigError,
     MemoryConnectionError,
     MemoryError,
 )
@@ -69,6 +72,7 @@ from memvault.models import (
     MemoryEntry,
     MemoryQuery,
     MemoryScope,
+    MetadataFilter,
 )
 from memvault.protocols import Embedder
 from memvault.retrieval.text import index_text
@@ -81,7 +85,13 @@ T = TypeVar("T")
 
 
 class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, BaseBackend):
-    """memvault's embedded store in one SQLite file (WAL mode)."""
+    """memvault's embedded store in one SQLite file (WAL mode).
+
+    A path that is surely wrong is refused when connecting instead of silently starting a new
+    store: a missing directory (unless ``create_dirs=True``: the factory passes it for
+    memvault's own directories such as ``~/.memvault``) and an existing file that is not a
+    SQLite database both raise :class:`~memvault.errors.MemoryConfigError`.
+    """
 
     backend_name = "sqlite"
     _implements_shared = True
@@ -94,9 +104,11 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
         synchronous: str = "normal",
         busy_timeout_ms: int = 10_000,
         entry_cache_size: int = 20_000,
+        create_dirs: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
+        self._create_dirs = create_dirs
         self._cache = _EntryCache(entry_cache_size)
         self._path = Path(path).expanduser()
         self._synchronous = synchronous.upper()
@@ -188,6 +200,8 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
             busy_timeout_ms=self._busy_timeout_ms,
             synchronous=self._synchronous,
             prepare=prepare,
+            create_parent=self._create_dirs,
+            wrong_file=MemoryConfigError,
         )
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
@@ -280,7 +294,7 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
                         m.source,
                         m.confidence,
                         m.importance,
-                        json.dumps(m.extra, sort_keys=True),
+                        metadata_json(m.extra),
                         e.scope.value,
                         to_us(e.created_at),
                         to_us(e.updated_at),
@@ -491,32 +505,43 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
 
         return await self._run(run)
 
-    async def count(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Number of stored memories of the agent."""
+    async def count(
+        self,
+        agent_id: str,
+        *,
+        category: MemoryCategory | None = None,
+        filters: Sequence[MetadataFilter] = (),
+    ) -> int:
+        """Number of stored memories of the agent (of one category, passing the filters)."""
         agent = check_agent(agent_id)
+        wanted = check_filters(filters)
         self._require_connected()
 
         def run() -> int:
-            if category is None:
-                row = self._db.execute(
-                    "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND scope = 'private'",
-                    (agent,),
-                ).fetchone()
-            else:
-                row = self._db.execute(
-                    "SELECT COUNT(*) FROM memories"
-                    " WHERE agent_id = ? AND scope = 'private' AND category = ?",
-                    (agent, category.value),
-                ).fetchone()
-            return int(row[0])
+            sql = "SELECT COUNT(*) FROM memories m WHERE m.agent_id = ? AND m.scope = 'private'"
+            params: list[Any] = [agent]
+            if category is not None:
+                sql += " AND m.category = ?"
+                params.append(category.value)
+            if wanted:
+                cond, values = _filters_sql(wanted)
+                sql += f" AND {cond}"
+                params.extend(values)
+            return int(self._db.execute(sql, params).fetchone()[0])
 
         return await self._run(run)
 
     async def list_entries(
-        self, agent_id: str, query: MemoryQuery, *, offset: int = 0
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        *,
+        offset: int = 0,
+        filters: Sequence[MetadataFilter] = (),
     ) -> list[MemoryEntry]:
-        """Entries passing the filters, newest first."""
+        """Entries passing the filters (``query.filters`` and ``filters``), newest first."""
         agent = check_agent(agent_id)
+        query = with_filters(query, filters)
         self._require_connected()
         now_us = to_us(self._clock())
 

@@ -119,12 +119,34 @@ ALTER TABLE memories_fts_new RENAME TO memories_fts;
 CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
 """
 
+# Metadata filters: ``extra`` is read with the JSON functions, so it must be strict JSON. Older
+# versions wrote Python's ``NaN``/``Infinity`` tokens for such floats; those become ``null``
+# (a row still invalid after that keeps its text under the key ``invalid_metadata``). Then the
+# scope keys (``memvault.backends._common.SCOPE_KEYS``) get an index per agent, so an ``eq``
+# filter on them (``search(..., user_id=...)``) reads only the matching rows.
+M006_METADATA_FILTERS = """
+UPDATE memories
+    SET extra = replace(replace(replace(extra, '-Infinity', 'null'), 'Infinity', 'null'),
+                        'NaN', 'null')
+    WHERE json_valid(extra) = 0;
+UPDATE memories SET extra = json_object('invalid_metadata', extra) WHERE json_valid(extra) = 0;
+CREATE INDEX IF NOT EXISTS idx_memories_agent_user_id
+    ON memories (agent_id, json_extract(extra, '$.user_id'), created_at);
+CREATE INDEX IF NOT EXISTS idx_memories_agent_session_id
+    ON memories (agent_id, json_extract(extra, '$.session_id'), created_at);
+CREATE INDEX IF NOT EXISTS idx_memories_agent_run_id
+    ON memories (agent_id, json_extract(extra, '$.run_id'), created_at);
+CREATE INDEX IF NOT EXISTS idx_memories_agent_namespace
+    ON memories (agent_id, json_extract(extra, '$.namespace'), created_at);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
     ("m003_fts_vocab", M003_FTS_VOCAB),
     ("m004_archive", M004_ARCHIVE),
     ("m005_fts_scope_key", M005_FTS_SCOPE_KEY),
+    ("m006_metadata_filters", M006_METADATA_FILTERS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -11,6 +11,7 @@ dependency, runs ``service.call(actor, op, request)`` and sends ``op.render(resu
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any
 
@@ -48,6 +49,15 @@ def _constraints(info: FieldInfo) -> dict[str, Any]:
     if info.description:
         found["description"] = info.description
     return found
+
+
+def _is_object(annotation: Any) -> bool:
+    """True for ``dict[...]`` (or ``dict[...] | None``, maybe ``Annotated``) field types."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    args = typing.get_args(annotation) if typing.get_origin(annotation) is not dict else ()
+    candidates = [a for a in args if a is not type(None)] or [annotation]
+    return all(typing.get_origin(a) is dict or a is dict for a in candidates)
 
 
 def _body_model(op: Operation) -> type[BaseModel]:
@@ -93,11 +103,15 @@ def _parameters(op: Operation, body: type[BaseModel] | None) -> list[inspect.Par
             if info.is_required()
             else info.get_default(call_default_factory=True)
         )
+        annotation: Any = info.annotation
+        if _is_object(annotation):
+            # A structured parameter (metadata filters) is its JSON text in the query string;
+            # the input model parses it.
+            annotation = str | None
+            default = None
         query = Query(**_constraints(info))
         params.append(
-            inspect.Parameter(
-                name, kw, default=default, annotation=Annotated[info.annotation, query]
-            )
+            inspect.Parameter(name, kw, default=default, annotation=Annotated[annotation, query])
         )
     return params
 
