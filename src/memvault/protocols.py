@@ -412,6 +412,10 @@ class MemoryInjectionStrategy(Protocol):
         """Tools the agent may call to reach its memory (empty for pure context injection)."""
         ...
 
+    async def handle_tool_call(self, agent_id: str, name: str, arguments: Any) -> str:
+        """Run one tool call of the model; a bad call gives an ``error: ...`` string."""
+        ...
+
     @property
     def strategy_name(self) -> str:
         """Short name of the strategy (``context``, ``tool_based``, ``self_editing``)."""

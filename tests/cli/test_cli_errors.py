@@ -40,8 +40,8 @@ BAD_INPUT = [
     pytest.param(["add", ""], ["content", "empty"], id="empty-content"),
     pytest.param(["add", "  \t\n  "], ["content", "empty"], id="whitespace-content"),
     pytest.param(["add", "a\x00b"], ["NUL"], id="nul-in-content"),
-    pytest.param(["add", "x" * 32_001], ["32001", "32000"], id="content-too-long"),
-    pytest.param(["add", "ok", "--category", "bogus"], ["unknown category 'bogus'"], id="cat"),
+    pytest.param(["add", "x" * 320_001], ["320001", "320000"], id="content-too-long"),
+    pytest.param(["add", "ok", "--type", "bogus"], ["unknown category 'bogus'"], id="cat"),
     pytest.param(["add", "ok", "--created-at", "notadate"], ["--created-at", "notadate"], id="dt"),
     pytest.param(["add", "ok", "--agent", "   "], ["agent_id"], id="blank-agent"),
     pytest.param(["add", "ok", "--tag", ""], ["tag"], id="empty-tag"),
@@ -119,7 +119,7 @@ def test_config_file_that_is_not_utf8(run, db, tmp_path: Path) -> None:
 
 
 def test_error_message_with_a_closing_tag_is_printed(run, seeded_db) -> None:
-    assert_one_line_error(run("--db", seeded_db, "add", "ok", "--category", "[/x]"), "'[/x]'")
+    assert_one_line_error(run("--db", seeded_db, "add", "ok", "--type", "[/x]"), "'[/x]'")
 
 
 def test_error_message_quotes_markup_like_input_verbatim(run, seeded_db) -> None:

@@ -17,8 +17,8 @@ def capped(tmp_path: Path) -> Path:
 
 def test_evicted_memory_is_listed_and_restored(run, db, capped: Path) -> None:
     base = ("--config", str(capped))
-    first = run.add(db, "Met Dana for coffee.", "-a", "u", "-c", "episodic")
-    result = run(*base, "--db", db, "add", "Reviewed the Q3 plan.", "-a", "u", "-c", "episodic")
+    first = run.add(db, "Met Dana for coffee.", "-a", "u", "-t", "episodic")
+    result = run(*base, "--db", db, "add", "Reviewed the Q3 plan.", "-a", "u", "-t", "episodic")
     assert result.code == 0, result.err
     listed = run(*base, "--db", db, "archive", "list", "-a", "u", "--json").json()
     assert [row["entry"]["id"] for row in listed] == [first]

@@ -36,8 +36,7 @@ SEARCH_JSON_KEYS = {
 def seeded(run, db) -> dict[str, str]:
     """The six memories of agent ``u`` (content -> id)."""
     return {
-        content: run.add(db, content, "--agent", "u", "--category", kind)
-        for content, kind in MEMORIES
+        content: run.add(db, content, "--agent", "u", "--type", kind) for content, kind in MEMORIES
     }
 
 
@@ -45,7 +44,9 @@ def seeded(run, db) -> dict[str, str]:
 
 
 def test_add_prints_only_the_new_id_and_stores_the_memory(run, db) -> None:
-    result = run("--db", db, "add", "Prefers dark mode in every editor", "-t", "ui", "-t", "pref")
+    result = run(
+        "--db", db, "add", "Prefers dark mode in every editor", "--tag", "ui", "--tag", "pref"
+    )
     assert result.code == 0
     assert result.err == ""
     new_id = result.out.strip()
@@ -96,11 +97,12 @@ def test_config_file_limits_content_length(run, db, tmp_path: Path) -> None:
     cfg.write_text("memory:\n  options:\n    max_content_chars: 20\n", encoding="utf-8")
     ok = run("--config", str(cfg), "--db", db, "add", "x" * 20)
     assert ok.code == 0, ok.err
-    too_long = run("--config", str(cfg), "--db", db, "add", "x" * 21)
-    assert too_long.code == 2
-    assert len(too_long.err_lines) == 1
-    assert "20" in too_long.err
-    assert len(run.list(db)) == 1
+    # Longer content is kept whole, as linked chunks within the configured limit.
+    longer = run("--config", str(cfg), "--db", db, "add", "alpha beta gamma delta epsilon")
+    assert longer.code == 0, longer.err
+    stored = run.list(db)
+    assert len(stored) > 2
+    assert all(len(m["content"]) <= 20 for m in stored)
 
 
 # -- search --------------------------------------------------------------------------------------
@@ -145,7 +147,7 @@ def test_search_limit_and_type_filter(run, db, seeded) -> None:
 
 
 def test_search_tag_filter_requires_the_tag(run, db) -> None:
-    tagged = run.add(db, "Coffee order: oat flat white", "-t", "non-inferable")
+    tagged = run.add(db, "Coffee order: oat flat white", "--tag", "non-inferable")
     run.add(db, "Coffee is served in the kitchen on floor 3")
     hits = run("--db", db, "search", "coffee", "--tag", "non-inferable", "--json").json()
     assert [h["id"] for h in hits] == [tagged]
@@ -215,27 +217,73 @@ def test_markup_in_content_is_printed_literally(run, db) -> None:
 
 def test_list_type_only_lists_that_type(run, db) -> None:
     episodic = {
-        run.add(db, "Debugged the flaky login test with Sam", "--category", "episodic"),
-        run.add(db, "Demoed the dashboard to the client", "--category", "episodic"),
+        run.add(db, "Debugged the flaky login test with Sam", "--type", "episodic"),
+        run.add(db, "Demoed the dashboard to the client", "--type", "episodic"),
     }
-    run.add(db, "The client's fiscal year starts in April", "--category", "semantic")
-    run.add(db, "Run make lint before pushing", "--category", "procedural")
+    run.add(db, "The client's fiscal year starts in April", "--type", "semantic")
+    run.add(db, "Run make lint before pushing", "--type", "procedural")
     rows = run.list(db, "--type", "episodic")
     assert {r["id"] for r in rows} == episodic
     assert {r["category"] for r in rows} == {"episodic"}
 
 
-def test_list_category_filters_by_label(run, db) -> None:
+def test_list_label_filters_by_label(run, db) -> None:
     prefs = {
         run.add(db, "Likes tabs over spaces", "--label", "preferences"),
         run.add(db, "Wants answers in British English", "--label", "preferences"),
     }
     run.add(db, "Works at a logistics company", "--label", "profile")
     run.add(db, "Has a cat called Miso")
-    rows = run.list(db, "--category", "preferences")
+    rows = run.list(db, "--label", "preferences")
     assert {r["id"] for r in rows} == prefs
     assert {r["label"] for r in rows} == {"preferences"}
-    assert run.list(db, "--category", "nothing-has-this") == []
+    assert run.list(db, "--label", "nothing-has-this") == []
+
+
+# -- one name per concept: --type is the memory type, --label the free label, on every command --
+
+
+def test_type_and_t_name_the_memory_type_on_every_command(run, db) -> None:
+    episode = run.add(db, "Debugged the flaky login test with Sam", "--type", "episodic")
+    procedure = run.add(db, "Run make lint before pushing", "-t", "procedural")
+    run.add(db, "The client's fiscal year starts in April")
+    assert [r["id"] for r in run.list(db, "-t", "episodic")] == [episode]
+    assert [r["id"] for r in run.list(db, "--type", "procedural")] == [procedure]
+    hits = run("--db", db, "search", "what do we do before pushing", "-t", "procedural", "--json")
+    assert hits.code == 0 and [h["id"] for h in hits.json()] == [procedure]
+    cleared = run("--db", db, "clear", "-t", "episodic", "--force")
+    assert cleared.code == 0 and cleared.out.strip() == "deleted 1 episodic memories"
+    assert {r["category"] for r in run.list(db)} == {"procedural", "semantic"}
+
+
+def test_add_category_still_works_but_warns_once_on_stderr(run, db) -> None:
+    result = run("--db", db, "add", "Met Dana for coffee", "--category", "episodic")
+    assert result.code == 0
+    assert result.err_lines == [
+        "warning: --category is deprecated: use --type for the memory type "
+        "(--label for the free-form label)"
+    ]
+    new_id = result.out.strip()
+    assert run.list(db, "--type", "episodic")[0]["id"] == new_id
+    short = run("--db", db, "add", "Lunch with Lee", "-c", "episodic")
+    assert short.code == 0 and len(short.err_lines) == 1
+
+
+def test_list_category_is_the_memory_type_too_never_silently_the_label(run, db) -> None:
+    episode = run.add(db, "Debugged the flaky login test with Sam", "--type", "episodic")
+    run.add(db, "Likes tabs over spaces", "--label", "episodic")
+    result = run("--db", db, "list", "--category", "episodic", "--json")
+    assert result.code == 0
+    assert [r["id"] for r in result.json()] == [episode]
+    assert len(result.err_lines) == 1 and "deprecated" in result.err_lines[0]
+
+
+def test_type_and_a_different_category_together_are_refused(run, db) -> None:
+    result = run("--db", db, "add", "x", "--type", "episodic", "--category", "semantic")
+    assert result.code == 2
+    assert result.err_lines[-1].startswith("error: ")
+    assert "--category" in result.err_lines[-1] and "--type" in result.err_lines[-1]
+    assert run.list(db) == []
 
 
 def test_list_is_newest_first_and_respects_limit(run, db) -> None:
@@ -264,8 +312,8 @@ def test_list_default_limit_is_20(run, db) -> None:
 
 
 def test_list_table_shows_ids_and_types(run, db) -> None:
-    first = run.add(db, "Short note one", "--category", "working")
-    second = run.add(db, "Short note two", "--category", "social")
+    first = run.add(db, "Short note one", "--type", "working")
+    second = run.add(db, "Short note two", "--type", "social")
     result = run("--db", db, "list")
     assert result.code == 0
     assert first in result.out
@@ -288,11 +336,11 @@ def test_get_json_returns_the_stored_entry(run, db) -> None:
     new_id = run.add(
         db,
         "Booked the Lisbon offsite for 12 people",
-        "--category",
+        "--type",
         "episodic",
         "--label",
         "travel",
-        "-t",
+        "--tag",
         "offsite",
         "--created-at",
         "2024-02-29T23:59:58.123456+00:00",
@@ -369,14 +417,14 @@ def mixed(run, db) -> dict[str, set[str]]:
     """Two episodic and two semantic memories of the default agent, one of agent ``other``."""
     return {
         "episodic": {
-            run.add(db, "Had a call with the landlord", "--category", "episodic"),
-            run.add(db, "Fixed the printer on Monday", "--category", "episodic"),
+            run.add(db, "Had a call with the landlord", "--type", "episodic"),
+            run.add(db, "Fixed the printer on Monday", "--type", "episodic"),
         },
         "semantic": {
             run.add(db, "The landlord is called Mr Ortiz"),
             run.add(db, "The printer is an HP LaserJet"),
         },
-        "other": {run.add(db, "Other agent's episode", "--category", "episodic", "-a", "other")},
+        "other": {run.add(db, "Other agent's episode", "--type", "episodic", "-a", "other")},
     }
 
 
@@ -431,7 +479,7 @@ def test_clear_without_force_deletes_when_confirmed(run, db, mixed) -> None:
 def test_agents_are_isolated(run, db) -> None:
     a_ids = {
         run.add(db, "Agent A: the deploy key lives in the vault", "--agent", "a"),
-        run.add(db, "Agent A: deploys happen on Tuesdays", "--agent", "a", "-c", "procedural"),
+        run.add(db, "Agent A: deploys happen on Tuesdays", "--agent", "a", "-t", "procedural"),
     }
     b_id = run.add(db, "Agent B: likes green tea", "--agent", "b")
     for query in ("deploy key vault", "Tuesday deploys", "green tea"):

@@ -127,6 +127,14 @@ def test_show_prints_each_message_with_its_role(run, seeded: str) -> None:
     ]
 
 
+def test_show_latest_is_the_most_recent_session_as_in_the_api(run, seeded: str) -> None:
+    result = run("--db", seeded, "sessions", "show", "latest", "--agent", "dev", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["session_id"] == NEW
+    none = run("--db", seeded, "sessions", "show", "latest", "--agent", "nobody")
+    assert none.code == 2 and none.err_lines == ["error: agent 'nobody' has no sessions"]
+
+
 def test_show_of_another_agents_session_is_not_found(run, seeded: str) -> None:
     result = run("--db", seeded, "sessions", "show", BOBS, "--agent", "dev")
     assert result.code == 2
@@ -137,10 +145,11 @@ def test_show_of_another_agents_session_is_not_found(run, seeded: str) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["show", "not-an-id", "--agent", "dev"], "malformed session id 'not-an-id'"),
+        (["show", "not/an/id", "--agent", "dev"], "malformed session id 'not/an/id'"),
         (["show", NEW, "--agent", "   "], "invalid agent_id"),
         (["list", "--agent", ""], "invalid agent_id"),
-        (["clear", "--agent", "dev", "--session", "XYZ", "--force"], "malformed session id"),
+        (["clear", "--agent", "dev", "--session", " XYZ", "--force"], "malformed session id"),
+        (["show", "no-such-session", "--agent", "dev"], "session no-such-session not found"),
         (["list", "--agent", "dev", "--limit", "0"], "--limit"),
     ],
 )

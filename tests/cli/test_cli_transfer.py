@@ -21,21 +21,21 @@ def source(run, tmp_path: Path) -> str:
         "Moved from Berlin to Lisbon in March 2023",
         "--agent",
         "alice",
-        "--category",
+        "--type",
         "episodic",
         "--created-at",
         "2023-03-14T15:09:26.535897+00:00",
-        "-t",
+        "--tag",
         "relocation",
-        "-t",
+        "--tag",
         "non-inferable",
         "--label",
         "life-events",
     )
     run.add(path, "Café orders: naïve flat white ☕, 日本茶 on Fridays", "--agent", "alice")
-    run.add(path, "Escalate P1 incidents to the on-call SRE", "-a", "bob", "-c", "procedural")
-    run.add(path, "Bob and Carol share an office", "-a", "bob", "-c", "social")
-    run.add(path, "Currently editing report.md", "-a", "bob", "-c", "working")
+    run.add(path, "Escalate P1 incidents to the on-call SRE", "-a", "bob", "-t", "procedural")
+    run.add(path, "Bob and Carol share an office", "-a", "bob", "-t", "social")
+    run.add(path, "Currently editing report.md", "-a", "bob", "-t", "working")
     # The CLI cannot set metadata, source, importance or expiry: add one such memory directly.
     with Memory(path) as mem:
         mem.add(

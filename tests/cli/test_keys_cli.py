@@ -54,13 +54,16 @@ def _authenticate(db: str, secret: str) -> Any:
 def test_create_prints_the_secret_once_with_a_warning(run: Any, db: str) -> None:
     result = run("--db", db, "keys", "create", "--name", "ci bot")
     assert result.code == 0, result.err
-    secrets = SECRET_RE.findall(result.out)
-    assert len(secrets) == 1
-    assert result.out.count(secrets[0]) == 1
-    warnings = [line for line in result.out.splitlines() if "cannot be shown again" in line]
+    # The secret is the only line on stdout, so KEY=$(memvault keys create ...) captures it
+    # and nothing else; what the key is and the warning go to stderr (still on the terminal).
+    assert SECRET_RE.fullmatch(result.out.rstrip("\n")), result.out
+    assert result.out.count("\n") == 1
+    secret = result.out.strip()
+    assert secret not in result.err
+    warnings = [line for line in result.err_lines if "cannot be shown again" in line]
     assert len(warnings) == 1
-    assert re.search(r"created key k_[0-9a-f]{12} 'ci bot'", result.out)
-    key = _authenticate(db, secrets[0])
+    assert re.search(r"created key k_[0-9a-f]{12} 'ci bot'", result.err)
+    key = _authenticate(db, secret)
     assert key is not None and key.name == "ci bot"
     assert key.tenant == "default" and key.scopes == {Scope.READ, Scope.WRITE}
 
@@ -235,6 +238,36 @@ def test_revoking_in_a_missing_store_exits_1_and_creates_nothing(run: Any, db: s
     result = run("--db", db, "keys", "revoke", "k_000000000000")
     assert result.code == 1
     assert not Path(db).exists()
+
+
+def test_revoke_by_name_revokes_the_one_active_key_of_that_name(run: Any, db: str) -> None:
+    ops = _create(run, db, "--name", "ops", "--tenant", "acme", "--scope", "admin")
+    other = _create(run, db, "--name", "ci")
+    result = run("--db", db, "keys", "revoke", "--name", "ops")
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"revoked key {ops['id']} 'ops'")
+    assert _authenticate(db, ops["secret"]) is None
+    assert _authenticate(db, other["secret"]) is not None
+    # A new key may reuse a revoked key's name; the name then means the active one.
+    again = _create(run, db, "--name", "ops")
+    assert run("--db", db, "keys", "revoke", "--name", "ops").code == 0
+    assert _authenticate(db, again["secret"]) is None
+    missing = run("--db", db, "keys", "revoke", "--name", "ops")
+    assert missing.code == 1 and missing.err_lines == ["error: no active key named 'ops'"]
+
+
+def test_revoke_by_an_ambiguous_name_or_by_name_and_id_is_refused(run: Any, db: str) -> None:
+    a = _create(run, db, "--name", "bot")
+    b = _create(run, db, "--name", "bot", "--tenant", "acme")
+    result = run("--db", db, "keys", "revoke", "--name", "bot")
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert a["id"] in result.err and b["id"] in result.err
+    both = run("--db", db, "keys", "revoke", a["id"], "--name", "bot")
+    assert both.code == 2 and len(both.err_lines) == 1
+    neither = run("--db", db, "keys", "revoke")
+    assert neither.code == 2 and len(neither.err_lines) == 1
+    assert _authenticate(db, a["secret"]) is not None
+    assert _authenticate(db, b["secret"]) is not None
 
 
 def test_a_malformed_key_id_exits_2(run: Any, db: str) -> None:

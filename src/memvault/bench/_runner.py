@@ -132,6 +132,8 @@ class _Stores:
         else:
             # A directory per store, so the WAL and SHM side files go with it when it is removed.
             workdir = self._root / f"store-{self._serial:05d}"
+            # Stores refuse a path in a missing directory (a typo would make a new store).
+            workdir.mkdir(parents=True, exist_ok=True)
             url = str(workdir / "bench.db")
         mem = AsyncMemory(
             url,

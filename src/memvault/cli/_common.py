@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import getpass
+import importlib.metadata
 import json
+import re
+import shlex
 import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -14,7 +17,7 @@ import typer
 from rich.console import Console
 
 from memvault.config import load_config
-from memvault.errors import MemoryValidationError
+from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.memory import Memory
 from memvault.models import MemoryEntry
 from memvault.protocols import LLMProvider
@@ -25,6 +28,8 @@ __all__ = [
     "State",
     "emit_json",
     "err_console",
+    "extra_requirements",
+    "missing_extra",
     "open_memory",
     "open_service",
     "out",
@@ -100,6 +105,42 @@ def close_memory() -> None:
     if state.memory is not None:
         state.memory.close()
         state.memory = None
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements of memvault's optional ``extra`` for this platform, from the installed
+    package's metadata (so they match the ``pyproject.toml`` it was installed from)."""
+    try:
+        requires = importlib.metadata.requires("memvault") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    wanted = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
+    found: list[str] = []
+    for requirement in requires:
+        spec, _, marker = requirement.partition(";")
+        if not wanted.search(marker):
+            continue
+        try:
+            from packaging.markers import Marker
+
+            if not Marker(marker).evaluate({"extra": extra}):
+                continue  # another platform's requirement (uvloop on Windows)
+        except ImportError:  # pragma: no cover - packaging comes with pip
+            pass
+        found.append(spec.strip())
+    return found
+
+
+def missing_extra(command: str, extra: str, exc: ImportError) -> MemoryConfigError:
+    """The one-line error of ``memvault COMMAND`` run without its optional ``extra``."""
+    module = (exc.name or "").split(".")[0] or "a module it needs"
+    requirements = extra_requirements(extra)
+    if requirements:
+        fix = "pip install " + " ".join(shlex.quote(r) for r in requirements)
+    else:
+        fix = f"pip install -e '.[{extra}]' in the memvault checkout"
+    msg = f"memvault {command} needs the '{extra}' extra ({module} is not installed): {fix}"
+    return MemoryConfigError(msg)
 
 
 def emit_json(data: Any) -> None:

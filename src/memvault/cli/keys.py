@@ -6,12 +6,15 @@ or of the PostgreSQL schema. The commands open only that table, never the memory
 do not load the embedding model. Listing or revoking in a SQLite store that does not exist yet
 finds no keys instead of creating the file.
 
-A key's secret is printed once, by ``create``; the store keeps only its hash, so it cannot be
-shown again. ``list`` never prints secrets or hashes.
+A key's secret is printed once, by ``create``, as the only line on stdout (what the key is and
+the copy-it-now warning go to stderr), so ``KEY=$(memvault keys create ...)`` captures exactly
+the secret. The store keeps only its hash, so it cannot be shown again. ``list`` never prints
+secrets or hashes.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -23,6 +26,7 @@ from rich.table import Table
 
 from memvault.cli._common import emit_json, err_console, out, state
 from memvault.config import COMPOSITE_URL, load_config
+from memvault.errors import MemoryValidationError
 from memvault.server.keys import ApiKey, InMemoryKeyStore, KeyStore, SQLiteKeyStore, open_key_store
 
 __all__ = ["keys_app", "register"]
@@ -114,13 +118,15 @@ def create(
         emit_json(data)
         return
     pinned = "" if key.agent_id is None else f", agent {key.agent_id!r}"
-    out.print(
+    err_console.print(
         f"created key {key.id} {key.name!r} (tenant {key.tenant!r}, "
         f"scopes {','.join(_scopes(key))}{pinned})",
         markup=False,
     )
-    out.print(secret, markup=False)
-    out.print(
+    # The secret alone on stdout: KEY=$(memvault keys create ...) captures just it.
+    sys.stdout.write(secret + "\n")
+    sys.stdout.flush()
+    err_console.print(
         "warning: copy the secret now: it cannot be shown again (only its hash is stored)",
         markup=False,
     )
@@ -167,22 +173,49 @@ def list_(
 
 @keys_app.command()
 def revoke(
-    key_id: Annotated[str, typer.Argument(help="The key's id (k_ and 12 hex digits).")],
+    key_id: Annotated[
+        str | None,
+        typer.Argument(help="The key's id (k_ and 12 hex digits, see 'keys list')."),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", "-n", help="Instead of an id: the one active key with this name."),
+    ] = None,
 ) -> None:
     """Revoke an API key: it stops working at once (it stays listed with --all)."""
+    if (key_id is None) == (name is None):
+        msg = "give the key's id or --name NAME (one of them)"
+        raise MemoryValidationError(msg)
 
     def run(store: KeyStore) -> tuple[ApiKey | None, bool]:
-        key = store.get(key_id)
-        return key, key is not None and store.revoke(key_id)
+        target = key_id if name is None else _active_key_named(store, name)
+        if target is None:
+            return None, False
+        key = store.get(target)
+        return key, key is not None and store.revoke(target)
 
     key, revoked = _with_store(run)
     if key is None:
-        err_console.print(f"error: no key {key_id}", markup=False)
+        what = f"key {key_id}" if name is None else f"active key named {name!r}"
+        err_console.print(f"error: no {what}", markup=False)
         raise typer.Exit(1)
     if not revoked:
         err_console.print(f"error: key {key_id} is already revoked", markup=False)
         raise typer.Exit(1)
     out.print(f"revoked key {key.id} {key.name!r} (tenant {key.tenant!r})", markup=False)
+
+
+def _active_key_named(store: KeyStore, name: str) -> str | None:
+    """The id of the one active key called ``name``; None if there is none.
+
+    Raises:
+        MemoryValidationError: several active keys have that name (their ids are listed).
+    """
+    ids = [k.id for k in store.list() if k.name == name]
+    if len(ids) > 1:
+        msg = f"{len(ids)} active keys are named {name!r} ({', '.join(ids)}): revoke one by id"
+        raise MemoryValidationError(msg)
+    return ids[0] if ids else None
 
 
 def register(app: typer.Typer) -> None:

@@ -16,9 +16,8 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli._common import state
+from memvault.cli._common import missing_extra, state
 from memvault.config import load_config
-from memvault.errors import MemoryConfigError
 from memvault.service import DEFAULT_TENANT, Actor, MemoryService, Scope
 
 __all__ = ["register", "serve_mcp"]
@@ -58,8 +57,7 @@ def serve_mcp(
     try:
         from memvault.server.mcp import run_stdio
     except ImportError as exc:
-        msg = f"the MCP server needs the 'mcp' package ({exc}); pip install 'memvault[mcp]'"
-        raise MemoryConfigError(msg) from None
+        raise missing_extra("mcp", "mcp", exc) from None
 
     scopes = (Scope.READ, Scope.WRITE)
     if agent is not None:

@@ -1,4 +1,9 @@
-"""Commands on individual memories: add, search, list, get, delete, clear."""
+"""Commands on individual memories: add, search, list, get, delete, clear.
+
+One name per concept on every command: ``--type``/``-t`` is the memory type (semantic,
+episodic, ...), ``--label`` the free-form sub-category, ``--tag`` a tag. ``--category``/``-c``
+is kept on ``add`` and ``list`` as a deprecated alias of ``--type`` (it warns on stderr).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +18,12 @@ from memvault.cli._common import (
     JsonOption,
     emit_json,
     entry_json,
+    err_console,
     open_service,
     out,
     parse_datetime,
 )
+from memvault.errors import MemoryValidationError
 from memvault.models import MemoryEntry
 
 __all__ = ["register"]
@@ -57,29 +64,58 @@ def _print_hits(hits: list[MemoryEntry], *, explain: bool) -> None:
                 out.print(f"    [dim]evidence: {escape(parts)}[/dim]")
 
 
+_TYPES = "working, episodic, semantic, procedural or social"
+
+DEPRECATED_CATEGORY = (
+    "warning: --category is deprecated: use --type for the memory type "
+    "(--label for the free-form label)"
+)
+
+CategoryAlias = typer.Option(
+    "--category", "-c", hidden=True, help="Deprecated alias of --type (warns)."
+)
+
+
+def _memory_type(memory_type: str | None, category: str | None) -> str | None:
+    """``--type``, or the deprecated ``--category`` (with a warning on stderr)."""
+    if category is None:
+        return memory_type
+    err_console.print(DEPRECATED_CATEGORY, markup=False)
+    if memory_type is not None and memory_type != category:
+        msg = (
+            f"--category is the old name of --type: give one of them, not --type "
+            f"{memory_type!r} and --category {category!r}"
+        )
+        raise MemoryValidationError(msg)
+    return category
+
+
 def add(
     content: Annotated[str, typer.Argument(help="The text to remember.")],
     agent: str = AgentOption,
-    category: Annotated[
-        str, typer.Option("--category", "-c", help="Memory type: semantic, episodic, ...")
-    ] = "semantic",
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable).")
+    memory_type: Annotated[
+        str | None,
+        typer.Option("--type", "-t", help=f"Memory type: {_TYPES} [default: semantic]."),
     ] = None,
-    label: Annotated[str | None, typer.Option(help="Free-form sub-category.")] = None,
+    category: Annotated[str | None, CategoryAlias] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="Free-form label (sub-category).")
+    ] = None,
     created_at: Annotated[
         str | None, typer.Option("--created-at", help="ISO 8601 time (default now, UTC).")
     ] = None,
     json_out: bool = JsonOption,
 ) -> None:
     """Store one memory and print its id."""
+    kind = _memory_type(memory_type, category) or "semantic"
     svc = open_service()
     outcome = svc.run(
         svc.service.store(
             svc.actor,
             content,
             agent_id=agent,
-            category=category,
+            category=kind,
             tags=tag or (),
             label=label,
             created_at=parse_datetime(created_at, "--created-at"),
@@ -99,9 +135,10 @@ def search(
         int, typer.Option("--limit", "-n", min=1, max=1000, help="How many results at most.")
     ] = 10,
     memory_type: Annotated[
-        list[str] | None, typer.Option("--type", help="Only this memory type (repeatable).")
+        list[str] | None,
+        typer.Option("--type", "-t", help="Only this memory type (repeatable)."),
     ] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Required tag.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Required tag.")] = None,
     preset: Annotated[str | None, typer.Option(help="Retrieval preset.")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the score breakdown.")] = False,
     json_out: bool = JsonOption,
@@ -130,21 +167,23 @@ def search(
 
 def list_(
     agent: str = AgentOption,
-    memory_type: Annotated[str | None, typer.Option("--type", help="Memory type.")] = None,
-    category: Annotated[
-        str | None, typer.Option("--category", help="Label (free-form sub-category).")
+    memory_type: Annotated[
+        str | None, typer.Option("--type", "-t", help=f"Only this memory type: {_TYPES}.")
     ] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="Only this free-form label (sub-category).")
+    ] = None,
+    category: Annotated[str | None, CategoryAlias] = None,
     limit: Annotated[
         int, typer.Option("--limit", "-n", min=1, max=1000, help="How many memories at most.")
     ] = 20,
     json_out: bool = JsonOption,
 ) -> None:
     """List an agent's memories, newest first."""
+    kind = _memory_type(memory_type, category)
     svc = open_service()
     rows = svc.run(
-        svc.service.list(
-            svc.actor, agent_id=agent, category=memory_type, label=category, limit=limit
-        )
+        svc.service.list(svc.actor, agent_id=agent, category=kind, label=label, limit=limit)
     )
     if json_out:
         emit_json([entry_json(e) for e in rows])
@@ -188,7 +227,9 @@ def delete(
 
 def clear(
     agent: str = AgentOption,
-    memory_type: Annotated[str | None, typer.Option("--type", help="Only this type.")] = None,
+    memory_type: Annotated[
+        str | None, typer.Option("--type", "-t", help="Only this memory type.")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", "-f", help="Do not ask.")] = False,
     reason: Annotated[
         str | None, typer.Option("--reason", help="Why (kept in the audit log).")

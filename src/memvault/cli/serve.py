@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memvault.cli._common import err_console, state
+from memvault.cli._common import err_console, missing_extra, state
 from memvault.config import MemvaultConfig, load_config
 from memvault.embeddings.minilm_onnx import THREADS_ENV
 from memvault.errors import MemoryConfigError, MemoryValidationError
@@ -70,8 +70,7 @@ def serve(
 
         import memvault.server.rest  # noqa: F401  (fails early without fastapi)
     except ImportError as exc:
-        msg = f"the server needs the 'server' extra: pip install 'memvault[server]' ({exc.name})"
-        raise MemoryConfigError(msg) from None
+        raise missing_extra("serve", "server", exc) from None
 
     if not 0 < port < 65536:
         msg = f"--port must be between 1 and 65535, got {port}"
@@ -95,6 +94,7 @@ def serve(
         "max_body_bytes": max_body_bytes,
         "cors_origins": list(cors_origin or ()),
     }
+    _warn_without_mcp()
     logging.basicConfig(level=log_level.upper() if log_level else "INFO")
     if workers == 1:
         app = build_app(options, warn=True)
@@ -116,6 +116,18 @@ def serve(
     # The workers share the cores: each embeds with its share of them, not all of them.
     os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
     raise typer.Exit(_supervise(workers, host, port, log_level))
+
+
+def _warn_without_mcp() -> None:
+    """One line on stderr when the 'mcp' extra is missing: REST is served, /mcp is not."""
+    try:
+        import memvault.server.mcp  # noqa: F401
+    except ImportError as exc:
+        fix = str(missing_extra("serve", "mcp", exc)).split(": ", 1)[-1]
+        err_console.print(
+            f"warning: MCP at /mcp is off (the 'mcp' extra is not installed): {fix}",
+            markup=False,
+        )
 
 
 def _worker(host: str, port: int, log_level: str) -> None:

@@ -27,7 +27,7 @@ from memvault.sessions import (
     check_session_id,
     open_session_store,
 )
-from memvault.sessions.store import check_agent_id
+from memvault.sessions.store import LATEST, check_agent_id
 
 __all__ = ["register", "sessions_app"]
 
@@ -128,17 +128,26 @@ def list_(
 
 @sessions_app.command()
 def show(
-    session_id: Annotated[str, typer.Argument(help="The session's id (12 hex digits).")],
+    session_id: Annotated[
+        str,
+        typer.Argument(help="The session's id (see 'sessions list'), or latest for the newest."),
+    ],
     agent: str = AgentOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Show one session's messages."""
     agent_id = check_agent_id(agent)
-    sid = check_session_id(session_id)
-    record = _with_store(lambda s: s.get(agent_id, sid), empty=None)
-    if record is None:
-        msg = f"session {sid} not found for agent {agent_id!r}"
-        raise MemoryNotFoundError(msg)
+    if session_id == LATEST:
+        record = _with_store(lambda s: s.latest(agent_id), empty=None)
+        if record is None:
+            msg = f"agent {agent_id!r} has no sessions"
+            raise MemoryNotFoundError(msg)
+    else:
+        sid = check_session_id(session_id)
+        record = _with_store(lambda s: s.get(agent_id, sid), empty=None)
+        if record is None:
+            msg = f"session {sid} not found for agent {agent_id!r}"
+            raise MemoryNotFoundError(msg)
     if json_out:
         emit_json(_record_json(record))
         return

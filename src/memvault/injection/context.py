@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import MemoryConfigError, MemoryValidationError
+from memvault.injection.dispatch import ToolRegistry
 from memvault.injection.tools import ToolDefinition
 from memvault.models import ChatMessage, MemoryEntry
 from memvault.protocols import Embedder
@@ -101,11 +102,18 @@ class ContextInjectionStrategy:
             msg = "context injection with MMR similarity 'cosine' needs an embedder"
             raise MemoryConfigError(msg)
         self._embedder = embedder
+        # No tools; kept so every strategy offers the same ``registry``/``handle_tool_call``.
+        self._registry = ToolRegistry()
 
     @property
     def strategy_name(self) -> str:
         """Short name of the strategy: ``context``."""
         return "context"
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The strategy's tools: none (the same interface as the tool-offering strategies)."""
+        return self._registry
 
     @property
     def config(self) -> ContextInjectionConfig:
@@ -115,6 +123,19 @@ class ContextInjectionStrategy:
     def get_tool_definitions(self) -> tuple[ToolDefinition, ...]:
         """No tools: the agent receives its memories without asking for them."""
         return ()
+
+    async def handle_tool_call(
+        self, agent_id: str, name: str, arguments: str | Mapping[str, Any] | None
+    ) -> str:
+        """Answer a tool call the way every strategy does; this one has no tools, so any call
+        comes back as an ``error: unknown tool ...`` string for the model (never raised).
+
+        Agent loops can route tool calls to whichever strategy ``retrieval.strategy`` names.
+
+        Raises:
+            MemoryValidationError: ``agent_id`` is blank.
+        """
+        return await self._registry.dispatch(name, arguments, agent_id=agent_id)
 
     async def prepare_messages(
         self, agent_id: str, query_text: str, token_budget: int

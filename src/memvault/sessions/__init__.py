@@ -16,6 +16,7 @@ from memvault.sessions.models import SessionConfig, SessionRecord
 from memvault.sessions.sqlite import SQLiteSessionStore
 from memvault.sessions.store import (
     InMemorySessionStore,
+    MessageLike,
     SessionStore,
     check_session_id,
 )
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InMemorySessionStore",
+    "MessageLike",
     "PostgresSessionStore",
     "SQLiteSessionStore",
     "SessionConfig",

@@ -23,6 +23,7 @@ from memvault.errors import MemoryError
 from memvault.models import ChatMessage
 from memvault.sessions.models import SessionConfig
 from memvault.sessions.store import (
+    MessageLike,
     SessionStore,
     check_agent_id,
     check_messages,
@@ -76,8 +77,12 @@ class SessionManager:
         """A fresh random session id: 12 lowercase hex digits (48 random bits)."""
         return secrets.token_hex(6)
 
-    async def save_turn(self, session_id: str, messages: Sequence[ChatMessage]) -> bool:
+    async def save_turn(self, session_id: str, messages: Sequence[MessageLike]) -> bool:
         """Save the conversation's history after a turn; ``True`` if it was saved.
+
+        ``messages`` are :class:`ChatMessage` objects or OpenAI-style ``{"role": ...,
+        "content": ...}`` dicts (``name`` allowed), mixed freely; ``session_id`` is any 1-200
+        printable characters without ``/`` (:meth:`new_session_id` makes one).
 
         System messages are stripped first: they are the agent's prompt, not the conversation,
         and a resumed session must run under the agent's current prompt rather than a stale
@@ -90,7 +95,7 @@ class SessionManager:
 
         Raises:
             MemoryValidationError: ``session_id`` is not a session id, or an item of
-                ``messages`` is not a :class:`ChatMessage` (programming errors, not storage).
+                ``messages`` is not a chat message (programming errors, not storage; one line).
         """
         sid = check_session_id(session_id)
         kept = [m for m in check_messages(messages) if m.role != "system"]
@@ -140,7 +145,7 @@ class SessionManager:
         window = record.messages[-self._config.max_resume_messages :]
         return record.session_id, conversation_start(window)
 
-    def trim(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    def trim(self, messages: Sequence[MessageLike]) -> list[ChatMessage]:
         """An active history cut to its last ``2 * config.max_resume_messages`` messages.
 
         The cut keeps the most recent messages and then drops leading assistant/tool messages,

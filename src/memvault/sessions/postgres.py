@@ -35,10 +35,10 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MemoryConfigError(_msg) from exc
 
 from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
-from memvault.models import ChatMessage
 from memvault.sessions.models import SessionRecord
 from memvault.sessions.store import (
     Clock,
+    MessageLike,
     check_agent_id,
     check_keep,
     check_limit,
@@ -199,7 +199,7 @@ class PostgresSessionStore:
     # -- the SessionStore protocol --------------------------------------------------------------
 
     async def save(
-        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+        self, agent_id: str, session_id: str, messages: Sequence[MessageLike]
     ) -> SessionRecord:
         """Create or replace a session's message history; it becomes the agent's latest."""
         agent = check_agent_id(agent_id)

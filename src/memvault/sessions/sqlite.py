@@ -32,10 +32,10 @@ from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
 )
-from memvault.models import ChatMessage
 from memvault.sessions.models import SessionRecord
 from memvault.sessions.store import (
     Clock,
+    MessageLike,
     check_agent_id,
     check_keep,
     check_limit,
@@ -160,7 +160,7 @@ class SQLiteSessionStore:
     # -- the SessionStore protocol --------------------------------------------------------------
 
     async def save(
-        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+        self, agent_id: str, session_id: str, messages: Sequence[MessageLike]
     ) -> SessionRecord:
         """Create or replace a session's message history; it becomes the agent's latest."""
         agent = check_agent_id(agent_id)

@@ -6,7 +6,10 @@ and "oldest" follow that counter rather than wall-clock time, so two saves in th
 microsecond (or on machines with skewed clocks) still have a definite order.
 
 Sessions are per agent: every method takes the agent id and only ever touches that agent's
-rows. Bad input (a blank agent id, a session id that is not 12 lowercase hex digits) raises
+rows. A session id is any 1-200 printable characters without ``/`` and without surrounding
+spaces (the caller's own ids, e.g. ``ticket-4711``, work as they are); messages are
+:class:`~memvault.models.ChatMessage` objects or OpenAI-style ``{"role", "content"}`` dicts.
+Bad input (a blank agent id, a malformed session id or message) raises a one-line
 :class:`~memvault.errors.MemoryValidationError` before any storage is touched.
 
 The drivers (:mod:`memvault.sessions.sqlite`, :mod:`memvault.sessions.postgres`) build on the
@@ -19,23 +22,34 @@ from __future__ import annotations
 import builtins
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import ValidationError
 
 from memvault.errors import MemoryConnectionError, MemoryRetrievalError, MemoryValidationError
 from memvault.models import ChatMessage, validate_agent_id
 from memvault.sessions.models import SessionRecord
 
+MessageLike: TypeAlias = ChatMessage | Mapping[str, Any]
+"""A chat message: a :class:`ChatMessage` or an OpenAI-style ``{"role", "content"}`` dict."""
+
 __all__ = [
     "InMemorySessionStore",
+    "MessageLike",
     "SessionStore",
     "check_agent_id",
+    "check_messages",
     "check_session_id",
 ]
 
-_SESSION_ID_RE = re.compile(r"^[0-9a-f]{12}$")
+MAX_SESSION_ID_CHARS = 200
+LATEST = "latest"
+"""Not a session id: REST, MCP and ``memvault api session`` read it as the most recent one."""
+# Printable (no C0/C1 control characters), no "/" (a session id is one segment of a REST path).
+_SESSION_ID_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f/]{1,200}$")
 
 Clock = Callable[[], datetime]
 
@@ -57,13 +71,29 @@ def check_agent_id(agent_id: str) -> str:
 
 
 def check_session_id(session_id: str) -> str:
-    """``session_id`` if it is a session id (12 lowercase hex digits).
+    """``session_id`` if it is a session id: 1-200 printable characters, no ``/``, no
+    leading or trailing whitespace, not ``latest`` (ids from
+    :meth:`SessionManager.new_session_id`, a chat platform's thread id, ``ticket-4711`` ...
+    all qualify).
 
     Raises:
-        MemoryValidationError: anything else.
+        MemoryValidationError: anything else (one line).
     """
-    if not isinstance(session_id, str) or not _SESSION_ID_RE.match(session_id):
-        msg = f"malformed session id {session_id!r}: expected 12 lowercase hex digits"
+    if (
+        not isinstance(session_id, str)
+        or not _SESSION_ID_RE.match(session_id)
+        or session_id != session_id.strip()
+    ):
+        shown = repr(session_id)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        msg = (
+            f"malformed session id {shown}: expected 1-{MAX_SESSION_ID_CHARS} printable "
+            "characters, without '/' or leading/trailing spaces"
+        )
+        raise MemoryValidationError(msg)
+    if session_id == LATEST:
+        msg = f"malformed session id {LATEST!r}: reserved, it names an agent's most recent session"
         raise MemoryValidationError(msg)
     return session_id
 
@@ -84,14 +114,42 @@ def check_keep(keep: int) -> int:
     return keep
 
 
-def check_messages(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
-    """``messages`` as a tuple, if every item is a :class:`ChatMessage`."""
-    items = tuple(messages)
-    for item in items:
-        if not isinstance(item, ChatMessage):
-            msg = f"session messages must be ChatMessage objects, got {type(item).__name__}"
-            raise MemoryValidationError(msg)
-    return items
+def check_messages(messages: Sequence[MessageLike]) -> tuple[ChatMessage, ...]:
+    """``messages`` as a tuple of :class:`ChatMessage`; dicts are converted.
+
+    A dict is an OpenAI-style chat message: ``role`` (system, user, assistant or tool),
+    ``content`` (a string) and optionally ``name``. Other keys (``tool_calls``,
+    ``tool_call_id``) are refused rather than silently dropped: a resumed history without
+    them would not be the conversation that was saved.
+
+    Raises:
+        MemoryValidationError: ``messages`` is not a list of messages, or an item is neither a
+            :class:`ChatMessage` nor a valid message dict (one line, naming the item).
+    """
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        msg = f"session messages must be a list of messages, got {type(messages).__name__}"
+        raise MemoryValidationError(msg)
+    return tuple(_message(i, item) for i, item in enumerate(messages))
+
+
+def _message(index: int, item: object) -> ChatMessage:
+    if isinstance(item, ChatMessage):
+        return item
+    if not isinstance(item, Mapping):
+        msg = (
+            f"session message {index} must be a ChatMessage or a "
+            f'{{"role", "content"}} dict, got {type(item).__name__}'
+        )
+        raise MemoryValidationError(msg)
+    try:
+        return ChatMessage.model_validate(dict(item))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "message"
+        msg = f"session message {index}: '{where}': {error['msg']}"
+        if error["type"] == "extra_forbidden":
+            msg += " (a session message keeps role, content and name only)"
+        raise MemoryValidationError(msg) from None
 
 
 def messages_to_json(messages: Sequence[ChatMessage]) -> str:
@@ -134,7 +192,7 @@ class SessionStore(Protocol):
         ...
 
     async def save(
-        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+        self, agent_id: str, session_id: str, messages: Sequence[MessageLike]
     ) -> SessionRecord:
         """Create or replace a session's message history; it becomes the agent's latest."""
         ...
@@ -200,7 +258,7 @@ class InMemorySessionStore:
         return sorted(rows, key=lambda r: r.seq, reverse=True)
 
     async def save(
-        self, agent_id: str, session_id: str, messages: Sequence[ChatMessage]
+        self, agent_id: str, session_id: str, messages: Sequence[MessageLike]
     ) -> SessionRecord:
         """Create or replace a session's message history; it becomes the agent's latest."""
         agent = check_agent_id(agent_id)

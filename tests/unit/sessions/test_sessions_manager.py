@@ -158,10 +158,66 @@ async def test_a_history_of_only_system_messages_does_not_hide_the_previous_sess
     assert await manager.resume() == (first, turns(1))
 
 
-async def test_malformed_session_id_raises_instead_of_saving() -> None:
+@pytest.mark.parametrize("session_id", ["", "a/b", "bad\nid", "x" * 201])
+async def test_malformed_session_id_raises_instead_of_saving(session_id: str) -> None:
     manager = SessionManager(InMemorySessionStore(), "dev-1")
-    with pytest.raises(MemoryValidationError, match="malformed session id"):
-        await manager.save_turn("not-a-session", turns(1))
+    with pytest.raises(MemoryValidationError, match="malformed session id") as caught:
+        await manager.save_turn(session_id, turns(1))
+    assert "\n" not in str(caught.value).replace(repr(session_id), "")
+    assert await manager.resume() is None
+
+
+async def test_save_turn_takes_any_sane_session_id(make_store: MakeStore) -> None:
+    manager = SessionManager(make_store(), "dev-1")
+    assert await manager.save_turn("support-ticket-4711", turns(1)) is True
+    assert await manager.resume() == ("support-ticket-4711", turns(1))
+
+
+async def test_save_turn_takes_openai_style_message_dicts(make_store: MakeStore) -> None:
+    manager = SessionManager(make_store(), "dev-1")
+    history = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Which editor theme do I like?"},
+        {"role": "assistant", "content": "Dark."},
+        {"role": "tool", "content": "{}", "name": "lookup"},
+    ]
+    assert await manager.save_turn("chat-1", history) is True
+    resumed = await manager.resume()
+    assert resumed is not None
+    assert resumed[1] == [
+        m("user", "Which editor theme do I like?"),
+        m("assistant", "Dark."),
+        ChatMessage(role="tool", content="{}", name="lookup"),
+    ]
+    # Dicts and ChatMessage objects mix; trim takes both too.
+    mixed = [*history, m("user", "And the font?")]
+    assert await manager.save_turn("chat-1", mixed) is True
+    assert contents(manager.trim(mixed))[-1] == "And the font?"
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([{"role": "user"}], "session message 0: 'content'"),
+        ([{"role": "robot", "content": "hi"}], "session message 0: 'role'"),
+        ([m("user", "ok"), {"role": "user", "content": None}], "session message 1: 'content'"),
+        (
+            [{"role": "assistant", "content": "x", "tool_calls": []}],
+            "session message 0: 'tool_calls'",
+        ),
+        ([42], "session message 0 must be a ChatMessage or a"),
+        ({"role": "user", "content": "hi"}, "a list of messages"),
+        ("hello", "a list of messages"),
+    ],
+)
+async def test_bad_messages_raise_one_line_validation_errors(
+    messages: object, problem: str
+) -> None:
+    manager = SessionManager(InMemorySessionStore(), "dev-1")
+    with pytest.raises(MemoryValidationError) as caught:
+        await manager.save_turn("chat-1", messages)  # type: ignore[arg-type]
+    text = str(caught.value)
+    assert problem in text and "\n" not in text
     assert await manager.resume() is None
 
 
