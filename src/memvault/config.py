@@ -26,16 +26,20 @@ the design documents::
 
 Environment variables override the file: ``MEMVAULT_URL`` (storage URL), ``MEMVAULT_CONFIG``
 (path of the YAML file), and any key as ``MEMVAULT_<SECTION>__<KEY>``, e.g.
-``MEMVAULT_OPTIONS__RETENTION_DAYS=30`` or ``MEMVAULT_LEVEL=project``.
+``MEMVAULT_OPTIONS__RETENTION_DAYS=30`` or ``MEMVAULT_LEVEL=project`` (``null``, ``none`` or an
+empty value clears a key; a whole section may be a JSON object). pydantic-settings merges the
+layers.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,6 +50,13 @@ from memvault.models import (
     MemoryCategory,
     MemoryLevel,
 )
+
+if TYPE_CHECKING:
+    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+    _EnvSourceFactory = Callable[
+        [type[BaseSettings], Mapping[str, str]], PydanticBaseSettingsSource
+    ]
 
 __all__ = [
     "COMPOSITE_URL",
@@ -193,43 +204,9 @@ class MemvaultConfig(BaseModel):
         return self.model_copy(update={"backend": None}).resolved_url()
 
 
-def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
-    node = tree
-    for key in path[:-1]:
-        child = node.get(key)
-        if not isinstance(child, dict):
-            child = {}
-            node[key] = child
-        node = child
-    node[path[-1]] = value
-
-
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for name, raw in env.items():
-        if not name.startswith("MEMVAULT_") or name in ("MEMVAULT_CONFIG", "MEMVAULT_URL"):
-            continue
-        key = name[len("MEMVAULT_") :].lower()
-        if key.startswith("test_") or key.startswith("cache_") or key.startswith("embeddings_"):
-            continue  # settings of tests, caches and embedder clients, not of the store
-        parts = [p for p in key.split("__") if p]
-        if not parts or parts[0] not in MemvaultConfig.model_fields:
-            continue
-        value: Any = None if raw.lower() in ("null", "none", "") else raw
-        _set_path(tree, parts, value)
-    if env.get("MEMVAULT_URL"):
-        _set_path(tree, ["storage", "url"], env["MEMVAULT_URL"])
-    return tree
-
-
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+_PREFIX = "MEMVAULT_"
+_NULLS = ("null", "none", "")
+_FIELDS = tuple(MemvaultConfig.model_fields)
 
 
 def load_config(
@@ -255,16 +232,98 @@ def load_config(
     data: dict[str, Any] = {}
     if file is not None:
         data = _read_yaml(file)
-    data = _merge(data, _env_overrides(env))
-    if url:
-        data = _merge(data, {"storage": {"url": url}})
+    explicit_url = url or env.get("MEMVAULT_URL")
+    # MEMVAULT_<FIELD> and MEMVAULT_<FIELD>__<KEY>...; the other MEMVAULT_* variables
+    # (MEMVAULT_URL, MEMVAULT_CONFIG, MEMVAULT_TEST_*, MEMVAULT_EMBEDDINGS_*, ...) name no field.
+    variables = {
+        name: raw
+        for name, raw in env.items()
+        if name.startswith(_PREFIX) and name[len(_PREFIX) :].split("__")[0].lower() in _FIELDS
+    }
     try:
+        if variables:
+            return _layer(data, variables, explicit_url)
+        # Without variables to parse, the file and the URL need no layering machinery (nor the
+        # tens of milliseconds of importing pydantic-settings, on every CLI command).
+        if explicit_url:
+            storage = data.get("storage")
+            storage = storage if isinstance(storage, dict) else {}
+            data = {**data, "storage": {**storage, "url": explicit_url}}
         return MemvaultConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "memory"
         msg = f"invalid configuration at memory.{where}: {first['msg']}"
         raise MemoryConfigError(msg) from exc
+
+
+def _layer(
+    data: dict[str, Any], variables: dict[str, str], explicit_url: str | None
+) -> MemvaultConfig:
+    """Merge the layers with pydantic-settings (highest first, nested keys one by one)."""
+    from pydantic_settings import InitSettingsSource, SettingsError
+
+    layered_cls, env_source_cls = _settings_classes()
+    # Empty layers are left out: each costs a pass over the fields.
+    layers = (
+        InitSettingsSource(layered_cls, {"storage": {"url": explicit_url}})
+        if explicit_url
+        else None,
+        env_source_cls(layered_cls, variables),
+        InitSettingsSource(layered_cls, data) if data else None,
+    )
+    try:
+        layered = layered_cls(_build_sources=(tuple(filter(None, layers)), {}))
+    except SettingsError as exc:  # MEMVAULT_<SECTION> set to something that is not JSON
+        named = re.search(r'field "(\w+)"', str(exc))
+        section = named.group(1) if named else "<section>"
+        msg = (
+            f"invalid configuration at memory.{section}: {_PREFIX}{section.upper()} must be a "
+            f"JSON object ({exc})"
+        )
+        raise MemoryConfigError(msg) from exc
+    # The same values as a plain MemvaultConfig (equal and hashable like any other).
+    return MemvaultConfig.model_construct(
+        layered.model_fields_set, **{name: getattr(layered, name) for name in _FIELDS}
+    )
+
+
+@functools.cache
+def _settings_classes() -> tuple[type[BaseSettings], _EnvSourceFactory]:
+    """pydantic-settings' view of MemvaultConfig and the MEMVAULT_* source, built on first use.
+
+    pydantic-settings is imported here, like yaml, so that importing memvault does not pay for it.
+    """
+    from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+    from pydantic_settings.sources.utils import parse_env_vars
+
+    class Layered(MemvaultConfig, BaseSettings):
+        # Keys of the file and of ``url`` are case-sensitive, like the models'.
+        model_config = SettingsConfigDict(
+            frozen=True, extra="forbid", case_sensitive=True, validate_default=False
+        )
+
+    class EnvSource(EnvSettingsSource):
+        """``MEMVAULT_<SECTION>__<KEY>`` variables of a mapping (``null``/``none``/empty: None).
+
+        Names are matched without regard to case after the (upper-case) ``MEMVAULT_`` prefix.
+        """
+
+        def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+            self._env = env
+            super().__init__(
+                settings_cls,
+                case_sensitive=False,
+                env_prefix=_PREFIX,
+                env_nested_delimiter="__",
+                env_parse_none_str="null",
+            )
+
+        def _load_env_vars(self) -> Mapping[str, str | None]:
+            nulls = {k: "null" if v.lower() in _NULLS else v for k, v in self._env.items()}
+            return parse_env_vars(nulls, case_sensitive=False, parse_none_str="null")
+
+    return Layered, EnvSource
 
 
 def _read_yaml(file: Path) -> dict[str, Any]:

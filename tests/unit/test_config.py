@@ -197,6 +197,56 @@ def test_null_in_env_clears_a_value_of_the_file(design_file: Path) -> None:
     assert cfg.options.retention_days is None
 
 
+@pytest.mark.parametrize("spelling", ["null", "NULL", "None", "none", ""])
+def test_every_null_spelling_clears_a_value(design_file: Path, spelling: str) -> None:
+    cfg = load_config(design_file, env={"MEMVAULT_OPTIONS__RETENTION_DAYS": spelling})
+    assert cfg.options.retention_days is None
+    assert cfg.options.max_memories_per_agent == 5000
+
+
+def test_env_reaches_mapping_keys_and_nested_models(design_file: Path) -> None:
+    env = {
+        "MEMVAULT_OPTIONS__MAX_PER_CATEGORY__EPISODIC": "100",
+        "MEMVAULT_OPTIONS__AGENT_RETENTION__BOB__RETENTION_DAYS": "7",
+        "MEMVAULT_BACKEND": "composite",
+        "MEMVAULT_COMPOSITE__ROUTES__WORKING": "memory://",
+        "MEMVAULT_level": "project",  # any case after the MEMVAULT_ prefix
+    }
+    cfg = load_config(design_file, env=env)
+    assert dict(cfg.options.max_per_category) == {"episodic": 100}
+    assert cfg.options.agent_retention["bob"].retention_days == 7
+    assert cfg.composite.routes == {"working": "memory://"}
+    assert cfg.level is MemoryLevel.PROJECT
+    assert cfg.options.retention_days == 90  # still the file's
+    assert load_config(env={"memvault_level": "project"}) == MemvaultConfig()  # prefix: upper
+
+
+def test_memvault_url_beats_memvault_storage_url(design_file: Path) -> None:
+    env = {"MEMVAULT_STORAGE__URL": "/storage.db", "MEMVAULT_URL": "/url.db"}
+    assert load_config(design_file, env=env).storage.url == "/url.db"
+    env = {"MEMVAULT_STORAGE__URL": "/storage.db"}
+    assert load_config(design_file, env=env).storage.url == "/storage.db"
+
+
+def test_a_whole_section_may_be_a_json_object() -> None:
+    env = {"MEMVAULT_OPTIONS": '{"retention_days": 5}', "MEMVAULT_OPTIONS__DEDUP": "false"}
+    cfg = load_config(env=env)
+    assert cfg.options.retention_days == 5
+    assert cfg.options.dedup is False
+
+
+def test_a_section_that_is_not_json_names_the_variable() -> None:
+    with pytest.raises(MemoryConfigError, match="MEMVAULT_STORAGE must be a JSON object") as info:
+        load_config(env={"MEMVAULT_STORAGE": "[unclosed"})
+    assert "memory.storage" in str(info.value)
+
+
+def test_loaded_configs_equal_the_plain_model(design_file: Path) -> None:
+    cfg = load_config(design_file, env={"MEMVAULT_LEVEL": "project"})
+    assert type(cfg) is MemvaultConfig
+    assert cfg == MemvaultConfig.model_validate(cfg.model_dump())
+
+
 def test_unrelated_memvault_variables_are_ignored() -> None:
     env = {
         "MEMVAULT_CACHE_DIR": "/tmp/cache",

@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     # nothing of ours but each other.
     "memvault._ids": 0,
     "memvault._version": 0,
+    "memvault._jsonschema": 0,  # tool argument schemas from pydantic models
     "memvault.validation": 0,  # id and input checks every layer shares
     "memvault.llm.errors": 0,  # the provider error family: imports only memvault.errors
     "memvault._actor": 0,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault._jsonschema import tool_parameters
 from memvault.errors import MemoryValidationError
 from memvault.injection.dispatch import ToolRegistry
 from memvault.injection.tools import ToolDefinition
@@ -60,25 +61,43 @@ class MemoryToolsConfig(BaseModel):
     max_injected_procedures: int = Field(default=20, ge=1, le=200)
 
 
-_CATEGORY_PARAM = {
-    "type": "string",
-    "description": "A short topic label, e.g. 'preferences' or 'deployment'.",
-}
+_CATEGORY_HELP = "A short topic label, e.g. 'preferences' or 'deployment'."
+
+
+class _ContentArgs(BaseModel):
+    """Arguments of remember / learn_procedure / record_episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, description="What to store.")
+    category: str | None = Field(default=None, description=_CATEGORY_HELP)
+
+
+class _RecallArgs(BaseModel):
+    """Arguments of recall."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, description="What to look for.")
+    top_k: int | None = Field(default=None, ge=1, le=50, description="How many at most.")
+    memory_types: list[MemoryCategory] | None = Field(
+        default=None, description="Only these memory types, e.g. ['semantic', 'procedural']."
+    )
+
+
+class _ListArgs(BaseModel):
+    """Arguments of list_memories."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    category: str | None = Field(default=None, description=_CATEGORY_HELP)
+    limit: int | None = Field(default=None, ge=1, le=200, description="How many at most.")
+    memory_type: MemoryCategory | None = Field(default=None, description="Only this type.")
 
 
 def _content_tool(name: str, description: str) -> ToolDefinition:
     return ToolDefinition(
-        name=name,
-        description=description,
-        parameters={
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "minLength": 1, "description": "What to store."},
-                "category": _CATEGORY_PARAM,
-            },
-            "required": ["content"],
-            "additionalProperties": False,
-        },
+        name=name, description=description, parameters=tool_parameters(_ContentArgs)
     )
 
 
@@ -96,33 +115,12 @@ RECORD_EPISODE = _content_tool(
 RECALL = ToolDefinition(
     name="recall",
     description="Search your memories of every type; returns the best matches, best first.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "description": "What to look for."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": 50},
-            "memory_types": {
-                "type": "array",
-                "items": {"type": "string", "enum": sorted(_TYPE_NAMES)},
-                "description": "Only these memory types, e.g. ['semantic', 'procedural'].",
-            },
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+    parameters=tool_parameters(_RecallArgs),
 )
 LIST_MEMORIES = ToolDefinition(
     name="list_memories",
     description="List your most recent memories, optionally of one category or memory type.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "category": _CATEGORY_PARAM,
-            "limit": {"type": "integer", "minimum": 1, "maximum": 200},
-            "memory_type": {"type": "string", "enum": sorted(_TYPE_NAMES)},
-        },
-        "additionalProperties": False,
-    },
+    parameters=tool_parameters(_ListArgs),
 )
 
 

@@ -113,6 +113,10 @@ def serve(
     # would bind next to another server's and silently split the traffic with it.
     bind_tcp(host, port, reuse_port=False).close()
     os.environ[_OPTIONS_ENV] = json.dumps(options)
+    # Every worker writes its metrics to one shared directory, so /metrics shows them all.
+    from memvault.server.metrics import prepare_multiprocess
+
+    prepare_multiprocess(workers)
     # The workers share the cores: each embeds with its share of them, not all of them.
     os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
     raise typer.Exit(_supervise(workers, host, port, log_level))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -22,6 +20,14 @@ from typing import Any
 import httpx
 import numpy as np
 from numpy.typing import NDArray
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random_exponential,
+)
 
 from memvault.embeddings._base import DEFAULT_QUERY_CACHE_SIZE, QueryCache, check_texts
 from memvault.errors import EmbedderUnavailableError, MemoryConfigError, MemoryConnectionError
@@ -92,7 +98,10 @@ class OpenAICompatibleEmbedder:
         self._timeout = timeout
         self._max_retries = max_retries
         self._batch_size = batch_size
-        self._backoff = backoff
+        # backoff * 2**(retry - 1), plus uniform jitter up to a quarter of that.
+        self._backoff_wait = wait_exponential(multiplier=backoff) + wait_random_exponential(
+            multiplier=backoff / 4
+        )
         self._extra_headers = dict(headers or {})
         self._query_cache: QueryCache[str] = QueryCache(query_cache_size)
         self._client: httpx.Client | None = None
@@ -184,46 +193,58 @@ class OpenAICompatibleEmbedder:
         # Many servers (OpenAI included) reject empty strings in "input"; a single space embeds
         # as "no content" everywhere.
         payload = {"model": self._model, "input": [t if t else " " for t in batch]}
-        client = self._get_client()
-        delay = self._backoff
         attempts = self._max_retries + 1
-        for attempt in range(1, attempts + 1):
-            retry_after: float | None = None
-            try:
-                response = client.post(self._url, json=payload)
-            except httpx.UnsupportedProtocol as exc:
-                raise MemoryConfigError(f"invalid embeddings URL {self._url}: {exc}") from exc
-            except httpx.TimeoutException as exc:
-                reason = f"timed out after {self._timeout:g}s ({type(exc).__name__})"
-            except httpx.TransportError as exc:
-                reason = f"connection error: {exc or type(exc).__name__}"
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    return self._parse(response, len(batch))
-                if status == 429 or status >= 500:
-                    reason = f"HTTP {status}: {_detail(response)}"
-                    retry_after = _retry_after(response)
-                else:
-                    raise self._client_error(response)
-            if attempt == attempts:
-                raise MemoryConnectionError(
-                    f"embedding request to {self._url} failed after {attempts} attempt(s): {reason}"
-                )
-            wait = min(_MAX_BACKOFF_SECONDS, delay * (1.0 + 0.25 * random.random()))
-            if retry_after is not None:
-                wait = min(_MAX_BACKOFF_SECONDS, max(wait, retry_after))
-            logger.warning(
-                "embedder.retry url=%s attempt=%d/%d reason=%s wait_seconds=%.2f",
-                self._url,
-                attempt,
-                attempts,
-                reason,
-                wait,
-            )
-            time.sleep(wait)
-            delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover - the loop always returns/raises
+        retrying = Retrying(
+            stop=stop_after_attempt(attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(_TransientError),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, payload, len(batch))
+        except _TransientError as exc:
+            raise MemoryConnectionError(
+                f"embedding request to {self._url} failed after {attempts} attempt(s): {exc}"
+            ) from exc.__cause__
+
+    def _attempt(self, payload: dict[str, Any], expected: int) -> NDArray[np.float32]:
+        """One request: the vectors, :class:`_TransientError` (retried) or a final error."""
+        try:
+            response = self._get_client().post(self._url, json=payload)
+        except httpx.UnsupportedProtocol as exc:
+            raise MemoryConfigError(f"invalid embeddings URL {self._url}: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            reason = f"timed out after {self._timeout:g}s ({type(exc).__name__})"
+            raise _TransientError(reason) from exc
+        except httpx.TransportError as exc:
+            raise _TransientError(f"connection error: {exc or type(exc).__name__}") from exc
+        status = response.status_code
+        if 200 <= status < 300:
+            return self._parse(response, expected)
+        if status == 429 or status >= 500:
+            reason = f"HTTP {status}: {_detail(response)}"
+            raise _TransientError(reason, retry_after=_retry_after(response))
+        raise self._client_error(response)
+
+    def _wait(self, state: RetryCallState) -> float:
+        """``backoff`` doubled per retry, up to 25% jitter, at least ``Retry-After``; <= 30 s."""
+        wait = self._backoff_wait(state)
+        failure = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(failure, _TransientError) and failure.retry_after is not None:
+            wait = max(wait, failure.retry_after)
+        return min(_MAX_BACKOFF_SECONDS, wait)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        failure = state.outcome.exception() if state.outcome is not None else None
+        logger.warning(
+            "embedder.retry url=%s attempt=%d/%d reason=%s wait_seconds=%.2f",
+            self._url,
+            state.attempt_number,
+            self._max_retries + 1,
+            failure,
+            state.next_action.sleep if state.next_action is not None else 0.0,
+        )
 
     def _client_error(self, response: httpx.Response) -> MemoryConfigError:
         status = response.status_code
@@ -286,6 +307,14 @@ class OpenAICompatibleEmbedder:
                 f"the embeddings endpoint {self._url} returned {got}-dimensional vectors for "
                 f"model {self._model!r}, expected {expected}"
             )
+
+
+class _TransientError(Exception):
+    """Internal: this attempt failed in a way worth retrying (the message is the reason)."""
+
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
 
 
 def _detail(response: httpx.Response) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memvault._jsonschema import tool_parameters
 from memvault.errors import (
     MemoryConfigError,
     MemoryError,
@@ -285,30 +286,13 @@ class ToolBasedInjectionStrategy:
                 "Search your long-term memory for earlier decisions, preferences, facts and "
                 "outcomes. Returns the most relevant memories, best first, each with an id."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "What to look for, in a few words.",
-                    },
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": cfg.max_search_limit,
-                        "default": cfg.search_limit,
-                        "description": "How many memories to return at most.",
-                    },
-                    "category": {
-                        "type": "string",
-                        "enum": [c.value for c in allowed],
-                        "description": "Only search memories of this kind.",
-                    },
+            parameters=tool_parameters(
+                _SearchArgs,
+                overrides={
+                    "limit": {"maximum": cfg.max_search_limit, "default": cfg.search_limit},
+                    "category": {"enum": [c.value for c in allowed]},
                 },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+            ),
         )
 
     async def _search_once(
@@ -356,21 +340,34 @@ class ToolBasedInjectionStrategy:
         return format_tool_result([entry], heading=f"Memory {entry.id}:", empty="")
 
 
+class _SearchArgs(BaseModel):
+    """Arguments of search_memory (the limits come from the strategy's config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, description="What to look for, in a few words.")
+    limit: int | None = Field(
+        default=None, ge=1, description="How many memories to return at most."
+    )
+    category: MemoryCategory | None = Field(
+        default=None, description="Only search memories of this kind."
+    )
+
+
+class _RecallArgs(BaseModel):
+    """Arguments of recall_memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str = Field(
+        min_length=1, description="The id of the memory, as shown in search results."
+    )
+
+
 _RECALL_DEFINITION = ToolDefinition(
     name="recall_memory",
     description="Read one of your memories in full, by the id a search_memory result gave.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "memory_id": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The id of the memory, as shown in search results.",
-            },
-        },
-        "required": ["memory_id"],
-        "additionalProperties": False,
-    },
+    parameters=tool_parameters(_RecallArgs),
 )
 
 

@@ -7,18 +7,24 @@ step by step when a server rejects it and remembers what worked.
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import logging
 import os
-import random
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self
 
 import httpx
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random_exponential,
+)
 
 from memvault.errors import MemoryConfigError
 from memvault.llm._protocol import ChatMessage, LLMResponse
@@ -187,6 +193,11 @@ class OpenAICompatibleLLM:
         self._max_retries = max_retries
         self._backoff_base = backoff_base
         self._max_backoff = max_backoff
+        # Equal jitter: c/2 + uniform(0, c/2), c = min(backoff_base * 2**(retry - 1), max_backoff).
+        half_base, half_max = backoff_base / 2, max_backoff / 2
+        self._equal_jitter = wait_exponential(
+            multiplier=half_base, max=half_max
+        ) + wait_random_exponential(multiplier=half_base, max=half_max)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if extra_headers:
             self._headers.update(extra_headers)
@@ -268,14 +279,37 @@ class OpenAICompatibleLLM:
             payload["response_format"] = {"type": "json_object"}
         return payload
 
-    def _backoff(self, retry: int, retry_after: float | None) -> float:
-        """Return the delay before retry number ``retry`` (1-based)."""
+    def _wait(self, state: RetryCallState) -> float:
+        """The delay before the next attempt: ``Retry-After`` if the server sent one (capped).
+
+        Otherwise "equal jitter": half the capped exponential delay plus a random part up to the
+        other half, so clients that failed together spread out without any of them retrying
+        immediately.
+        """
+        failure = state.outcome.exception() if state.outcome is not None else None
+        retry_after = failure.retry_after if isinstance(failure, _TransientError) else None
         if retry_after is not None:
             return min(retry_after, self._max_backoff)
-        ceiling = min(self._backoff_base * 2.0 ** (retry - 1), self._max_backoff)
-        # "Equal jitter": at least half the exponential delay, so clients that failed together
-        # spread out without any of them retrying immediately.
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        return float(self._equal_jitter(state))
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        failure = state.outcome.exception() if state.outcome is not None else None
+        assert isinstance(failure, _TransientError)  # the only exception that is retried
+        delay = state.next_action.sleep if state.next_action is not None else 0.0
+        logger.info(
+            "llm.retry model=%s attempt=%d reason=%s delay=%.3fs",
+            self._model,
+            state.attempt_number,
+            self._redact(failure.reason),
+            delay,
+            extra={
+                "event": "llm.retry",
+                "model": self._model,
+                "attempt": state.attempt_number,
+                "status_code": failure.status_code,
+                "delay": delay,
+            },
+        )
 
     async def complete(
         self,
@@ -292,9 +326,52 @@ class OpenAICompatibleLLM:
             ProviderAuthError: the server answered 401 or 403.
             ProviderError: any other client error (4xx) or an unusable request.
         """
-        attempt = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self._max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(_TransientError),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._complete_once(
+                        messages,
+                        temperature,
+                        max_tokens,
+                        json_schema,
+                        attempt=attempt.retry_state.attempt_number,
+                    )
+        except _TransientError as exc:
+            attempts = self._max_retries + 1
+            message = self._redact(
+                f"{self._model} at {self._url} failed after {attempts} attempt(s): {exc.reason}"
+            )
+            self._log_failed(message, exc.status_code)
+            raise RetryExhaustedError(
+                message, attempts=attempts, status_code=exc.status_code
+            ) from exc.__cause__
+        except ProviderError as exc:
+            self._log_failed(str(exc), exc.status_code)
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    async def _complete_once(
+        self,
+        messages: Sequence[ChatMessage],
+        temperature: float,
+        max_tokens: int | None,
+        json_schema: dict[str, Any] | None,
+        *,
+        attempt: int,
+    ) -> LLMResponse:
+        """One attempt, with as many structured-output downgrades as the server asks for.
+
+        A downgrade is not a transient failure, so it does not use up a retry; it can happen at
+        most twice, which bounds the loop.
+        """
         while True:
-            attempt += 1
             mode = self._response_format_mode
             payload = self._payload(messages, temperature, max_tokens, json_schema, mode)
             logger.debug(
@@ -310,39 +387,6 @@ class OpenAICompatibleLLM:
                 return await self._attempt(payload, send_format="response_format" in payload)
             except _ResponseFormatRejected as exc:
                 self._downgrade(mode, str(exc))
-                # A downgrade is not a transient failure, so it does not use up a retry; it can
-                # happen at most twice, which bounds the loop.
-                attempt -= 1
-                continue
-            except _TransientError as exc:
-                if attempt > self._max_retries:
-                    message = self._redact(
-                        f"{self._model} at {self._url} failed after {attempt} attempt(s): "
-                        f"{exc.reason}"
-                    )
-                    self._log_failed(message, exc.status_code)
-                    raise RetryExhaustedError(
-                        message, attempts=attempt, status_code=exc.status_code
-                    ) from exc.__cause__
-                delay = self._backoff(attempt, exc.retry_after)
-                logger.info(
-                    "llm.retry model=%s attempt=%d reason=%s delay=%.3fs",
-                    self._model,
-                    attempt,
-                    self._redact(exc.reason),
-                    delay,
-                    extra={
-                        "event": "llm.retry",
-                        "model": self._model,
-                        "attempt": attempt,
-                        "status_code": exc.status_code,
-                        "delay": delay,
-                    },
-                )
-                await asyncio.sleep(delay)
-            except ProviderError as exc:
-                self._log_failed(str(exc), exc.status_code)
-                raise
 
     def _downgrade(self, used: _ResponseFormatMode, reason: str) -> None:
         """Step structured output down one level, never above what another call already chose."""

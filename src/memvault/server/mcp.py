@@ -49,6 +49,7 @@ from mcp.server.streamable_http_manager import (
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 
+from memvault._jsonschema import inline_schema
 from memvault.api.auth import Actor, ActorKind, check_reason
 from memvault.api.operations import OPERATIONS, Operation, Tool
 from memvault.errors import MemoryError, MemoryPermissionError, MemoryValidationError
@@ -100,34 +101,6 @@ _CONFIRM_PROPERTY: dict[str, Any] = {
 # --- schemas, derived from the operations' input models ------------------------------------------
 
 
-def _inline(schema: Any, defs: Mapping[str, Any], *, optional_as_absent: bool) -> Any:
-    """``schema`` with ``$ref``s resolved and titles dropped (tool schemas stand alone).
-
-    With ``optional_as_absent``, ``X | None`` becomes ``X``: a tool caller leaves an optional
-    argument out instead of sending null.
-    """
-    if isinstance(schema, list):
-        return [_inline(s, defs, optional_as_absent=optional_as_absent) for s in schema]
-    if not isinstance(schema, Mapping):
-        return schema
-    out: dict[str, Any] = {}
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        out.update(_inline(defs[ref.rsplit("/", 1)[-1]], defs, optional_as_absent=False))
-    options = schema.get("anyOf")
-    if optional_as_absent and isinstance(options, list):
-        kept = [o for o in options if o != {"type": "null"}]
-        if len(kept) == 1:
-            out.update(_inline(kept[0], defs, optional_as_absent=True))
-    for key, value in schema.items():
-        if key in {"$ref", "title", "$defs"} or (key == "anyOf" and "type" in out):
-            continue
-        if key == "default" and value is None and optional_as_absent:
-            continue
-        out[key] = _inline(value, defs, optional_as_absent=optional_as_absent)
-    return out
-
-
 def input_schema(op: Operation) -> dict[str, Any]:
     """The JSON schema of ``op``'s tool: its input model's fields (those the tool offers)."""
     tool = op.tool
@@ -142,7 +115,7 @@ def input_schema(op: Operation) -> dict[str, Any]:
         if name == "agent_id" and model[name].is_required():
             properties[name] = dict(_AGENT_PROPERTY)
             continue
-        prop = _inline(full["properties"][name], defs, optional_as_absent=True)
+        prop = inline_schema(full["properties"][name], defs, optional_as_absent=True)
         prop.update(tool.limits.get(name, {}))
         properties[name] = prop
         if model[name].is_required():
@@ -168,7 +141,7 @@ def output_schema(op: Operation) -> dict[str, Any]:
     if response is None:
         return {"type": "object"}
     full = response.model_json_schema()
-    schema = _inline(full, full.get("$defs", {}), optional_as_absent=False)
+    schema = inline_schema(full, full.get("$defs", {}), optional_as_absent=False)
     assert isinstance(schema, dict)
     return schema
 

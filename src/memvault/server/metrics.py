@@ -1,96 +1,115 @@
-"""Prometheus metrics for the REST server, kept in process and rendered as exposition text.
+"""Prometheus metrics for the REST server (prometheus_client, one registry per app).
 
 Counted per request: method, route template (``/v1/memories/{memory_id}``, never the raw path, so
 ids do not explode the label space) and status; latency goes into a fixed-bucket histogram.
-A hand-written registry keeps the server free of another dependency; the format is Prometheus'
-text exposition format 0.0.4.
+prometheus_client also exports a ``*_created`` series per counter and histogram child, unless
+``PROMETHEUS_DISABLE_CREATED_SERIES=true`` is set.
+
+With several worker processes (``memvault serve --workers N``) each worker counts into files under
+``$PROMETHEUS_MULTIPROC_DIR`` (prometheus_client's multiprocess mode, chosen when the variable is
+set before the process starts: :func:`prepare_multiprocess` sets it before the workers start),
+and ``/metrics`` on any worker renders the merged counts of all of them.
 """
 
 from __future__ import annotations
 
-import bisect
-import threading
+import atexit
+import os
+import shutil
+import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["BUCKETS", "Metrics", "MetricsMiddleware"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+__all__ = ["BUCKETS", "MULTIPROC_ENV", "Metrics", "MetricsMiddleware", "prepare_multiprocess"]
 
 #: Latency histogram bucket bounds in seconds.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
+#: prometheus_client's switch to multiprocess mode: the directory the processes count into.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+def prepare_multiprocess(workers: int) -> str | None:
+    """Before starting ``workers`` server processes: make them count into one shared directory.
+
+    Sets ``$PROMETHEUS_MULTIPROC_DIR`` (inherited by the workers) to a fresh temporary directory,
+    removed when this process exits; one already set is kept (its owner cleans it). Returns the
+    directory, or None for a single worker, which counts in memory.
+    """
+    if workers <= 1:
+        return None
+    if os.environ.get(MULTIPROC_ENV):
+        return os.environ[MULTIPROC_ENV]
+    path = tempfile.mkdtemp(prefix="memvault-metrics-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    os.environ[MULTIPROC_ENV] = path
+    return path
 
 
 class Metrics:
-    """Request counters and a latency histogram per (method, route)."""
+    """Request counters, a latency histogram per (method, route) and an in-flight gauge."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: dict[tuple[str, str, int], int] = defaultdict(int)
-        self._buckets: dict[tuple[str, str], list[int]] = {}
-        self._sums: dict[tuple[str, str], float] = defaultdict(float)
-        self._in_flight = 0
-        self._started = time.time()
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._multiproc_dir = os.environ.get(MULTIPROC_ENV) or None
+        self._requests = Counter(
+            "memvault_http_requests",
+            "HTTP requests by method, route and status.",
+            ("method", "route", "status"),
+            registry=self.registry,
+        )
+        self._latency = Histogram(
+            "memvault_http_request_duration_seconds",
+            "HTTP request latency.",
+            ("method", "route"),
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self._in_flight = Gauge(
+            "memvault_http_requests_in_flight",
+            "Requests being served now.",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        started = Gauge(
+            "memvault_process_start_time_seconds",
+            "Start time of the server process.",
+            registry=self.registry,
+            multiprocess_mode="min",
+        )
+        started.set(time.time())
+        # Label children by key: a dict lookup per request instead of labels()' checks and lock.
+        self._counters: dict[tuple[str, str, int], Any] = {}
+        self._histograms: dict[tuple[str, str], Any] = {}
 
     def start(self) -> None:
         """A request began."""
-        with self._lock:
-            self._in_flight += 1
+        self._in_flight.inc()
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """A request ended with ``status`` after ``seconds``."""
-        with self._lock:
-            self._in_flight -= 1
-            self._requests[(method, route, status)] += 1
-            key = (method, route)
-            counts = self._buckets.setdefault(key, [0] * (len(BUCKETS) + 1))
-            counts[bisect.bisect_left(BUCKETS, seconds)] += 1
-            self._sums[key] += seconds
+        self._in_flight.dec()
+        key = (method, route, status)
+        counter = self._counters.get(key)
+        if counter is None:
+            counter = self._counters[key] = self._requests.labels(method, route, str(status))
+        counter.inc()
+        histogram = self._histograms.get(key[:2])
+        if histogram is None:
+            histogram = self._histograms[key[:2]] = self._latency.labels(method, route)
+        histogram.observe(seconds)
 
     def render(self) -> str:
-        """The metrics in Prometheus text exposition format."""
-        lines = [
-            "# HELP memvault_http_requests_total HTTP requests by method, route and status.",
-            "# TYPE memvault_http_requests_total counter",
-        ]
-        with self._lock:
-            requests = sorted(self._requests.items())
-            buckets = sorted((k, list(v)) for k, v in self._buckets.items())
-            sums = dict(self._sums)
-            in_flight = self._in_flight
-        for (method, route, status), n in requests:
-            labels = f'method="{method}",route="{_escape(route)}",status="{status}"'
-            lines.append(f"memvault_http_requests_total{{{labels}}} {n}")
-        lines += [
-            "# HELP memvault_http_request_duration_seconds HTTP request latency.",
-            "# TYPE memvault_http_request_duration_seconds histogram",
-        ]
-        for (method, route), counts in buckets:
-            base = f'method="{method}",route="{_escape(route)}"'
-            running = 0
-            for bound, n in zip((*BUCKETS, float("inf")), counts, strict=True):
-                running += n
-                le = "+Inf" if bound == float("inf") else repr(bound)
-                lines.append(
-                    f'memvault_http_request_duration_seconds_bucket{{{base},le="{le}"}} {running}'
-                )
-            lines.append(
-                f"memvault_http_request_duration_seconds_sum{{{base}}} {sums[(method, route)]}"
-            )
-            lines.append(f"memvault_http_request_duration_seconds_count{{{base}}} {running}")
-        lines += [
-            "# HELP memvault_http_requests_in_flight Requests being served now.",
-            "# TYPE memvault_http_requests_in_flight gauge",
-            f"memvault_http_requests_in_flight {in_flight}",
-            "# HELP memvault_process_start_time_seconds Start time of the server process.",
-            "# TYPE memvault_process_start_time_seconds gauge",
-            f"memvault_process_start_time_seconds {self._started}",
-        ]
-        return "\n".join(lines) + "\n"
+        """The metrics in Prometheus text exposition format (with several workers: all of them)."""
+        registry = self.registry
+        if self._multiproc_dir is not None:
+            registry = CollectorRegistry(auto_describe=True)
+            MultiProcessCollector(registry, path=self._multiproc_dir)  # type: ignore[no-untyped-call]
+        return generate_latest(registry).decode()
 
 
 class MetricsMiddleware:
