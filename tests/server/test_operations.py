@@ -338,3 +338,28 @@ async def test_filters_and_scopes_over_rest_and_the_remote_client(
     finally:
         await remote.close()
         stop()
+
+
+def test_the_cli_remembers_a_conversation_from_a_json_file(cli_store: Path, tmp_path: Path) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "Our on-call rotation changes on Mondays."},
+                {"role": "assistant", "content": "Noted."},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    app = build_api_app()
+    made = runner.invoke(
+        app, ["store-messages", "--agent-id", "ops", "--messages", f"@{chat}", "--session-id", "s"]
+    )
+    assert made.exit_code == 0, made.output
+    assert len(json.loads(made.output)["ids"]) == 2
+    missing = runner.invoke(
+        app, ["store-messages", "--agent-id", "ops", "--messages", f"@{tmp_path / 'nope.json'}"]
+    )
+    assert missing.exit_code != 0
+    assert "cannot read" in str(missing.exception) or "cannot read" in missing.output

@@ -3,7 +3,8 @@
 The options of each command are the fields of the operation's input model
 (:mod:`memvault.api.requests`): ``--agent-id dev-1 --limit 5``; a list of words repeats its
 option (``--tags a --tags b``); a boolean is a flag pair (``--include-shared/--no-include-shared``);
-anything structured (metadata, batches of items, chat messages) is given as JSON. The command
+anything structured (metadata, batches of items, chat messages) is given as JSON, inline or
+from a file with ``@path`` (``@-`` reads standard input). The command
 runs the operation through :meth:`MemoryService.call` as the local user (an admin of the store)
 and prints its JSON answer, the same object the REST route returns.
 """
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -91,13 +94,27 @@ def _fields(op: Operation, given: dict[str, Any]) -> dict[str, Any]:
         if value is None or (shape == "words" and not value):
             continue
         if shape == "json":
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                msg = f"--{name.replace('_', '-')}: not valid JSON ({exc.msg})"
-                raise MemoryValidationError(msg) from None
+            value = _json_option(name, value)
         fields[name] = list(value) if shape == "words" else value
     return fields
+
+
+def _json_option(name: str, value: str) -> Any:
+    """A JSON option's value: inline JSON, or ``@path`` for a JSON file (``-`` for stdin)."""
+    flag = "--" + name.replace("_", "-")
+    text = value
+    if value.startswith("@"):
+        where = value[1:]
+        try:
+            text = sys.stdin.read() if where == "-" else Path(where).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            msg = f"{flag}: cannot read {where}: {getattr(exc, 'strerror', None) or exc}"
+            raise MemoryValidationError(msg) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{flag}: not valid JSON ({exc.msg}, line {exc.lineno})"
+        raise MemoryValidationError(msg) from None
 
 
 def _command(op: Operation) -> Callable[..., None]:
