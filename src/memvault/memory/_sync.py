@@ -1,0 +1,800 @@
+"""``Memory``: the blocking facade over :class:`AsyncMemory`, on a private event-loop thread.
+
+Every method runs the async core's method to completion. Memories still open when the
+interpreter exits are closed first (before the thread pools shut down), so a script that never
+calls ``close()`` exits cleanly with its data kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import importlib
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast, overload
+
+from memvault._inputs import (
+    CategoryLike,
+)
+from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
+from memvault.config import InjectionStrategyName, MemvaultConfig
+from memvault.consolidation import (
+    ConsolidationConfig,
+    ConsolidationResult,
+    ConsolidationStrategy,
+)
+from memvault.errors import (
+    MemoryConnectionError,
+    MemoryError,
+)
+from memvault.injection.context import (
+    CONTEXT_MIN_RELEVANCE,
+    ContextInjectionConfig,
+    ContextInjectionStrategy,
+)
+from memvault.injection.self_editing import SelfEditingMemoryStrategy
+from memvault.injection.tool_based import ToolBasedInjectionStrategy
+from memvault.memory._async import AsyncMemory
+from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
+    ChatMessage,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryHistory,
+    MemoryStoreRequest,
+    StoreStats,
+    ToolDefinition,
+)
+from memvault.protocols import Embedder, LLMProvider, MemoryStore
+from memvault.retrieval.filters import MemoryFilterStrategy
+from memvault.retrieval.packing import MemoryContext
+from memvault.retrieval.presets import RetrievalConfig
+from memvault.write.executor import WriteOutcome
+from memvault.write.retention import (
+    RetentionPolicy,
+    RetentionReport,
+)
+
+__all__ = ["Memory", "SyncMemoryTools"]
+
+logger = logging.getLogger("memvault.memory")
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """A private event loop on a daemon thread, for the sync facade."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="memvault-loop", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self.loop.is_closed() or not self.loop.is_running():
+            coro.close()  # never started: close it so no "never awaited" warning fires
+            msg = "this memory is closed"
+            raise MemoryConnectionError(msg)
+        if threading.current_thread() is self.thread:
+            coro.close()
+            msg = "Memory (sync) was called from its own loop thread; use AsyncMemory there"
+            raise RuntimeError(msg)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=5)
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
+# Sync memories still open when the interpreter exits. They are closed before the thread pools
+# shut down: a plain atexit handler (or a weakref finalizer at exit) runs after
+# concurrent.futures has refused new work, so closing the store there raised "cannot schedule new
+# futures after shutdown" in every script that did not call close().
+_OPEN: weakref.WeakSet[Memory] = weakref.WeakSet()
+
+
+def _close_open_memories() -> None:
+    for memory in list(_OPEN):
+        memory.close()
+
+
+def _register_exit_hook() -> None:
+    # threading's own exit hooks run before the thread pools are shut down, in reverse order
+    # of registration (concurrent.futures registers its hook when it is imported, before ours).
+    # concurrent.futures.thread registers its hook when first imported, which asyncio does
+    # lazily: import it now so that its hook is registered first and runs after ours.
+    importlib.import_module("concurrent.futures.thread")
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover - every CPython since 3.9 has it
+        import atexit
+
+        atexit.register(_close_open_memories)
+        return
+    register(_close_open_memories)
+
+
+_register_exit_hook()
+
+
+class SyncMemoryTools:
+    """:class:`~memvault.agent.memory_tools.MemoryTools` for the sync :class:`Memory`.
+
+    The same tools and definitions; every call blocks until it is done and returns its text.
+    """
+
+    def __init__(self, tools: MemoryTools, run: Callable[[Coroutine[Any, Any, str]], str]) -> None:
+        self._tools = tools
+        self._run = run
+
+    @property
+    def tools(self) -> MemoryTools:
+        """The awaitable tools underneath (for an async agent loop)."""
+        return self._tools
+
+    @property
+    def config(self) -> MemoryToolsConfig:
+        """The tool configuration."""
+        return self._tools.config
+
+    def get_tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """The registered tools (only those of enabled memory types)."""
+        return self._tools.get_tool_definitions()
+
+    def handle_tool_call(self, agent_id: str, name: str, arguments: Any) -> str:
+        """Run one tool call of the model; bad arguments give an ``error: ...`` string."""
+        return self._run(self._tools.handle_tool_call(agent_id, name, arguments))
+
+    def remember(self, agent_id: str, content: str, category: str = "general") -> str:
+        """Store a semantic memory; returns a confirmation with its id and category."""
+        return self._run(self._tools.remember(agent_id, content, category))
+
+    def learn_procedure(self, agent_id: str, content: str, category: str = "general") -> str:
+        """Store a procedural memory (injected into future system prompts)."""
+        return self._run(self._tools.learn_procedure(agent_id, content, category))
+
+    def record_episode(self, agent_id: str, content: str, category: str = "general") -> str:
+        """Store an episodic memory (what happened)."""
+        return self._run(self._tools.record_episode(agent_id, content, category))
+
+    def recall(
+        self,
+        agent_id: str,
+        query: str,
+        top_k: int = 5,
+        memory_types: Sequence[str] | None = None,
+    ) -> str:
+        """Search every (or the given) memory types; ``[Type | Category | Score | time]`` blocks."""
+        return self._run(self._tools.recall(agent_id, query, top_k, memory_types))
+
+    def list_memories(
+        self,
+        agent_id: str,
+        category: str | None = None,
+        limit: int = 20,
+        memory_type: str | None = None,
+    ) -> str:
+        """The newest memories, as ``[type:category] (time) content`` lines."""
+        return self._run(self._tools.list_memories(agent_id, category, limit, memory_type))
+
+    def procedures_section(self, agent_id: str) -> str:
+        """The ``## Learned Procedures and Policies`` system-prompt section ("" if none)."""
+        return self._run(self._tools.procedures_section(agent_id))
+
+
+def _shutdown(core: AsyncMemory, runner: _LoopThread) -> None:
+    try:
+        runner.run(core.close())
+    except MemoryError:  # pragma: no cover - best effort at garbage collection
+        logger.warning("memory.close.failed", exc_info=True)
+    finally:
+        runner.stop()
+
+
+class Memory:
+    """Typed, durable memory for agents (synchronous API over :class:`AsyncMemory`).
+
+    Example::
+
+        mem = Memory()                                  # ~/.memvault/memvault.db
+        mem.add("Prefers dark mode", agent_id="dev-1")
+        hits = mem.search("ui preferences", agent_id="dev-1")
+
+        remote = Memory("http://host:8765", api_key="mvk_...")  # a `memvault serve` server
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        api_key: str | None = None,
+        config: MemvaultConfig | None = None,
+        embedder: Embedder | None = None,
+        backend: MemoryStore | None = None,
+        preset: str | RetrievalConfig | None = None,
+        track_access: bool = True,
+        llm: LLMProvider | None = None,
+    ) -> None:
+        """Open (lazily) the store at ``url`` (see :class:`AsyncMemory`).
+
+        ``api_key`` authenticates against a server URL (``Memory("http://host:8765",
+        api_key=...)``; default ``$MEMVAULT_API_KEY``); an embedded store ignores it.
+        """
+        self._core = AsyncMemory(
+            url,
+            api_key=api_key,
+            config=config,
+            embedder=embedder,
+            backend=backend,
+            preset=preset,
+            track_access=track_access,
+            llm=llm,
+        )
+        self._runner = _LoopThread()
+        self._finalizer = weakref.finalize(self, _shutdown, self._core, self._runner)
+        _OPEN.add(self)
+
+    @property
+    def backend(self) -> MemoryStore:
+        """The backend this memory uses."""
+        return self._core.backend
+
+    @property
+    def location(self) -> str:
+        """Where the data lives."""
+        return self._core.location
+
+    @property
+    def config(self) -> MemvaultConfig:
+        """The configuration this memory runs with."""
+        return self._core.config
+
+    @property
+    def aio(self) -> AsyncMemory:
+        """The async core (use it only from this facade's own thread via ``_run``)."""
+        return self._core
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._runner.run(coro)
+
+    @overload
+    def add(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> str: ...
+
+    @overload
+    def add(
+        self,
+        content: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]: ...
+
+    def add(
+        self,
+        content: str | Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        infer: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> str | builtins.list[str]:
+        """Store one memory (or a conversation); its id(s). See :meth:`AsyncMemory.add`."""
+        # The overloads of AsyncMemory.add cannot be chosen from a union: the core returns
+        # a str for a str and a list for messages, which is this method's own contract.
+        done: Any = self._run(
+            self._core.add(
+                content,
+                agent_id=agent_id,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                expires_at=expires_at,
+                supersedes=supersedes,
+                label=label,
+                source=source,
+                importance=importance,
+                dedup=dedup,
+                admission=admission,
+                infer=infer,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+        return cast("str | builtins.list[str]", done)
+
+    def add_messages(
+        self,
+        messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        infer: bool = False,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        dedup: bool | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[str]:
+        """Remember a conversation; the ids stored (see :meth:`AsyncMemory.add_messages`)."""
+        return self._run(
+            self._core.add_messages(
+                messages,
+                agent_id=agent_id,
+                infer=infer,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                dedup=dedup,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+
+    def write(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        supersedes: str | None = None,
+        label: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        dedup: bool | None = None,
+        admission: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> WriteOutcome:
+        """Store one memory and report what the write did (see :meth:`AsyncMemory.write`)."""
+        return self._run(
+            self._core.write(
+                content,
+                agent_id=agent_id,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                created_at=created_at,
+                expires_at=expires_at,
+                supersedes=supersedes,
+                label=label,
+                source=source,
+                importance=importance,
+                dedup=dedup,
+                admission=admission,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+
+    def add_many(
+        self,
+        items: Sequence[MemoryStoreRequest | Mapping[str, Any]],
+        *,
+        agent_id: str,
+        dedup: bool | None = None,
+    ) -> list[str]:
+        """Store many memories in one batch and transaction (see :meth:`AsyncMemory.add_many`)."""
+        return self._run(self._core.add_many(items, agent_id=agent_id, dedup=dedup))
+
+    def delete(self, memory_id: str, *, agent_id: str) -> bool:
+        """Delete one memory; False if absent (see :meth:`AsyncMemory.delete`)."""
+        return self._run(self._core.delete(memory_id, agent_id=agent_id))
+
+    def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
+        """Delete the agent's memories (see :meth:`AsyncMemory.clear`)."""
+        return self._run(self._core.clear(agent_id=agent_id, category=category))
+
+    @property
+    def retention(self) -> RetentionPolicy:
+        """The retention rules and caps (see :attr:`AsyncMemory.retention`)."""
+        return self._core.retention
+
+    def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
+        """Archive expired entries and evict over the caps (see :meth:`AsyncMemory.sweep`)."""
+        return self._run(self._core.sweep(agent_id=agent_id))
+
+    def consolidate(
+        self,
+        *,
+        agent_id: str,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+        dry_run: bool = False,
+        config: ConsolidationConfig | None = None,
+    ) -> ConsolidationResult:
+        """Merge older memories into fewer ones (see :meth:`AsyncMemory.consolidate`)."""
+        return self._run(
+            self._core.consolidate(
+                agent_id=agent_id, strategy=strategy, llm=llm, dry_run=dry_run, config=config
+            )
+        )
+
+    def consolidate_if_due(
+        self,
+        *,
+        agent_id: str,
+        session_ended: bool = False,
+        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        llm: LLMProvider | None = None,
+    ) -> ConsolidationResult | None:
+        """Consolidate when the interval says so (see :meth:`AsyncMemory.consolidate_if_due`)."""
+        return self._run(
+            self._core.consolidate_if_due(
+                agent_id=agent_id, session_ended=session_ended, strategy=strategy, llm=llm
+            )
+        )
+
+    def archived(
+        self, *, agent_id: str, limit: int = 100, offset: int = 0
+    ) -> builtins.list[ArchivedEntry]:
+        """The agent's archived memories (see :meth:`AsyncMemory.archived`)."""
+        return self._run(self._core.archived(agent_id=agent_id, limit=limit, offset=offset))
+
+    def archive(
+        self, ids: Sequence[str], *, agent_id: str, reason: str = "archive"
+    ) -> dict[str, str]:
+        """Move memories to the archive (see :meth:`AsyncMemory.archive`)."""
+        return self._run(self._core.archive(ids, agent_id=agent_id, reason=reason))
+
+    def restore(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """Bring an archived memory back (see :meth:`AsyncMemory.restore`)."""
+        return self._run(self._core.restore(memory_id, agent_id=agent_id))
+
+    def audit(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 100
+    ) -> builtins.list[AuditRecord]:
+        """Audit records (see :meth:`AsyncMemory.audit`)."""
+        return self._run(self._core.audit(agent_id=agent_id, memory_id=memory_id, limit=limit))
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        tags: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        include_shared: bool = False,
+        include_superseded: bool = False,
+        min_relevance: float = 0.0,
+        preset: str | RetrievalConfig | None = None,
+        explain: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> list[MemoryEntry]:
+        """Hybrid search, best first (see :meth:`AsyncMemory.search`)."""
+        return self._run(
+            self._core.search(
+                query,
+                agent_id=agent_id,
+                limit=limit,
+                categories=categories,
+                tags=tags,
+                since=since,
+                until=until,
+                as_of=as_of,
+                include_shared=include_shared,
+                include_superseded=include_superseded,
+                min_relevance=min_relevance,
+                preset=preset,
+                explain=explain,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+
+    def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """One memory of the agent (see :meth:`AsyncMemory.get`)."""
+        return self._run(self._core.get(memory_id, agent_id=agent_id))
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        agent_id: str,
+        content: str | None = None,
+        category: CategoryLike | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        importance: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> MemoryEntry:
+        """Change a memory by storing a new version (see :meth:`AsyncMemory.update`)."""
+        return self._run(
+            self._core.update(
+                memory_id,
+                agent_id=agent_id,
+                content=content,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                label=label,
+                importance=importance,
+                expires_at=expires_at,
+            )
+        )
+
+    def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+        """Every version of a memory with its audit (see :meth:`AsyncMemory.history`)."""
+        return self._run(self._core.history(memory_id, agent_id=agent_id))
+
+    def count(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Number of memories of the agent (see :meth:`AsyncMemory.count`)."""
+        return self._run(
+            self._core.count(
+                agent_id=agent_id,
+                category=category,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+
+    def list(
+        self,
+        *,
+        agent_id: str,
+        category: CategoryLike | None = None,
+        label: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        include_superseded: bool = False,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The agent's memories, newest first (see :meth:`AsyncMemory.list`)."""
+        return self._run(
+            self._core.list(
+                agent_id=agent_id,
+                category=category,
+                label=label,
+                tags=tags,
+                limit=limit,
+                offset=offset,
+                include_superseded=include_superseded,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+
+    def context(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        token_budget: int = 800,
+        limit: int = 20,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        role: Literal["system", "user"] = "system",
+        filter_strategy: MemoryFilterStrategy | None = None,
+        mmr: bool = False,
+        min_relevance: float = CONTEXT_MIN_RELEVANCE,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> MemoryContext:
+        """Relevant memories packed for a prompt (see :meth:`AsyncMemory.context`)."""
+        return self._run(
+            self._core.context(
+                query,
+                agent_id=agent_id,
+                token_budget=token_budget,
+                limit=limit,
+                categories=categories,
+                role=role,
+                filter_strategy=filter_strategy,
+                mmr=mmr,
+                min_relevance=min_relevance,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+            )
+        )
+
+    def context_strategy(
+        self,
+        *,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        config: ContextInjectionConfig | None = None,
+        filters: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+    ) -> ContextInjectionStrategy:
+        """An async :class:`ContextInjectionStrategy` over this store (use it from async code)."""
+        return self._core.context_strategy(
+            categories=categories,
+            config=config,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
+        )
+
+    def injection_strategy(
+        self, name: InjectionStrategyName | str | None = None
+    ) -> ContextInjectionStrategy | ToolBasedInjectionStrategy | SelfEditingMemoryStrategy:
+        """The configured async injection strategy (see :meth:`AsyncMemory.injection_strategy`)."""
+        return self._core.injection_strategy(name)
+
+    def memory_tools(self, config: MemoryToolsConfig | None = None) -> SyncMemoryTools:
+        """The memory tools (remember, recall, ...) over this store, as blocking calls.
+
+        Each method runs to completion and returns its text, like every method of this facade
+        (:meth:`AsyncMemory.memory_tools` gives the awaitable ones).
+        """
+        return SyncMemoryTools(self._core.memory_tools(config), self._run)
+
+    def publish(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        category: CategoryLike = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Publish shared knowledge (see :meth:`AsyncMemory.publish`)."""
+        return self._run(
+            self._core.publish(
+                content, agent_id=agent_id, category=category, tags=tags, metadata=metadata
+            )
+        )
+
+    def search_shared(
+        self, query: str, *, limit: int = 10, exclude_agent: str | None = None
+    ) -> builtins.list[MemoryEntry]:
+        """Search shared knowledge (see :meth:`AsyncMemory.search_shared`)."""
+        return self._run(self._core.search_shared(query, limit=limit, exclude_agent=exclude_agent))
+
+    def retract(self, memory_id: str, *, agent_id: str) -> bool:
+        """Retract shared knowledge (see :meth:`AsyncMemory.retract`)."""
+        return self._run(self._core.retract(memory_id, agent_id=agent_id))
+
+    def export(
+        self, path: str | Path | None = None, *, agent_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Every memory as JSON objects (see :meth:`AsyncMemory.export`)."""
+        return self._run(self._core.export(path, agent_id=agent_id))
+
+    def import_(
+        self,
+        source: str | Path | Sequence[Mapping[str, Any]],
+        *,
+        agent_id: str | None = None,
+        batch_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Import an export (see :meth:`AsyncMemory.import_`)."""
+        return self._run(
+            self._core.import_(
+                source, agent_id=agent_id, batch_size=batch_size, on_progress=on_progress
+            )
+        )
+
+    def stats(self) -> StoreStats:
+        """Counts of the whole store."""
+        return self._run(self._core.stats())
+
+    def agents(self) -> builtins.list[str]:
+        """Agent ids that have memories."""
+        return self._run(self._core.agents())
+
+    def close(self) -> None:
+        """Release the store and stop the loop thread (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
