@@ -1,5 +1,9 @@
 """Search latency at scale (10k .. 1M memories) on SQLite or PostgreSQL, default preset.
 
+For a build's speed at sizes that are embedded for real (add_many, search p50/p95/p99, single
+adds, RSS, disk), and for an A/B of two builds in one run, use ``memvault bench scale``
+(``--compare REF``); this script is for the million-row range, with synthetic vectors.
+
     python benchmarks/bench_scale.py --backend sqlite --sizes 10000,100000,1000000
     python benchmarks/bench_scale.py --backend postgres --sizes 1000000 [--url postgresql://...]
 

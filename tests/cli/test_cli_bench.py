@@ -182,7 +182,7 @@ def test_every_bench_command_and_option_has_help() -> None:
     group = typer.main.get_command(bench_app)
     assert isinstance(group, TyperGroup)
     assert (group.help or "").strip()
-    assert sorted(group.commands) == ["locomo", "longmemeval"]
+    assert sorted(group.commands) == ["locomo", "longmemeval", "scale"]
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name
         for param in command.params:
@@ -208,3 +208,125 @@ def test_progress_bar_on_a_terminal(run, tmp_path: Path, monkeypatch: pytest.Mon
     assert "conversations" in screen.getvalue()
     assert "1/1" in screen.getvalue()
     assert result.json()["benchmark"] == "locomo"  # stdout holds only the JSON
+
+
+# --------------------------------------------------------------------------- bench scale
+
+SCALE_ROW_KEYS = {
+    "size",
+    "add_many_per_s",
+    "stored",
+    "searches",
+    "search_p50_ms",
+    "search_p95_ms",
+    "search_p99_ms",
+    "add_dedup_per_s",
+    "peak_rss_mib",
+    "store_mib",
+}
+
+
+def test_scale_prints_a_table_and_writes_json(run, tmp_path: Path) -> None:
+    out_file = tmp_path / "scale.json"
+    args = ["--sizes", "50,200", "--queries", "20", "--adds", "10", "--json", str(out_file)]
+    result = run("bench", "scale", *args)
+    assert result.code == 0, result.err
+    assert "memvault bench scale" in result.out
+    assert "p99 ms" in result.out and "RSS MiB" in result.out
+    assert "200" in result.out
+    report = json.loads(out_file.read_text())
+    assert report["benchmark"] == "scale"
+    assert report["machine"]["cpu_count"] >= 1
+    assert report["settings"]["sizes"] == [50, 200]
+    assert report["settings"]["backend"] == "sqlite"
+    assert set(report["builds"]) == {"this"}
+    assert "ratios" not in report
+    rows = report["results"]["this"]
+    assert [r["size"] for r in rows] == [50, 200]
+    for row in rows:
+        assert set(row) >= SCALE_ROW_KEYS
+        assert row["stored"] == row["size"]  # distinct texts: add_many merged nothing
+        assert row["searches"] == 20
+        assert 0 < row["search_p50_ms"] <= row["search_p95_ms"] <= row["search_p99_ms"]
+        assert row["add_many_per_s"] > 0 and row["add_dedup_per_s"] > 0
+        assert row["peak_rss_mib"] > 0 and row["store_mib"] > 0
+
+
+def test_scale_json_to_stdout_on_the_memory_backend(run) -> None:
+    args = ["--sizes", "30", "--queries", "5", "--adds", "0", "--backend", "memory"]
+    result = run("bench", "scale", *args, "--json", "-")
+    assert result.code == 0, result.err
+    report = result.json()  # stdout holds only the JSON
+    row = report["results"]["this"][0]
+    assert report["settings"]["backend"] == "memory"
+    assert row["size"] == 30 and row["searches"] == 5
+    assert row["store_mib"] is None and row["add_dedup_per_s"] is None
+
+
+def test_scale_help(run) -> None:
+    result = run("bench", "scale", "--help")
+    assert result.code == 0
+    assert result.out.startswith("Usage: memvault bench scale ")
+    for option in ("--sizes", "--backend", "--queries", "--corpus", "--json", "--compare"):
+        assert option in result.out
+
+
+def _in_git_checkout() -> bool:
+    from memvault.bench.scale import _repo_root, _this_src
+
+    return _repo_root(_this_src()) is not None
+
+
+@pytest.mark.skipif(not _in_git_checkout(), reason="--compare needs a git checkout")
+def test_scale_compare_runs_both_builds_and_prints_ratios(run, tmp_path: Path) -> None:
+    out_file = tmp_path / "ab.json"
+    args = ["--sizes", "40", "--queries", "10", "--adds", "5", "--backend", "memory"]
+    result = run("bench", "scale", *args, "--compare", "HEAD", "--json", str(out_file))
+    assert result.code == 0, result.err
+    assert "ratio" in result.out and "ref" in result.out
+    report = json.loads(out_file.read_text())
+    assert set(report["builds"]) == {"this", "ref"}
+    assert report["builds"]["ref"]["ref"] == "HEAD"
+    assert "ref-tree" in report["builds"]["ref"]["module"]  # the worktree's code ran
+    assert report["builds"]["this"]["module"] != report["builds"]["ref"]["module"]
+    assert report["results"]["ref"][0]["searches"] == 10
+    ratio = report["ratios"][0]
+    assert ratio["size"] == 40
+    assert ratio["search_p50_ms"] > 0 and ratio["add_many_per_s"] > 0
+    # The temporary worktree is gone.
+    from memvault.bench.scale import _git, _repo_root, _this_src
+
+    root = _repo_root(_this_src())
+    assert root is not None
+    assert report["builds"]["ref"]["src"] not in (_git(root, "worktree", "list") or "")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sizes", "10,abc"], "--sizes"),
+        (["--sizes", "0"], "--sizes"),
+        (["--backend", "mysql://x"], "--backend"),
+        (["--queries", "0"], "--queries"),
+        (["--compare", "no-such-ref-xyz"], "--compare: 'no-such-ref-xyz'"),
+        (["--corpus", "absent.json"], "absent.json"),
+    ],
+)
+def test_scale_bad_options_exit_2_with_one_line(run, args: list[str], message: str) -> None:
+    result = run("bench", "scale", "--sizes", "10", *args)
+    assert result.code == 2
+    assert result.out == ""
+    assert len(result.err_lines) == 1, result.err
+    assert message in result.err
+
+
+def test_scale_progress_bar_on_a_terminal(run, monkeypatch: pytest.MonkeyPatch) -> None:
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    monkeypatch.setattr("memvault.cli.bench.err_console", terminal)
+    args = ["--sizes", "300", "--queries", "30", "--adds", "0", "--backend", "memory"]
+    result = run("bench", "scale", *args, "--json", "-")
+    assert result.code == 0, result.err
+    assert "300: add_many" in screen.getvalue()
+    assert "300: search" in screen.getvalue()
+    assert result.json()["benchmark"] == "scale"  # stdout holds only the JSON

@@ -8,6 +8,7 @@ global ``--db`` is ignored: every conversation or question gets its own fresh st
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -30,6 +31,14 @@ from memvault.bench import (
     run_locomo,
     run_longmemeval,
 )
+from memvault.bench.scale import (
+    ScaleOptions,
+    StepProgress,
+    parse_backend,
+    parse_sizes,
+    render_scale,
+    run_scale,
+)
 from memvault.cli._common import JsonOption, emit_json, err_console, out
 
 __all__ = ["bench_app", "register"]
@@ -44,7 +53,8 @@ class BackendChoice(StrEnum):
 
 bench_app = typer.Typer(
     name="bench",
-    help="Run retrieval benchmarks (LoCoMo, LongMemEval) on a downloaded dataset.",
+    help="Run retrieval benchmarks (LoCoMo, LongMemEval) on a downloaded dataset, or speed at "
+    "scale (scale).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -163,6 +173,128 @@ def longmemeval(
             )
         )
     _emit(report, json_out)
+
+
+@contextmanager
+def _step_progress() -> Iterator[StepProgress]:
+    # One bar per step (size, phase, build); a finished step's bar is replaced by the next one.
+    progress: Progress | None = None
+    current: tuple[str, TaskID] | None = None
+
+    def update(label: str, done: int, total: int) -> None:
+        nonlocal progress, current
+        if not err_console.is_terminal:
+            return
+        if progress is None:
+            progress = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=err_console,
+                transient=True,
+            )
+            progress.start()
+        if current is None or current[0] != label:
+            if current is not None:
+                progress.remove_task(current[1])
+            current = (label, progress.add_task(label, total=total))
+        progress.update(current[1], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
+@bench_app.command("scale")
+def scale(
+    sizes: Annotated[
+        str,
+        typer.Option(
+            "--sizes",
+            help="Store sizes to measure, comma-separated (10k and 1m accepted); each gets a "
+            "fresh store.",
+        ),
+    ] = "1000,10000",
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="sqlite (a temporary file per size), memory, or a postgresql:// URL (a fresh "
+            "schema per size, dropped after).",
+        ),
+    ] = "sqlite",
+    queries: Annotated[
+        int,
+        typer.Option(
+            "--queries",
+            "-q",
+            min=1,
+            help="Searches timed per size (unique queries, default preset, embedding included).",
+        ),
+    ] = 200,
+    adds: Annotated[
+        int,
+        typer.Option("--adds", min=0, help="Single add() calls with dedup on, timed per size."),
+    ] = 200,
+    corpus: Annotated[
+        str,
+        typer.Option(
+            "--corpus",
+            help="synthetic, or the path of a LoCoMo/LongMemEval file whose turns and questions "
+            "are the memories and queries (topped up with synthetic ones when short).",
+        ),
+    ] = "synthetic",
+    ingest_dedup: Annotated[
+        bool,
+        typer.Option(
+            "--ingest-dedup/--no-ingest-dedup",
+            help="Fill each store with write-time dedup on (a user's add_many default; several "
+            "times slower on big stores) or off (the default: a bulk load).",
+        ),
+    ] = False,
+    json_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            help="Also write the report as JSON to this file ('-': print JSON instead of the "
+            "table).",
+            show_default=False,
+        ),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            help="A git ref (HEAD~1, main, a tag) whose build runs beside this one from a "
+            "temporary worktree, the two taking turns chunk by chunk; the table adds this/ref "
+            "ratios.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Measure add_many rate, search p50/p95/p99, single-add rate, peak RSS and store size."""
+    options = ScaleOptions(
+        sizes=parse_sizes(sizes),
+        backend=parse_backend(backend),
+        queries=queries,
+        adds=adds,
+        corpus=corpus,
+        compare=compare,
+        ingest_dedup=ingest_dedup,
+    )
+    with _step_progress() as update:
+        report = run_scale(options, update)
+    if json_path is not None and str(json_path) == "-":
+        emit_json(report)
+        return
+    out.print(render_scale(report))
+    if json_path is not None:
+        json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        err_console.print(f"wrote {json_path}")
 
 
 def register(app: typer.Typer) -> None:
