@@ -249,11 +249,14 @@ class MemoryStore(MemoryBackend, MemoryCapabilities, Protocol):
         neighbours: int = 0,
         hops: int = 1,
         terms: Sequence[str] | None = None,
+        vector: Sequence[float] | Vectors | None = None,
     ) -> CandidateSet:
         """Dense and lexical top-``pool`` candidates of ``query.text`` passing the filters.
 
         ``terms`` replaces the analysed words of ``query.text`` for the lexical side (already
-        analysed terms, e.g. from query expansion).
+        analysed terms, e.g. from query expansion). ``vector`` is ``query.text``'s embedding
+        when the caller has it already (the write path embeds a batch at once), so it is not
+        embedded again.
 
         ``dense=False`` skips the query embedding; ``neighbours`` > 0 fetches up to ``hops``
         thread neighbours on each side of that many top lexical and top dense candidates

@@ -353,10 +353,12 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         neighbours: int = 0,
         hops: int = 1,
         terms: Sequence[str] | None = None,
+        vector: Sequence[float] | Vectors | None = None,
     ) -> CandidateSet:
         """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
 
-        ``terms`` replaces the analysed words of the query on the lexical side.
+        ``terms`` replaces the analysed words of the query on the lexical side; ``vector``, its
+        embedding when the caller already has one (it is then not embedded again).
 
         With ``neighbours`` > 0, the best that many lexical and dense candidates get up to ``hops``
         thread neighbours on each side (the entries stored just before and after them), for
@@ -368,7 +370,9 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         if not text:
             return CandidateSet()
         qvec: Vectors | None = None
-        if dense:
+        if dense and vector is not None:
+            qvec = self._check_vector("query vector", vector)
+        elif dense:
             qvec = np.asarray(
                 await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
             )

@@ -131,6 +131,7 @@ class CompositeReadsMixin:
         neighbours: int = 0,
         hops: int = 1,
         terms: Sequence[str] | None = None,
+        vector: Sequence[float] | Vectors | None = None,
     ) -> CandidateSet:
         """Candidates from the children owning the query's categories, merged by score.
 
@@ -144,7 +145,14 @@ class CompositeReadsMixin:
 
         async def one(child: MemoryStore) -> CandidateSet:
             return await child.search_candidates(
-                agent, query, pool=pool, dense=dense, neighbours=neighbours, hops=hops, terms=terms
+                agent,
+                query,
+                pool=pool,
+                dense=dense,
+                neighbours=neighbours,
+                hops=hops,
+                terms=terms,
+                vector=vector,
             )
 
         if len(owners) == 1:

@@ -54,11 +54,14 @@ class WriteOutcome:
 
 
 async def _neighbours(
-    store: MemoryStore, agent_id: str, request: MemoryStoreRequest
+    store: MemoryStore, agent_id: str, request: MemoryStoreRequest, vector: Vectors
 ) -> list[tuple[MemoryEntry, Vector | None]]:
-    """The agent's nearest live entries of the request's category, with their vectors."""
+    """The agent's nearest live entries of the request's category, with their vectors.
+
+    ``vector`` is the request's embedding from the batch, so the text is not embedded again.
+    """
     query = MemoryQuery(text=request.content, categories=frozenset({request.category}))
-    cands = await store.search_candidates(agent_id, query, pool=NEIGHBOUR_POOL)
+    cands = await store.search_candidates(agent_id, query, pool=NEIGHBOUR_POOL, vector=vector)
     entries = dict(cands.entries)
     vectors: dict[str, Vector | None] = dict(cands.vectors)
     extra = contradiction_query(request.content)
@@ -104,7 +107,9 @@ async def execute_writes(
         await asyncio.to_thread(store.embedder.embed_documents, [r.content for r in requests]),
         dtype=np.float32,
     )
-    near = [await _neighbours(store, agent_id, r) for r in requests]
+    near = [
+        await _neighbours(store, agent_id, r, v) for r, v in zip(requests, vectors, strict=True)
+    ]
     decisions = plan_batch(
         requests,
         list(vectors),

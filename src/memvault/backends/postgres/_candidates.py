@@ -70,6 +70,7 @@ class PostgresCandidatesMixin(_MixinBase):
         neighbours: int = 0,
         hops: int = 1,
         terms: Sequence[str] | None = None,
+        vector: Sequence[float] | Vectors | None = None,
         exact: bool = False,
     ) -> CandidateSet:
         """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
@@ -87,6 +88,7 @@ class PostgresCandidatesMixin(_MixinBase):
                 neighbours=neighbours,
                 hops=hops,
                 terms=terms,
+                vector=vector,
             )
         finally:
             _EXACT.reset(token)
