@@ -114,6 +114,8 @@ class SQLiteCandidatesMixin(_MixinBase):
             blob = b"".join(r[7] for r in rows)
             vectors = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
             index.add([self._index_row(r) for r in rows], vectors)
+        # Large agents also get an HNSW graph beside the file (derived data, see _ann).
+        index.enable_ann(self._path, agent_id)
         self._indexes[agent_id] = index
         return index
 

@@ -234,9 +234,13 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
         self._connected = False
         executor, conn = self._executor, self._conn
         self._executor = None
+        indexes = list(self._indexes.values())
         self._indexes.clear()
         if executor is not None and conn is not None:
             loop = asyncio.get_running_loop()
+            for index in indexes:
+                # Save HNSW graphs changed since they were loaded (no-op without ANN).
+                await loop.run_in_executor(executor, index.persist_ann)
             await loop.run_in_executor(executor, conn.close)
             executor.shutdown(wait=True)
         self._conn = None

@@ -7,17 +7,30 @@ about twice as fast as ``M @ query`` at 100k rows (the product is memory-bandwid
 The index keeps the columns the filters need (category, times, supersession) beside the
 matrix so a query is masked in numpy without touching SQL. Deletions leave tombstones; the
 matrix is compacted when a quarter of it is dead.
+
+Large agents can also get an approximate HNSW graph (:mod:`memvault.backends.sqlite._ann`,
+off unless ``MEMVAULT_SQLITE_ANN_MIN_ROWS`` is set): :meth:`AgentIndex.search` then asks the
+graph for unfiltered or mildly filtered queries and re-scores its answer exactly against the
+matrix; selective filters, and any query the graph answers with too few surviving rows, use
+exact search. The matrix stays the source every result is checked against.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memvault.backends.sqlite import _ann
+
 __all__ = ["NEVER", "AgentIndex", "IndexRow"]
+
+logger = logging.getLogger("memvault.backends.sqlite.ann")
 
 NEVER = np.iinfo(np.int64).max
 """Timestamp stand-in for "no end" (valid_to / expires_at NULL)."""
@@ -54,6 +67,77 @@ class AgentIndex:
         self.superseded: NDArray[np.bool_] = np.zeros(cap, dtype=np.bool_)
         self.alive: NDArray[np.bool_] = np.zeros(cap, dtype=np.bool_)
         self._pos: dict[int, int] = {}
+        self.ann: _ann.AnnGraph | None = None
+        self._ann_pending: Future[_ann.AnnGraph] | None = None
+        self._ann_target: tuple[Path | None, str] | None = None
+        self._ann_log: list[int] | None = None
+        """Rowids added or removed while a graph is being loaded/built (replayed on attach)."""
+
+    # -- approximate search -----------------------------------------------------------------------
+
+    def enable_ann(self, db_path: Path | None, key: str) -> None:
+        """Let this index get an HNSW graph (persisted beside ``db_path``) once it is large."""
+        self._ann_target = (db_path, key)
+        self._maybe_schedule_ann()
+
+    def _maybe_schedule_ann(self) -> None:
+        if (
+            self._ann_target is None
+            or self.ann is not None
+            or self._ann_pending is not None
+            or _ann.settings.min_rows <= 0
+            or len(self) < _ann.settings.min_rows
+            or not _ann.ann_available()
+        ):
+            return
+        live = np.flatnonzero(self.alive[: self.n])
+        rowids = self.rowids[live].copy()
+        # Columns below ``n`` are never written again (adds append, compaction and growth
+        # allocate a new matrix), so the worker thread may gather them from this array later.
+        matrix = self.matrix
+
+        def gather() -> NDArray[np.float32]:
+            return np.ascontiguousarray(matrix[:, live].T)
+
+        self._ann_log = []
+        self._ann_pending = _ann.schedule(*self._ann_target, self.dim, rowids, gather)
+        if self._ann_pending.done():  # built synchronously (settings.background off)
+            self._ann_graph()
+
+    def _ann_graph(self) -> _ann.AnnGraph | None:
+        """The graph, attaching a finished background load/build (replaying the writes since)."""
+        pending = self._ann_pending
+        if pending is not None and pending.done():
+            self._ann_pending = None
+            log, self._ann_log = self._ann_log, None
+            try:
+                graph = pending.result()
+                # Replay the writes made while the graph was loaded or built: removals first,
+                # then the rows still alive (a reused rowid ends with its newest vector).
+                if log:
+                    graph.remove(np.asarray(log, dtype=np.int64))
+                    pos = [
+                        p for p in (self._pos.get(r) for r in dict.fromkeys(log)) if p is not None
+                    ]
+                    if pos:
+                        at = np.asarray(pos, dtype=np.int64)
+                        graph.add(self.rowids[at], np.ascontiguousarray(self.matrix[:, at].T))
+                self.ann = graph
+            except Exception:  # the graph is an optimisation: stay exact
+                logger.warning("memory.sqlite.ann_unavailable", exc_info=True)
+        return self.ann
+
+    def persist_ann(self) -> None:
+        """Save a graph changed since it was loaded (best effort; a stale file is reconciled)."""
+        graph, target = self.ann, self._ann_target
+        if graph is None or target is None or target[0] is None or not graph.dirty:
+            return
+        if not _ann.settings.persist:
+            return
+        try:
+            graph.save(*_ann.index_paths(target[0], target[1]))
+        except OSError:
+            logger.warning("memory.sqlite.ann_save_failed", exc_info=True)
 
     def __len__(self) -> int:
         return self.n - self.dead
@@ -91,14 +175,34 @@ class AgentIndex:
         for i, r in enumerate(rows):
             self._pos[r.rowid] = self.n + i
         self.n += k
+        if self.ann is not None:
+            try:
+                self.ann.add(self.rowids[sl].copy(), np.asarray(vectors, dtype=np.float32))
+            except Exception:  # never fail a committed write over derived data: drop the graph
+                logger.warning("memory.sqlite.ann_add_failed", exc_info=True)
+                self.ann = None
+        elif self._ann_log is not None:
+            self._ann_log.extend(r.rowid for r in rows)
+        elif self._ann_target is not None:
+            self._maybe_schedule_ann()
 
     def remove(self, rowids: Sequence[int]) -> None:
         """Tombstone rows; compact when a quarter of the matrix is dead."""
+        gone: list[int] = []
         for rowid in rowids:
             pos = self._pos.pop(rowid, None)
             if pos is not None and self.alive[pos]:
                 self.alive[pos] = False
                 self.dead += 1
+                gone.append(rowid)
+        if self._ann_log is not None:
+            self._ann_log.extend(gone)
+        if self.ann is not None and gone:
+            try:
+                self.ann.remove(np.asarray(gone, dtype=np.int64))
+            except Exception:  # as in add(): results stay exact until the graph is rebuilt
+                logger.warning("memory.sqlite.ann_remove_failed", exc_info=True)
+                self.ann = None
         if self.dead and self.dead * 4 >= self.n:
             self._compact()
 
@@ -187,6 +291,11 @@ class AgentIndex:
         n = self.n
         if n == 0 or k <= 0:
             return []
+        graph = self._ann_graph()
+        if graph is not None:
+            found = self._ann_search(graph, vector, mask, k)
+            if found is not None:
+                return found
         scores = vector @ self.matrix[:, :n]
         scores = np.where(mask, scores, -np.inf)
         valid = int(mask.sum())
@@ -197,3 +306,25 @@ class AgentIndex:
         # Sort by score, then by rowid descending (newer first) for deterministic ties.
         order = np.lexsort((-self.rowids[top], -scores[top]))
         return [(int(self.rowids[top[i]]), float(scores[top[i]])) for i in order]
+
+    def _ann_search(
+        self, graph: _ann.AnnGraph, vector: NDArray[np.float32], mask: NDArray[np.bool_], k: int
+    ) -> list[tuple[int, float]] | None:
+        """Top ``k`` via the graph, post-filtered by ``mask``; None means "search exactly"."""
+        live = len(self)
+        passing = int(mask.sum())
+        if passing <= k or passing < _ann.settings.min_fraction * live:
+            return None
+        # Oversample by the share of rows the mask drops, so enough survive the post-filter.
+        want = min(passing, int(np.ceil(k * live / passing * 1.2)) + 8)
+        keys = graph.search(vector, want)
+        pos = np.fromiter(
+            (self._pos.get(int(r), -1) for r in keys), dtype=np.int64, count=len(keys)
+        )
+        pos = pos[pos >= 0]
+        pos = pos[mask[pos]]
+        if len(pos) < k:
+            return None
+        scores = vector @ self.matrix[:, pos]
+        order = np.lexsort((-self.rowids[pos], -scores))[:k]
+        return [(int(self.rowids[pos[i]]), float(scores[i])) for i in order]

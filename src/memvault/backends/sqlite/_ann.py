@@ -1,0 +1,308 @@
+"""An approximate (HNSW) vector index for large agents, as derived data beside the SQLite file.
+
+Exact search (:class:`~memvault.backends.sqlite.vector_index.AgentIndex`) is one matrix-vector
+product: ~10 ms at 100k rows and ~100 ms at 1M on two cores. Above :data:`AnnSettings.min_rows`
+rows an agent's matrix also gets a `usearch <https://github.com/unum-cloud/usearch>`_ HNSW graph
+keyed by SQLite rowid; unfiltered (or mildly filtered) searches ask the graph, selective ones
+stay exact. The graph is derived data, never the source of truth:
+
+* It lives in ``<db>.ann/<key>.usearch`` with a ``<key>.json`` sidecar holding the file's size
+  and SHA-256 (HNSW libraries load a byte-flipped file without complaint, so the checksum is
+  ours). Files are written to a temporary name and renamed, index first, sidecar last: a crash
+  at any point leaves either the previous pair or a pair whose checksum does not match.
+* Loading verifies the checksum, then reconciles the graph with the rows SQLite holds now
+  (rowids missing from the graph are added, rowids gone are removed, a rowid whose stored
+  vector differs is replaced); a missing, corrupt, foreign or too stale file is rebuilt.
+* Loading and building run on a background (daemon) thread; until the graph is ready the agent
+  is served by exact search, so no search ever waits for (or fails because of) the graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["AnnGraph", "AnnSettings", "ann_available", "settings"]
+
+logger = logging.getLogger("memvault.backends.sqlite.ann")
+
+FORMAT = 1
+"""Sidecar format version; another value means rebuild."""
+
+MIN_ROWS_ENV = "MEMVAULT_SQLITE_ANN_MIN_ROWS"
+"""Environment variable overriding :attr:`AnnSettings.min_rows` (``0`` disables ANN)."""
+
+
+@dataclass
+class AnnSettings:
+    """Process-wide knobs (tests and benchmarks change them)."""
+
+    min_rows: int = 0
+    """Agents with at least this many rows get a graph; 0 disables ANN entirely."""
+    connectivity: int = 16
+    expansion_add: int = 128
+    expansion_search: int = 128
+    """Search beam; raised to ``ef_per_k * k`` when more results are asked for."""
+    ef_per_k: int = 4
+    build_threads: int = 2
+    min_fraction: float = 0.5
+    """A filter mask passing less than this share of the live rows is searched exactly."""
+    background: bool = True
+    """Load/build on a background thread (False: synchronously, for tests)."""
+    persist: bool = True
+
+
+def _env_min_rows() -> int:
+    raw = os.environ.get(MIN_ROWS_ENV, "").strip()
+    try:
+        return max(0, int(raw)) if raw else 0
+    except ValueError:
+        return 0
+
+
+settings = AnnSettings(min_rows=_env_min_rows())
+
+
+@functools.cache
+def ann_available() -> bool:
+    """Whether usearch is importable (ANN is optional: without it, search stays exact).
+
+    onnxruntime (the default embedder's runtime) is imported first: with usearch 2.25+ (which
+    loads ``numkong``), importing onnxruntime *after* usearch segfaults (onnxruntime 1.32); in
+    this order both load. The dependency pin (``usearch>=2.21,<2.25``) avoids it as well.
+    """
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+    try:
+        import usearch.index  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+_build_lock = threading.Lock()
+"""One load/build at a time per process (each takes CPU and a copy of the vectors)."""
+
+
+def index_paths(db_path: Path, key: str) -> tuple[Path, Path]:
+    """The graph file and its sidecar for one index key (agent id or the shared key)."""
+    name = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    directory = db_path.with_name(db_path.name + ".ann")
+    return directory / f"{name}.usearch", directory / f"{name}.json"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class AnnGraph:
+    """A usearch HNSW graph of unit vectors keyed by rowid (inner product = cosine)."""
+
+    def __init__(self, dim: int) -> None:
+        from usearch.index import Index
+
+        self.dim = dim
+        self.index = Index(
+            ndim=dim,
+            metric="ip",
+            dtype="f32",
+            connectivity=settings.connectivity,
+            expansion_add=settings.expansion_add,
+            expansion_search=settings.expansion_search,
+        )
+        self.dirty = False
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @classmethod
+    def build(cls, dim: int, rowids: NDArray[np.int64], vectors: NDArray[np.float32]) -> AnnGraph:
+        graph = cls(dim)
+        if len(rowids):
+            graph.index.add(
+                rowids.astype(np.uint64),
+                np.ascontiguousarray(vectors, dtype=np.float32),
+                threads=settings.build_threads,
+            )
+        graph.dirty = True
+        return graph
+
+    def add(self, rowids: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
+        if len(rowids):
+            self.index.add(
+                rowids.astype(np.uint64), np.ascontiguousarray(vectors, dtype=np.float32), threads=1
+            )
+            self.dirty = True
+
+    def remove(self, rowids: NDArray[np.int64]) -> None:
+        if len(rowids):
+            self.index.remove(rowids.astype(np.uint64))
+            self.dirty = True
+
+    def search(self, vector: NDArray[np.float32], k: int) -> NDArray[np.int64]:
+        """Rowids of (about) the ``k`` nearest vectors, best first."""
+        if k <= 0 or len(self.index) == 0:
+            return np.zeros(0, dtype=np.int64)
+        ef = max(settings.expansion_search, settings.ef_per_k * k)
+        if self.index.expansion_search != ef:
+            # usearch declares the setter on the wrong property name; it works at runtime.
+            self.index.expansion_search = ef  # type: ignore[misc]
+        found = self.index.search(np.asarray(vector, dtype=np.float32), k, threads=1)
+        return np.asarray(found.keys, dtype=np.int64)
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def save(self, path: Path, sidecar: Path) -> None:
+        """Write the graph and its sidecar atomically (temp file, fsync, rename; sidecar last)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        side_tmp = sidecar.with_name(f"{sidecar.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            # An old sidecar must never vouch for a new graph file: drop it first.
+            with contextlib.suppress(FileNotFoundError):
+                sidecar.unlink()
+            self.index.save(str(tmp))
+            with tmp.open("rb+") as f:
+                os.fsync(f.fileno())
+            meta = {
+                "format": FORMAT,
+                "dim": self.dim,
+                "size": tmp.stat().st_size,
+                "sha256": _sha256(tmp),
+                "count": len(self.index),
+            }
+            os.replace(tmp, path)
+            side_tmp.write_text(json.dumps(meta))
+            with side_tmp.open("rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(side_tmp, sidecar)
+            self.dirty = False
+        finally:
+            for leftover in (tmp, side_tmp):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+
+    @classmethod
+    def load(cls, path: Path, sidecar: Path, dim: int) -> AnnGraph | None:
+        """The saved graph, or None when it is missing, foreign, truncated or corrupt."""
+        try:
+            meta = json.loads(sidecar.read_text())
+            if meta.get("format") != FORMAT or meta.get("dim") != dim:
+                return None
+            if path.stat().st_size != meta["size"] or _sha256(path) != meta["sha256"]:
+                logger.warning("memory.sqlite.ann_corrupt", extra={"path": str(path)})
+                return None
+            graph = cls(dim)
+            graph.index.load(str(path))
+            if graph.index.ndim != dim:
+                return None
+        except FileNotFoundError:
+            return None
+        except Exception:  # any load failure means "rebuild", never a failed search
+            logger.warning(
+                "memory.sqlite.ann_load_failed", extra={"path": str(path)}, exc_info=True
+            )
+            return None
+        return graph
+
+    def reconcile(self, rowids: NDArray[np.int64], vectors: NDArray[np.float32]) -> bool:
+        """Bring the graph in line with ``rowids``/``vectors`` (the rows SQLite holds now).
+
+        Returns False when the graph is too far off to be worth patching (rebuild instead).
+        """
+        keys = np.asarray(self.index.keys, dtype=np.int64)
+        present = np.isin(rowids, keys)
+        extra = keys[~np.isin(keys, rowids)]
+        common = rowids[present]
+        changed = np.zeros(0, dtype=np.int64)
+        if len(common):
+            got: Any = self.index.get(common.astype(np.uint64))
+            parts = list(got) if isinstance(got, tuple) else [got]
+            if any(v is None for v in parts):
+                return False
+            stored = np.vstack(parts).astype(np.float32, copy=False).reshape(len(common), self.dim)
+            diff = np.abs(stored - vectors[present]).max(axis=1) > 1e-6
+            changed = common[diff]
+        patch = len(extra) + len(changed) + int((~present).sum())
+        if patch > max(1000, len(rowids) // 5):
+            return False
+        self.remove(np.concatenate([extra, changed]))
+        again = ~present | np.isin(rowids, changed)
+        self.add(rowids[again], vectors[again])
+        return True
+
+
+def load_or_build(
+    db_path: Path | None,
+    key: str,
+    dim: int,
+    rowids: NDArray[np.int64],
+    gather: Callable[[], NDArray[np.float32]],
+) -> AnnGraph:
+    """The agent's graph from disk (reconciled with ``rowids`` and their vectors), else built.
+
+    ``rowids`` is a snapshot; ``gather()`` returns their vectors (one row each) from memory the
+    caller no longer writes. Runs on the background thread.
+    """
+    vectors = gather()
+    graph: AnnGraph | None = None
+    paths = index_paths(db_path, key) if db_path is not None and settings.persist else None
+    if paths is not None:
+        graph = AnnGraph.load(*paths, dim)
+        if graph is not None and not graph.reconcile(rowids, vectors):
+            graph = None
+    if graph is None:
+        graph = AnnGraph.build(dim, rowids, vectors)
+    if paths is not None and graph.dirty:
+        try:
+            graph.save(*paths)
+        except OSError:
+            logger.warning("memory.sqlite.ann_save_failed", extra={"key": key}, exc_info=True)
+    return graph
+
+
+def schedule(
+    db_path: Path | None,
+    key: str,
+    dim: int,
+    rowids: NDArray[np.int64],
+    gather: Callable[[], NDArray[np.float32]],
+) -> Future[AnnGraph]:
+    """Load or build the graph, on the background thread unless ``settings.background`` is off."""
+    if settings.background:
+        # A daemon thread, not an executor: interpreter exit must not wait minutes for a build
+        # (a write cut short leaves only a temporary file; the graph is rebuilt next time).
+        future: Future[AnnGraph] = Future()
+
+        def work() -> None:
+            try:
+                with _build_lock:
+                    future.set_result(load_or_build(db_path, key, dim, rowids, gather))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="memvault-ann", daemon=True).start()
+        return future
+    done: Future[AnnGraph] = Future()
+    try:
+        done.set_result(load_or_build(db_path, key, dim, rowids, gather))
+    except Exception as exc:  # surfaced through the future, then ignored
+        done.set_exception(exc)
+    return done

@@ -1,0 +1,326 @@
+"""The optional HNSW graph of large agents: recall, persistence, rebuilds, isolation, filters."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("usearch")
+
+from memvault.backends.sqlite import SQLiteBackend, _ann
+from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
+from memvault.embeddings import HashingEmbedder
+from memvault.models import MemoryCategory, MemoryQuery, MemoryStoreRequest
+
+DIM = 32
+
+
+@pytest.fixture(autouse=True)
+def ann_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """ANN for every index of 200+ rows, synchronously (deterministic tests)."""
+    monkeypatch.setattr(_ann.settings, "min_rows", 200)
+    monkeypatch.setattr(_ann.settings, "background", False)
+    monkeypatch.setattr(_ann.settings, "build_threads", 1)
+    yield
+
+
+def rows(start: int, n: int, *, category: int = 0) -> list[IndexRow]:
+    return [
+        IndexRow(start + i, category, 1000 + i, 1000 + i, NEVER, NEVER, False) for i in range(n)
+    ]
+
+
+def clustered(rng: np.random.Generator, n: int) -> np.ndarray:
+    centres = rng.normal(size=(20, DIM))
+    v = centres[rng.integers(0, 20, n)] + rng.normal(scale=0.5, size=(n, DIM))
+    v = v.astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def mask(index: AgentIndex, categories: list[int] | None = None) -> np.ndarray:
+    return index.mask(
+        now_us=0,
+        categories=categories,
+        since_us=None,
+        until_us=None,
+        as_of_us=None,
+        include_superseded=False,
+        allowed_rowids=None,
+    )
+
+
+def exact(index: AgentIndex, q: np.ndarray, m: np.ndarray, k: int) -> list[int]:
+    graph, index.ann = index.ann, None
+    try:
+        return [r for r, _ in index.search(q, m, k)]
+    finally:
+        index.ann = graph
+
+
+def build(db: Path, vecs: np.ndarray, key: str = "a", start: int = 1) -> AgentIndex:
+    index = AgentIndex(DIM)
+    index.add(rows(start, len(vecs)), vecs)
+    index.enable_ann(db, key)
+    return index
+
+
+def recall(index: AgentIndex, queries: np.ndarray, k: int = 10) -> float:
+    hits = 0
+    for q in queries:
+        m = mask(index)
+        got = {r for r, _ in index.search(q, m, k)}
+        hits += len(got & set(exact(index, q, m, k)))
+    return hits / (k * len(queries))
+
+
+def test_graph_is_built_saved_and_recalls(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    db = tmp_path / "m.db"
+    index = build(db, clustered(rng, 2000))
+    assert index.ann is not None and len(index.ann) == 2000
+    graph_file, sidecar = _ann.index_paths(db, "a")
+    assert graph_file.exists() and sidecar.exists()
+    assert recall(index, clustered(rng, 50)) >= 0.97
+    # Scores are exact cosines, best first.
+    q = clustered(rng, 1)[0]
+    got = index.search(q, mask(index), 10)
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    vec = index.vector(got[0][0])
+    assert vec is not None and abs(float(vec @ q) - got[0][1]) < 1e-5
+
+
+def test_small_agents_stay_exact(tmp_path: Path) -> None:
+    index = build(tmp_path / "m.db", clustered(np.random.default_rng(2), 150))
+    assert index.ann is None
+    assert not (tmp_path / "m.db.ann").exists()
+
+
+def test_incremental_adds_and_deletes_reach_the_graph(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    index = build(tmp_path / "m.db", clustered(rng, 1000))
+    fresh = clustered(rng, 5)
+    index.add(rows(5000, 5), fresh)
+    assert index.ann is not None and len(index.ann) == 1005
+    assert index.search(fresh[2], mask(index), 1)[0][0] == 5002
+    index.remove([5002, 1, 2, 3])
+    got = [r for r, _ in index.search(fresh[2], mask(index), 10)]
+    assert 5002 not in got and not {1, 2, 3} & set(got)
+
+
+def test_agent_crossing_the_threshold_gets_a_graph(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    index = build(tmp_path / "m.db", clustered(rng, 150))
+    assert index.ann is None
+    index.add(rows(1000, 60), clustered(rng, 60))
+    index.search(clustered(rng, 1)[0], mask(index), 5)
+    assert index.ann is not None and len(index.ann) == 210
+
+
+def test_missing_file_is_rebuilt(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 1000)
+    build(db, vecs)
+    graph_file, sidecar = _ann.index_paths(db, "a")
+    graph_file.unlink()
+    again = build(db, vecs)
+    assert again.ann is not None and len(again.ann) == 1000
+    assert graph_file.exists() and sidecar.exists()
+
+
+def test_stale_file_is_reconciled_with_the_rows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 1000)
+    build(db, vecs)
+    # Meanwhile (another process, a crash before the save): rows 1..50 deleted, 50 added, and
+    # rowid 100 reused for another vector.
+    changed = vecs.copy()
+    other = clustered(rng, 1)[0]
+    changed[99] = other
+    index = AgentIndex(DIM)
+    index.add(rows(51, 950), changed[50:])
+    index.add(rows(2000, 50), clustered(rng, 50))
+    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM)
+    assert loaded is not None and len(loaded) == 1000
+    index.enable_ann(db, "a")
+    graph = index.ann
+    assert graph is not None and len(graph) == 1000
+    keys = set(np.asarray(graph.index.keys).tolist())
+    assert keys == set(range(51, 1001)) | set(range(2000, 2050))
+    assert index.search(other, mask(index), 1)[0][0] == 100
+    assert recall(index, clustered(rng, 30)) >= 0.97
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "sidecar", "foreign-dim"])
+def test_corrupt_file_is_rebuilt_not_fatal(tmp_path: Path, damage: str) -> None:
+    rng = np.random.default_rng(7)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 1000)
+    build(db, vecs)
+    graph_file, sidecar = _ann.index_paths(db, "a")
+    data = graph_file.read_bytes()
+    if damage == "truncate":
+        graph_file.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        mid = len(data) // 2
+        graph_file.write_bytes(data[:mid] + bytes(64) + data[mid + 64 :])
+    elif damage == "sidecar":
+        sidecar.write_text("{not json")
+    else:
+        sidecar.write_text(sidecar.read_text().replace(f'"dim": {DIM}', '"dim": 7'))
+    assert _ann.AnnGraph.load(graph_file, sidecar, DIM) is None
+    index = build(db, vecs)
+    assert index.ann is not None and len(index.ann) == 1000
+    assert recall(index, clustered(rng, 20)) >= 0.97
+    assert _ann.AnnGraph.load(graph_file, sidecar, DIM) is not None
+
+
+def test_load_failure_inside_the_library_means_exact_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*args: object) -> _ann.AnnGraph:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(_ann, "load_or_build", boom)
+    rng = np.random.default_rng(8)
+    index = build(tmp_path / "m.db", clustered(rng, 500))
+    q = clustered(rng, 1)[0]
+    assert [r for r, _ in index.search(q, mask(index), 5)] == exact(index, q, mask(index), 5)
+    assert index.ann is None
+
+
+def test_filters_post_filter_or_fall_back_to_exact(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    index = AgentIndex(DIM)
+    vecs = clustered(rng, 2000)
+    # Category 1 for 90% of rows (mild filter), category 2 for 2% (selective filter).
+    cats = np.where(np.arange(2000) % 50 == 0, 2, np.where(np.arange(2000) % 10 == 0, 3, 1))
+    for i in range(2000):
+        index.add(rows(i + 1, 1, category=int(cats[i])), vecs[i : i + 1])
+    index.enable_ann(tmp_path / "m.db", "a")
+    assert index.ann is not None
+    for cat in (1, 2):
+        hits = 0
+        for q in clustered(rng, 20):
+            m = mask(index, [cat])
+            got = [r for r, _ in index.search(q, m, 10)]
+            assert all(cats[r - 1] == cat for r in got)
+            assert len(got) == 10
+            hits += len(set(got) & set(exact(index, q, m, 10)))
+        assert hits / 200 >= 0.97, cat
+
+
+def test_kill_during_save_leaves_a_loadable_store(tmp_path: Path) -> None:
+    """SIGKILL between writing the graph and its sidecar: the pair never validates."""
+    rng = np.random.default_rng(10)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 500)
+    np.save(tmp_path / "v.npy", vecs)
+    build(db, vecs)
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        import numpy as np
+        from memvault.backends.sqlite import _ann
+        real_replace = os.replace
+        def replace(src, dst):
+            real_replace(src, dst)
+            if str(dst).endswith(".usearch"):
+                os.kill(os.getpid(), signal.SIGKILL)
+        os.replace = replace
+        vecs = np.load({str(tmp_path / "v.npy")!r})[:300]
+        graph = _ann.AnnGraph.build({DIM}, np.arange(1, 301), vecs)
+        graph.save(*_ann.index_paths(__import__("pathlib").Path({str(db)!r}), "a"))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=os.environ)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    graph_file, sidecar = _ann.index_paths(db, "a")
+    assert graph_file.exists() and not sidecar.exists()
+    assert _ann.AnnGraph.load(graph_file, sidecar, DIM) is None
+    index = build(db, vecs)
+    assert index.ann is not None and len(index.ann) == 500
+    assert recall(index, clustered(rng, 10)) >= 0.97
+
+
+async def test_backend_agents_are_isolated_and_graphs_persist(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    emb = HashingEmbedder(dimension=64)
+    b = SQLiteBackend(path, emb)
+    await b.connect()
+    try:
+        for agent in ("alice", "bob"):
+            await b.store_many(
+                agent,
+                [
+                    MemoryStoreRequest(content=f"{agent} note {i} about topic {i % 17} and colour")
+                    for i in range(260)
+                ],
+            )
+        for agent, other in (("alice", "bob"), ("bob", "alice")):
+            cands = await b.search_candidates(
+                agent, MemoryQuery(text="note about topic 3 and colour"), pool=40
+            )
+            assert len(cands.dense) == 40
+            assert all(cands.entries[i].agent_id == agent for i, _ in cands.dense)
+            assert all(other not in cands.entries[i].content for i, _ in cands.dense)
+        assert b._indexes["alice"].ann is not None
+        await b.store("alice", MemoryStoreRequest(content="a brand new zebra fact"))
+        q = MemoryQuery(text="brand new zebra fact", categories=[MemoryCategory.SEMANTIC])
+        await b.search_candidates("alice", q, pool=5)
+    finally:
+        await b.disconnect()
+    # The changed graph was saved on disconnect; a reopened store loads it and stays isolated.
+    assert len(list((tmp_path / "m.db.ann").glob("*.usearch"))) == 2
+    b = SQLiteBackend(path, emb)
+    await b.connect()
+    try:
+        cands = await b.search_candidates("alice", MemoryQuery(text="brand new zebra"), pool=10)
+        top = cands.entries[cands.dense[0][0]]
+        assert top.content == "a brand new zebra fact"
+        assert all(cands.entries[i].agent_id == "alice" for i, _ in cands.dense)
+        graph = b._indexes["alice"].ann
+        assert graph is not None and len(graph) == 261
+    finally:
+        await b.disconnect()
+
+
+def test_usearch_then_onnxruntime_imports_do_not_crash() -> None:
+    """usearch 2.25+ (numkong) segfaults when onnxruntime is imported after it."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "import usearch.index, onnxruntime"], capture_output=True
+    )
+    assert proc.returncode == 0, proc.stderr[-500:]
+
+
+def test_background_build_replays_writes_made_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ann.settings, "background", True)
+    rng = np.random.default_rng(11)
+    index = build(tmp_path / "m.db", clustered(rng, 1000))
+    pending = index._ann_pending
+    assert pending is not None and index.ann is None
+    # Searches while the graph is pending are exact.
+    q = clustered(rng, 1)[0]
+    fresh = clustered(rng, 3)
+    index.add(rows(3000, 3), fresh)
+    index.remove([3001, 5, 6, 7])
+    index.add(rows(3001, 1), fresh[1:2] * -1)  # rowid reused for another vector
+    pending.result(timeout=60)
+    got = index.search(q, mask(index), 10)
+    graph = index.ann
+    assert graph is not None
+    live = set(index.rowids[: index.n][index.alive[: index.n]].tolist())
+    assert set(np.asarray(graph.index.keys).tolist()) == live
+    assert [r for r, _ in got] == exact(index, q, mask(index), 10)
+    assert index.search(-fresh[1], mask(index), 1)[0][0] == 3001
