@@ -232,7 +232,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         if len(terms) < 2:
             return terms
         conn = self._db
-        if self._fts_count_generation != self._generation:
+        if _count_is_stale(self._fts_count, self._fts_count_generation, self._generation):
             # FTS5 counts every indexed row (all agents), as its bm25() does.
             self._fts_count = int(conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0])
             self._fts_count_generation = self._generation
@@ -298,3 +298,15 @@ class SQLiteCandidatesMixin(_MixinBase):
             )
             for entry_id, (before, after) in sides.items()
         }
+
+
+def _count_is_stale(count: int, counted_at: int, generation: int) -> bool:
+    """Whether the document count that term pruning uses must be read again.
+
+    Counting FTS5 rows is a scan (about 1 ms per 10k rows), so it is not redone after every
+    write: the count only sets which terms are too common to score, and a count off by under
+    1% (or 16 writes) prunes the same terms. Generations count write transactions.
+    """
+    if counted_at < 0 or generation < counted_at:
+        return True
+    return generation - counted_at > max(16, count // 100)
