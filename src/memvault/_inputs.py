@@ -32,6 +32,7 @@ __all__ = [
     "aware",
     "categories",
     "check_scope_id",
+    "check_update",
     "conversation_turns",
     "is_message",
     "item_request",
@@ -337,3 +338,14 @@ def query_filters(
         None, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
     )
     return parse_filters(filters) + parse_filters(scopes)
+
+
+def check_update(*given: object) -> None:
+    """Refuse an ``update`` that changes nothing (every field left as None).
+
+    Raises:
+        MemoryValidationError: nothing to change.
+    """
+    if all(value is None for value in given):
+        msg = "nothing to update: give content, category, tags, metadata, label, ..."
+        raise MemoryValidationError(msg)

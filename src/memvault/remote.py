@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from memvault._inputs import (
     CategoryLike,
+    check_update,
     conversation_turns,
     is_message,
     parse_category,
@@ -845,10 +846,7 @@ class RemoteAsyncMemory(AsyncMemory):
         if isinstance(tags, str):
             msg = "tags must be a list of strings, not one string"
             raise MemoryValidationError(msg)
-        given = (content, category, tags, metadata, label, importance, expires_at)
-        if all(value is None for value in given):
-            msg = "nothing to update: give content, category, tags, metadata, label, ..."
-            raise MemoryValidationError(msg)
+        check_update(content, category, tags, metadata, label, importance, expires_at)
         fields: dict[str, Any] = {
             "memory_id": mid,
             "agent_id": agent,

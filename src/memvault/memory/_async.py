@@ -18,6 +18,7 @@ from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
 from memvault._inputs import (
     CategoryLike,
+    check_update,
     conversation_turns,
     is_message,
     parse_category,
@@ -103,6 +104,19 @@ _REMOTE: list[type[AsyncMemory]] = []
 def register_remote(cls: type[AsyncMemory]) -> None:
     """Make ``AsyncMemory(server_url)`` return a ``cls`` (the remote client registers itself)."""
     _REMOTE[:] = [cls]
+
+
+async def _agent_audit(backend: Any, agent: str) -> list[AuditRecord]:
+    """Every audit record of ``agent``, oldest first (the store's ``export_rows``).
+
+    The log is read in pages and filtered: audit and history queries are rare and offline.
+    """
+    found: list[AuditRecord] = []
+    async for row in backend.export_rows("audit"):
+        rec = AuditRecord.model_validate(row)
+        if rec.agent_id == agent:
+            found.append(rec)
+    return found
 
 
 class AsyncMemory:
@@ -898,13 +912,11 @@ class AsyncMemory:
                 memory_id=memory_id, limit=limit
             )
             return records
-        # The log is read in pages and filtered: an audit query is rare and offline.
-        found: builtins.list[AuditRecord] = []
-        rows: Any = backend
-        async for row in rows.export_rows("audit"):
-            rec = AuditRecord.model_validate(row)
-            if rec.agent_id == agent and (memory_id is None or rec.memory_id == memory_id):
-                found.append(rec)
+        found = [
+            rec
+            for rec in await _agent_audit(backend, agent)
+            if memory_id is None or rec.memory_id == memory_id
+        ]
         return found[-limit:]
 
     # -- reads ----------------------------------------------------------------------------------
@@ -1080,10 +1092,7 @@ class AsyncMemory:
                 f"memory {old.id} was superseded by {old.superseded_by}: update the current version"
             )
             raise MemoryConflictError(msg)
-        given = (content, category, tags, metadata, label, importance, expires_at)
-        if all(value is None for value in given):
-            msg = "nothing to update: give content, category, tags, metadata, label, ..."
-            raise MemoryValidationError(msg)
+        check_update(content, category, tags, metadata, label, importance, expires_at)
         meta = old.metadata
         request = _request(
             old.content if content is None else content,
@@ -1111,14 +1120,7 @@ class AsyncMemory:
         agent = check_agent(agent_id)
         first = await self.get(memory_id, agent_id=agent)
         backend = await self._ready()
-        records: builtins.list[AuditRecord] = []
-        if hasattr(backend, "export_rows"):
-            # The audit log is read once and filtered: history is an occasional, offline query.
-            rows: Any = backend
-            async for row in rows.export_rows("audit"):
-                rec = AuditRecord.model_validate(row)
-                if rec.agent_id == agent:
-                    records.append(rec)
+        records = await _agent_audit(backend, agent) if hasattr(backend, "export_rows") else []
         older = {
             str(r.details.get("superseded_by")): str(r.memory_id)
             for r in records
