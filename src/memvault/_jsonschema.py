@@ -9,12 +9,14 @@ null), and unknown arguments refused.
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-__all__ = ["inline_schema", "tool_parameters"]
+__all__ = ["inline_schema", "is_object_type", "non_optional", "tool_parameters"]
 
 
 def inline_schema(schema: Any, defs: Mapping[str, Any], *, optional_as_absent: bool) -> Any:
@@ -71,3 +73,20 @@ def tool_parameters(
         schema["required"] = required
     schema["additionalProperties"] = False
     return schema
+
+
+def non_optional(annotation: Any) -> Any:
+    """``X`` from a field type ``X | None`` (or ``Annotated[X | None, ...]``)."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def is_object_type(annotation: Any) -> bool:
+    """True for a ``dict[...]`` field type (optional or not): a JSON object."""
+    bare = non_optional(annotation)
+    return bare is dict or typing.get_origin(bare) is dict

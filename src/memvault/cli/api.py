@@ -14,7 +14,6 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-import types
 import typing
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -25,6 +24,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from memvault._jsonschema import is_object_type, non_optional
 from memvault.api.operations import OPERATIONS, Operation
 from memvault.cli._common import emit_json, open_service
 from memvault.errors import MemoryValidationError
@@ -33,18 +33,9 @@ from memvault.validation import model_error
 __all__ = ["build_api_app", "register"]
 
 
-def _bare(annotation: Any) -> Any:
-    """``X`` from ``X | None``."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
 def _shape(info: FieldInfo) -> str:
     """How a field is given on the command line: flag, words (repeated), json or text."""
-    bare = _bare(info.annotation)
+    bare = non_optional(info.annotation)
     if bare is bool:
         return "flag"
     origin = typing.get_origin(bare)
@@ -53,14 +44,14 @@ def _shape(info: FieldInfo) -> str:
         if item is str or (isinstance(item, type) and issubclass(item, Enum)):
             return "words"
         return "json"
-    if origin is dict or bare is dict or (isinstance(bare, type) and issubclass(bare, BaseModel)):
+    if is_object_type(bare) or (isinstance(bare, type) and issubclass(bare, BaseModel)):
         return "json"
     return "text"
 
 
 def _help(info: FieldInfo) -> str:
     text = info.description or ""
-    bare = _bare(info.annotation)
+    bare = non_optional(info.annotation)
     if isinstance(bare, type) and issubclass(bare, Enum):
         text += f" ({', '.join(str(m.value) for m in bare)})"
     if _shape(info) == "json":

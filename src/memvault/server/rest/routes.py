@@ -11,7 +11,6 @@ dependency, runs ``service.call(actor, op, request)`` and sends ``op.render(resu
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any
 
@@ -22,6 +21,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from memvault._jsonschema import is_object_type
 from memvault.api.operations import Operation
 from memvault.api.responses import ErrorOut
 from memvault.server.rest.auth import Caller
@@ -49,15 +49,6 @@ def _constraints(info: FieldInfo) -> dict[str, Any]:
     if info.description:
         found["description"] = info.description
     return found
-
-
-def _is_object(annotation: Any) -> bool:
-    """True for ``dict[...]`` (or ``dict[...] | None``, maybe ``Annotated``) field types."""
-    if typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    args = typing.get_args(annotation) if typing.get_origin(annotation) is not dict else ()
-    candidates = [a for a in args if a is not type(None)] or [annotation]
-    return all(typing.get_origin(a) is dict or a is dict for a in candidates)
 
 
 def _body_model(op: Operation) -> type[BaseModel]:
@@ -104,7 +95,7 @@ def _parameters(op: Operation, body: type[BaseModel] | None) -> list[inspect.Par
             else info.get_default(call_default_factory=True)
         )
         annotation: Any = info.annotation
-        if _is_object(annotation):
+        if is_object_type(annotation):
             # A structured parameter (metadata filters) is its JSON text in the query string;
             # the input model parses it.
             annotation = str | None
