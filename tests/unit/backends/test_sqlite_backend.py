@@ -447,14 +447,3 @@ async def test_stored_metadata_is_strict_json(tmp_path: Path) -> None:
         conn.close()
     assert text == '{"a": {"b": null}, "z": [1, [2, 3]]}'
     assert json.loads(text) == {"a": {"b": None}, "z": [1, [2, 3]]}
-
-
-def test_the_pruning_count_is_reread_only_when_writes_could_change_it() -> None:
-    from memvault.backends.sqlite._candidates import _count_is_stale
-
-    assert _count_is_stale(0, -2, 0)  # never counted
-    assert not _count_is_stale(10_000, 5, 5)
-    assert not _count_is_stale(10_000, 5, 5 + 100)  # 100 writes: under 1% of 10k
-    assert _count_is_stale(10_000, 5, 5 + 101)
-    assert not _count_is_stale(100, 5, 5 + 16) and _count_is_stale(100, 5, 5 + 17)
-    assert _count_is_stale(10_000, 50, 3)  # another store's generation: count again

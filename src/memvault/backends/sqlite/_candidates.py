@@ -19,23 +19,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from memvault.backends._base import SHARED_KEY, BaseBackend, Vectors
+from memvault.backends._base import BaseBackend, Vectors
 from memvault.backends.sqlite._rows import (
     _CATEGORY_CODE,
     _COLUMNS,
     _PAGE,
     _EntryCache,
-    _fts_query,
-    _fts_scope_key,
     _index_key,
     _row_entry,
     _scope_sql,
     _where,
     to_us,
 )
+from memvault.backends.sqlite.lexical_index import fts_token, parse_fts_averages
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryQuery
-from memvault.retrieval.bm25 import PRUNE_MIN_DOCS, prune_common_terms
+from memvault.retrieval.bm25 import idf, prune_common_terms
 
 __all__ = ["SQLiteCandidatesMixin"]
 
@@ -60,8 +59,6 @@ class SQLiteCandidatesMixin(_MixinBase):
         _indexes: dict[str, AgentIndex]
         _data_version: int
         _generation: int
-        _fts_count: int
-        _fts_count_generation: int
 
         async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T: ...
 
@@ -103,8 +100,9 @@ class SQLiteCandidatesMixin(_MixinBase):
         scope, scope_params = _scope_sql(agent_id)
         rows = self._db.execute(
             "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
-            " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector"
+            " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector, f.body"
             " FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid"
+            " LEFT JOIN memories_fts f ON f.rowid = m.rowid"
             f" WHERE {scope} ORDER BY m.rowid",
             scope_params,
         ).fetchall()
@@ -113,7 +111,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         if rows:
             blob = b"".join(r[7] for r in rows)
             vectors = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
-            index.add([self._index_row(r) for r in rows], vectors)
+            index.add([self._index_row(r) for r in rows], vectors, [r[8] or "" for r in rows])
         # Large agents also get an HNSW graph beside the file (derived data, see _ann).
         index.enable_ann(self._path, agent_id)
         self._indexes[agent_id] = index
@@ -158,93 +156,80 @@ class SQLiteCandidatesMixin(_MixinBase):
         ``SHARED_KEY`` (minus ``exclude_agent``'s)."""
         self._refresh()
         conn = self._db
+        lexical_terms, idfs, avgdl = self._lexical_stats(terms)
+        if vector is None and not lexical_terms:
+            return CandidateSet(query_vector=vector)
         now_us = to_us(now)
-        where, params = _where(query, now_us)
-        scope, scope_params = _scope_sql(agent_id, exclude_agent)
-        dense: list[tuple[int, float]] = []
-        if vector is not None:
-            index = self._index_for(agent_id)
-            allowed = None
-            # Filters the matrix has no column for are answered in SQL first, so the top
-            # ``pool`` is taken among the rows that pass them (a selective filter keeps recall).
-            if query.tags or query.label is not None or query.filters:
-                rows = conn.execute(
-                    f"SELECT m.rowid FROM memories m WHERE {scope} AND {where}",
-                    [*scope_params, *params],
-                ).fetchall()
-                allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            mask = index.mask(
-                now_us=now_us,
-                categories=None
-                if query.categories is None
-                else [_CATEGORY_CODE[c] for c in query.categories],
-                since_us=None if query.since is None else to_us(query.since),
-                until_us=None if query.until is None else to_us(query.until),
-                as_of_us=None if query.as_of is None else to_us(query.as_of),
-                include_superseded=query.include_superseded,
-                allowed_rowids=allowed,
-            )
-            if exclude_agent is not None and allowed is None:
-                # The shared matrix holds every author; mask out the excluded one's rows.
-                excluded = conn.execute(
-                    "SELECT rowid FROM memories WHERE agent_id = ? AND scope = 'shared'",
-                    (exclude_agent,),
-                ).fetchall()
-                if excluded:
-                    gone = np.fromiter((r[0] for r in excluded), dtype=np.int64)
-                    mask &= ~np.isin(index.rowids[: index.n], gone)
-            dense = index.search(vector, mask, pool)
-        lexical: list[tuple[int, float]] = []
-        terms = self._prune_terms(terms)
-        if terms:
-            key = "shared" if agent_id == SHARED_KEY else _fts_scope_key(agent_id)
-            # The scope key narrows the match inside FTS5 (weight 0: it never scores); the
-            # join still checks scope and filters exactly.
+        index = self._index_for(agent_id)
+        allowed = None
+        # Filters the matrix has no column for are answered in SQL first, so the top ``pool``
+        # is taken among the rows that pass them (a selective filter keeps recall).
+        if query.tags or query.label is not None or query.filters:
+            where, params = _where(query, now_us)
+            scope, scope_params = _scope_sql(agent_id, exclude_agent)
             rows = conn.execute(
-                "SELECT m.rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts"
-                " JOIN memories m ON m.rowid = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {scope} AND {where}"
-                " ORDER BY s, m.rowid DESC LIMIT ?",
-                [
-                    f'scope_key : "{key}" AND body : ({_fts_query(terms)})',
-                    *scope_params,
-                    *params,
-                    pool,
-                ],
+                f"SELECT m.rowid FROM memories m WHERE {scope} AND {where}",
+                [*scope_params, *params],
             ).fetchall()
-            # FTS5's bm25() is negated so that ORDER BY ascending puts the best first.
-            lexical = [(int(r[0]), -float(r[1])) for r in rows]
+            allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        mask = index.mask(
+            now_us=now_us,
+            categories=None
+            if query.categories is None
+            else [_CATEGORY_CODE[c] for c in query.categories],
+            since_us=None if query.since is None else to_us(query.since),
+            until_us=None if query.until is None else to_us(query.until),
+            as_of_us=None if query.as_of is None else to_us(query.as_of),
+            include_superseded=query.include_superseded,
+            allowed_rowids=allowed,
+        )
+        if exclude_agent is not None and allowed is None:
+            # The shared matrix holds every author; mask out the excluded one's rows.
+            excluded = conn.execute(
+                "SELECT rowid FROM memories WHERE agent_id = ? AND scope = 'shared'",
+                (exclude_agent,),
+            ).fetchall()
+            if excluded:
+                gone = np.fromiter((r[0] for r in excluded), dtype=np.int64)
+                mask &= ~np.isin(index.rowids[: index.n], gone)
+        dense = index.search(vector, mask, pool) if vector is not None else []
+        lexical: list[tuple[int, float]] = []
+        if lexical_terms:
+            lexical = index.lexical.search(
+                lexical_terms, idfs, avgdl, mask, index.rowids[: index.n], pool
+            )
         by_rowid = self._load_rows({r for r, _ in dense} | {r for r, _ in lexical})
         cands = CandidateSet(query_vector=vector)
         cands.dense = [(by_rowid[r].id, s) for r, s in dense if r in by_rowid]
         cands.lexical = [(by_rowid[r].id, s) for r, s in lexical if r in by_rowid]
         cands.entries = {e.id: e for e in by_rowid.values()}
-        loaded = self._indexes.get(agent_id) if vector is not None else None
-        if loaded is not None:
+        if vector is not None:
             for rowid, entry in by_rowid.items():
-                vec = loaded.vector(rowid, copy=False)
+                vec = index.vector(rowid, copy=False)
                 if vec is not None:
                     cands.vectors[entry.id] = vec
         return cands
 
-    def _prune_terms(self, terms: list[str]) -> list[str]:
-        """Apply :func:`prune_common_terms` with this store's FTS statistics."""
-        if len(terms) < 2:
-            return terms
+    def _lexical_stats(self, terms: list[str]) -> tuple[list[str], list[float], float]:
+        """The query terms BM25 scores (common ones pruned), their idfs, and the average row
+        length: the statistics FTS5's ``bm25()`` uses, of the whole table (every agent)."""
+        if not terms:
+            return [], [], 0.0
         conn = self._db
-        if _count_is_stale(self._fts_count, self._fts_count_generation, self._generation):
-            # FTS5 counts every indexed row (all agents), as its bm25() does.
-            self._fts_count = int(conn.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0])
-            self._fts_count_generation = self._generation
-        if self._fts_count < PRUNE_MIN_DOCS:
-            return terms
-        marks = ",".join("?" * len(terms))
-        freq = dict(
+        found = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+        rows, tokens = parse_fts_averages(bytes(found[0])) if found else (0, 0)
+        if rows == 0:
+            return [], [], 0.0
+        keys = [fts_token(t) for t in terms]
+        marks = ",".join("?" * len(keys))
+        stored = dict(
             conn.execute(
-                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})", terms
+                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})", keys
             ).fetchall()
         )
-        return prune_common_terms(terms, freq, self._fts_count)
+        freq = {t: int(stored.get(k, 0)) for t, k in zip(terms, keys, strict=True)}
+        kept = prune_common_terms(terms, freq, rows)
+        return kept, [idf(rows, freq[t]) for t in kept], tokens / rows
 
     def _load_rows(self, rowids: Iterable[int]) -> dict[int, MemoryEntry]:
         """Entries by rowid, from the cache where possible, else from one query per page."""
@@ -298,15 +283,3 @@ class SQLiteCandidatesMixin(_MixinBase):
             )
             for entry_id, (before, after) in sides.items()
         }
-
-
-def _count_is_stale(count: int, counted_at: int, generation: int) -> bool:
-    """Whether the document count that term pruning uses must be read again.
-
-    Counting FTS5 rows is a scan (about 1 ms per 10k rows), so it is not redone after every
-    write: the count only sets which terms are too common to score, and a count off by under
-    1% (or 16 writes) prunes the same terms. Generations count write transactions.
-    """
-    if counted_at < 0 or generation < counted_at:
-        return True
-    return generation - counted_at > max(16, count // 100)

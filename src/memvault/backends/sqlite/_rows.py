@@ -166,12 +166,6 @@ def _fts_scope_key(agent_id: str, scope: MemoryScope = MemoryScope.PRIVATE) -> s
     return "a" + agent_id.encode("utf-8").hex()
 
 
-def _fts_query(terms: Sequence[str]) -> str:
-    # Terms are analysed words (letters and digits only), quoted anyway so no term can ever be
-    # read as FTS5 syntax.
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
 def _where(query: MemoryQuery, now_us: int) -> tuple[str, list[Any]]:
     """SQL filter clauses (on alias ``m``) equivalent to ``MemoryQuery.matches``."""
     clauses = ["(m.expires_at IS NULL OR m.expires_at > ?)"]

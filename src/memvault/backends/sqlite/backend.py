@@ -118,8 +118,6 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
         self._indexes: dict[str, AgentIndex] = {}
         self._data_version = -1
         self._generation = -1
-        self._fts_count = 0
-        self._fts_count_generation = -2
 
     @property
     def location(self) -> str:
@@ -278,7 +276,7 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
         audit: Sequence[AuditRecord] = (),
     ) -> None:
         self._refresh()
-        inserted: list[tuple[str | None, IndexRow, int]] = []
+        inserted: list[tuple[str | None, IndexRow, int, str]] = []
         with self._transaction() as conn:
             for i, e in enumerate(entries):
                 m = e.metadata
@@ -321,9 +319,10 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
                     "INSERT INTO memory_vectors (memory_rowid, vector) VALUES (?, ?)",
                     (rowid, np.ascontiguousarray(vectors[i], dtype="<f4").tobytes()),
                 )
+                body = index_text(lexical_text(e))
                 conn.execute(
                     "INSERT INTO memories_fts (rowid, body, scope_key) VALUES (?, ?, ?)",
-                    (rowid, index_text(lexical_text(e)), _fts_scope_key(e.agent_id, e.scope)),
+                    (rowid, body, _fts_scope_key(e.agent_id, e.scope)),
                 )
                 row = IndexRow(
                     rowid=rowid,
@@ -334,7 +333,9 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
                     expires_us=NEVER if e.expires_at is None else to_us(e.expires_at),
                     superseded=e.superseded_by is not None,
                 )
-                inserted.append((_index_key(e.agent_id, e.scope.value, e.retracted_at), row, i))
+                inserted.append(
+                    (_index_key(e.agent_id, e.scope.value, e.retracted_at), row, i, body)
+                )
             superseded_rows: list[tuple[str | None, int, int]] = []
             for s in supersedes:
                 found = conn.execute(
@@ -354,14 +355,18 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
             self._bump_generation(conn)
         self._generation += 1
         # The transaction committed: mirror it in the loaded matrices (unloaded ones load later).
-        by_agent: dict[str, list[tuple[IndexRow, int]]] = {}
-        for agent, row, i in inserted:
+        by_agent: dict[str, list[tuple[IndexRow, int, str]]] = {}
+        for agent, row, i, body in inserted:
             if agent is not None:
-                by_agent.setdefault(agent, []).append((row, i))
+                by_agent.setdefault(agent, []).append((row, i, body))
         for agent, items in by_agent.items():
             index = self._indexes.get(agent)
             if index is not None:
-                index.add([r for r, _ in items], vectors[[i for _, i in items]])
+                index.add(
+                    [r for r, _, _ in items],
+                    vectors[[i for _, i, _ in items]],
+                    [b for _, _, b in items],
+                )
         for key, rowid, when in superseded_rows:
             self._cache.drop_rowids([rowid])
             index = self._indexes.get(key) if key is not None else None

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memvault.backends.sqlite import _ann
+from memvault.backends.sqlite.lexical_index import LexicalIndex
 
 __all__ = ["NEVER", "AgentIndex", "IndexRow"]
 
@@ -67,6 +68,8 @@ class AgentIndex:
         self.superseded: NDArray[np.bool_] = np.zeros(cap, dtype=np.bool_)
         self.alive: NDArray[np.bool_] = np.zeros(cap, dtype=np.bool_)
         self._pos: dict[int, int] = {}
+        self.lexical = LexicalIndex()
+        """The same rows' analysed text, by the same positions (BM25 candidates)."""
         self.ann: _ann.AnnGraph | None = None
         self._ann_pending: Future[_ann.AnnGraph] | None = None
         self._ann_target: tuple[Path | None, str] | None = None
@@ -156,11 +159,20 @@ class AgentIndex:
         self.alive = np.resize(self.alive, new_cap)
         self.alive[self.n :] = False
 
-    def add(self, rows: Sequence[IndexRow], vectors: NDArray[np.float32]) -> None:
-        """Append rows (and their vectors, one per row)."""
+    def add(
+        self,
+        rows: Sequence[IndexRow],
+        vectors: NDArray[np.float32],
+        bodies: Sequence[str] | None = None,
+    ) -> None:
+        """Append rows (and their vectors and stored analysed texts, one per row).
+
+        Rows added without ``bodies`` have no terms: only dense search can find them.
+        """
         k = len(rows)
         if k == 0:
             return
+        self.lexical.add([""] * k if bodies is None else bodies)
         self._grow(self.n + k)
         sl = slice(self.n, self.n + k)
         self.matrix[:, sl] = vectors.T
@@ -245,6 +257,7 @@ class AgentIndex:
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.n])
+        self.lexical.compact(keep)
         self.matrix = np.ascontiguousarray(self.matrix[:, keep])
         for name in ("rowids", "category", "created", "start", "valid_to", "expires"):
             setattr(self, name, getattr(self, name)[keep].copy())
