@@ -23,6 +23,16 @@ the design documents::
       retrieval:
         preset: default
         strategy: context
+      procedural:                  # lessons from failed/successful tasks (memvault.learning)
+        enabled: true
+        min_confidence: 0.5
+        capture: {type: failure}   # failure | success | hybrid
+        pruning: {strategy: hybrid, max_age_days: 90}
+        propagation: {strategy: none, max_propagation_targets: 10}
+        evolver: {enabled: false, min_agents_seen_pattern: 3}
+      org_memory:
+        core_policies: ["PRs require 2 approvals"]
+        extended_store: {max_retrieved_per_query: 5}
 
 Environment variables override the file: ``MEMVAULT_URL`` (storage URL), ``MEMVAULT_CONFIG``
 (path of the YAML file), and any key as ``MEMVAULT_<SECTION>__<KEY>``, e.g.
@@ -39,9 +49,9 @@ import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from memvault.errors import MemoryConfigError
 from memvault.models import (
@@ -61,11 +71,22 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPOSITE_URL",
     "DEFAULT_DB_PATH",
+    "CaptureConfig",
+    "CaptureType",
     "CompositeStorageConfig",
+    "EvolverConfig",
     "InjectionStrategyName",
     "MemoryOptionsConfig",
     "MemoryStorageConfig",
     "MemvaultConfig",
+    "OrgExtendedStoreConfig",
+    "OrgMemoryConfig",
+    "OrgWriteAccessConfig",
+    "ProceduralMemoryConfig",
+    "PropagationConfig",
+    "PropagationStrategyName",
+    "PruningConfig",
+    "PruningStrategyName",
     "RetrievalSettings",
     "load_config",
 ]
@@ -168,6 +189,157 @@ class RetrievalSettings(BaseModel):
     strategy: InjectionStrategyName = InjectionStrategyName.CONTEXT
 
 
+# -- learning: procedural memory, capture, pruning, propagation, evolver, org memory ----------
+
+
+class CaptureType(StrEnum):
+    """Which task outcomes become procedural lessons (``procedural.capture.type``)."""
+
+    FAILURE = "failure"
+    SUCCESS = "success"
+    HYBRID = "hybrid"
+
+
+class CaptureConfig(BaseModel):
+    """When a finished task is turned into a lesson.
+
+    ``failure`` learns from failed tasks only, ``success`` from successful ones whose quality
+    score reaches ``min_quality_score`` (0-10) and the ``success_quality_percentile`` of the
+    agent's recent scores, ``hybrid`` from both.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: CaptureType = CaptureType.FAILURE
+    min_quality_score: float = Field(default=8.0, ge=0.0, le=10.0)
+    success_quality_percentile: float = Field(default=75.0, ge=0.0, le=100.0)
+
+
+class PruningStrategyName(StrEnum):
+    """How procedural memory is pruned (``procedural.pruning.strategy``)."""
+
+    NONE = "none"
+    TTL = "ttl"
+    PARETO = "pareto"
+    HYBRID = "hybrid"
+
+
+class PruningConfig(BaseModel):
+    """Pruning of an agent's procedural lessons; pruned lessons go to the archive."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategy: PruningStrategyName = PruningStrategyName.HYBRID
+    max_age_days: int = Field(default=90, ge=1)
+    max_entries: int = Field(default=200, ge=1)
+
+
+class PropagationStrategyName(StrEnum):
+    """Who else receives an agent's lessons (``procedural.propagation.strategy``)."""
+
+    NONE = "none"
+    ROLE = "role"
+    DEPARTMENT = "department"
+
+
+class PropagationConfig(BaseModel):
+    """Cross-agent propagation of lessons (copies tagged ``propagated:{source_agent_id}``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategy: PropagationStrategyName = PropagationStrategyName.NONE
+    max_propagation_targets: int = Field(default=10, ge=1)
+
+
+class EvolverConfig(BaseModel):
+    """The autonomous skill evolver: org-wide skill proposals from many agents' trajectories.
+
+    Proposal-only: ``requires_human_approval`` cannot be anything but ``true``; proposals go to
+    the approval queue and nothing reaches org memory before a human approves it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    enabled: bool = False
+    requires_human_approval: Literal[True] = True
+    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
+    # The seed names this key both ways; the configuration section's spelling is canonical.
+    min_agents_seen_pattern: int = Field(
+        default=3,
+        ge=1,
+        validation_alias=AliasChoices("min_agents_seen_pattern", "min_agents_for_pattern"),
+    )
+    max_proposals_per_cycle: int = Field(default=10, ge=1)
+    max_org_entries: int = Field(default=10_000, ge=1)
+    window_days: int = Field(default=7, ge=1)
+    """How far back a cycle collects trajectories."""
+
+
+class ProceduralMemoryConfig(BaseModel):
+    """Procedural memory auto-generation (``memory.procedural`` in ``memvault.yaml``).
+
+    ``model`` is recorded on every lesson; the call itself goes to the memory's LLM provider.
+    ``skill_md_directory`` also writes each lesson as an Agent Skills ``SKILL.md`` file.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    model: str = "example-small-001"
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1500, ge=64)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    skill_md_directory: str | None = None
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    pruning: PruningConfig = Field(default_factory=PruningConfig)
+    propagation: PropagationConfig = Field(default_factory=PropagationConfig)
+    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
+
+
+OrgWriter = Literal["human", "junior", "mid", "senior", "lead", "c_suite"]
+_ORG_WRITERS: tuple[OrgWriter, ...] = ("human", "senior", "lead", "c_suite")
+
+
+class OrgWriteAccessConfig(BaseModel):
+    """Who may write each kind of org fact: ``human`` and/or agent seniority levels."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policies: tuple[OrgWriter, ...] = ("human",)
+    adrs: tuple[OrgWriter, ...] = _ORG_WRITERS
+    procedures: tuple[OrgWriter, ...] = _ORG_WRITERS
+    conventions: tuple[OrgWriter, ...] = _ORG_WRITERS
+
+
+class OrgExtendedStoreConfig(BaseModel):
+    """The queryable part of org memory (ADRs, procedures, conventions, org skills).
+
+    It lives in the memory store itself; ``backend`` is accepted for the design documents'
+    examples and must agree with it when given.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Literal["sqlite", "postgresql"] | None = None
+    max_retrieved_per_query: int = Field(default=5, ge=0, le=100)
+
+
+class OrgMemoryConfig(BaseModel):
+    """Organisational memory (``memory.org_memory``): core policies plus an extended store.
+
+    ``core_policies`` (at most 10) are injected into every agent's context by every injection
+    strategy, together with the policies written through the API.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Literal["hybrid_prompt_retrieval"] = "hybrid_prompt_retrieval"
+    core_policies: tuple[str, ...] = Field(default=(), max_length=10)
+    extended_store: OrgExtendedStoreConfig = Field(default_factory=OrgExtendedStoreConfig)
+    write_access: OrgWriteAccessConfig = Field(default_factory=OrgWriteAccessConfig)
+    max_core_policies: int = Field(default=10, ge=1, le=50)
+
+
 class MemvaultConfig(BaseModel):
     """The whole ``memory:`` section of ``memvault.yaml``."""
 
@@ -182,6 +354,8 @@ class MemvaultConfig(BaseModel):
     options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
     embedder: str = "default"
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
+    org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
 
     def resolved_url(self) -> str:
         """The storage URL implied by level, backend, url and data_dir."""

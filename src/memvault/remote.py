@@ -69,6 +69,15 @@ from memvault.injection.context import (
     ContextInjectionConfig,
     _check_request,
 )
+from memvault.learning.engine import LearningEngine
+from memvault.learning.models import (
+    AgentProfile,
+    EvolverReport,
+    LearnReport,
+    PruneReport,
+    Seniority,
+    TaskOutcome,
+)
 from memvault.memory import AsyncMemory, register_remote
 from memvault.models import (
     ArchivedEntry,
@@ -1037,6 +1046,80 @@ class RemoteAsyncMemory(AsyncMemory):
                     {str(k): str(v) for k, v in message.items()} for message in data["messages"]
                 ),
             )
+
+    # -- learning ---------------------------------------------------------------------------
+
+    @property
+    def learning(self) -> LearningEngine:
+        """Not available over HTTP: the learning layer runs on the server.
+
+        Raises:
+            MemoryCapabilityError: always (use :meth:`call` with the learning operations:
+                ``approvals``, ``approve``, ``org_search`` ...).
+        """
+        raise _not_remote("the learning engine (call the learning operations instead)")
+
+    async def _pooled(self, agent_id: str, text: str) -> builtins.list[MemoryEntry]:
+        # The server's context operation adds pooled skills itself; a client-side strategy
+        # over the remote search sees the agent's own memories only.
+        return []
+
+    async def _policies(self) -> builtins.list[str]:
+        data = await self._send("org_policies", {})
+        with self._decoding("read"):
+            return [str(f["content"]) for f in data["facts"]]
+
+    async def learn_from(
+        self, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str
+    ) -> LearnReport:
+        """Report a finished task to the server (``POST /v1/learn``); never raises."""
+        try:
+            agent = check_agent(agent_id)
+            fields = (
+                outcome.model_dump(mode="json", exclude_none=True)
+                if isinstance(outcome, TaskOutcome)
+                else dict(outcome)
+            )
+            data = await self._send("learn_from", {**fields, "agent_id": agent})
+            with self._decoding("write"):
+                return LearnReport.model_validate(data)
+        except Exception as exc:  # learn_from is non-critical on every transport
+            logger.warning(
+                "memory.learn.failed",
+                extra={"event": "memory.learn.failed", "error": str(exc)},
+            )
+            return LearnReport(agent_id=str(agent_id), error=f"{type(exc).__name__}: {exc}")
+
+    async def set_profile(
+        self,
+        agent_id: str,
+        *,
+        role: str | None = None,
+        department: str | None = None,
+        seniority: Seniority | str = Seniority.MID,
+    ) -> AgentProfile:
+        """Set an agent's profile on the server (``PUT /v1/profiles/{agent_id}``)."""
+        body = {
+            "agent_id": check_agent(agent_id),
+            "role": role,
+            "department": department,
+            "seniority": seniority,
+        }
+        data = await self._send("set_profile", body)
+        with self._decoding("write"):
+            return AgentProfile.model_validate(data)
+
+    async def evolve(self, *, force: bool = False) -> EvolverReport:
+        """Run one evolver cycle on the server (``POST /v1/evolve``, admin)."""
+        data = await self._send("evolve", {"force": bool(force)})
+        with self._decoding("write"):
+            return EvolverReport.model_validate(data)
+
+    async def prune_procedural(self, *, agent_id: str) -> PruneReport:
+        """Prune the agent's lessons on the server (``POST /v1/procedural/prune``, admin)."""
+        data = await self._send("prune_procedural", {"agent_id": check_agent(agent_id)})
+        with self._decoding("write"):
+            return PruneReport.model_validate(data)
 
     # -- shared knowledge -------------------------------------------------------------------------
 

@@ -42,10 +42,28 @@ from memvault.api.auth import (
 from memvault.api.operations import Operation, get_operation
 from memvault.api.requests import Request
 from memvault.backends.factory import check_tenant, create_memory_backend, tenant_url
-from memvault.config import MemvaultConfig, load_config
+from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
+from memvault.learning.engine import PooledSkill
+from memvault.learning.factory import open_learning_store
+from memvault.learning.models import (
+    AgentProfile,
+    ApprovalItem,
+    ApprovalStatus,
+    EvolverReport,
+    LearnReport,
+    OrgFact,
+    OrgFactAuthor,
+    OrgFactKind,
+    OrgFactWriteRequest,
+    OrgMemoryQuery,
+    PruneReport,
+    Seniority,
+    TaskOutcome,
+    is_pool_id,
+)
 from memvault.memory import AsyncMemory
 from memvault.models import (
     ArchivedEntry,
@@ -144,9 +162,21 @@ class MemoryService:
                     embedder=self._embedder,
                     tenant=None if name == DEFAULT_TENANT else name,
                 )
-                found = AsyncMemory(backend=backend, config=self._config, llm=self._llm)
+                found = AsyncMemory(
+                    backend=backend,
+                    config=self._config,
+                    llm=self._llm,
+                    learning_store=open_learning_store(self._tenant_store_url(name)),
+                )
                 self._memories[name] = found
         return found
+
+    def _tenant_store_url(self, tenant: str) -> str:
+        """The storage URL of a tenant's side tables (learning records)."""
+        url = self._config.resolved_url()
+        if url == COMPOSITE_URL:
+            url = self._config.composite_default_url()
+        return url if tenant == DEFAULT_TENANT else tenant_url(url, tenant)
 
     async def _sessions_of(self, tenant: str) -> SessionStore:
         store = self._sessions.get(tenant)
@@ -186,7 +216,9 @@ class MemoryService:
                 raise MemoryPermissionError(msg)
             return None
         agent = check_agent(agent_id)
-        if actor.kind is ActorKind.AGENT and agent != actor.name:
+        if actor.kind is ActorKind.AGENT and (agent != actor.name or is_pool_id(agent)):
+            # Skill pools (_org, _role:*, _dept:*) are written through approvals and org
+            # memory's write rules only, never by an agent key named after one.
             msg = f"{actor.label} may not use the memories of agent {agent!r}"
             raise MemoryPermissionError(msg)
         return agent
@@ -744,3 +776,169 @@ class MemoryService:
         agent = self._agent(actor, Scope.WRITE, agent_id)
         store = await self._sessions_of(actor.tenant)
         return await store.delete(agent, check_session_id(session_id))
+
+    # -- learning -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _human(actor: Actor, what: str) -> None:
+        """Refuse agent actors: ``what`` is for humans and admins only."""
+        if actor.kind is ActorKind.AGENT:
+            msg = f"{actor.label} may not {what}: only human and admin callers may"
+            raise MemoryPermissionError(msg)
+
+    async def learn_from(
+        self, actor: Actor, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str
+    ) -> LearnReport:
+        """Learn from one finished task of the agent (see :meth:`AsyncMemory.learn_from`)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.learn_from(outcome, agent_id=agent)
+
+    async def set_profile(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        role: str | None = None,
+        department: str | None = None,
+        seniority: Seniority | str = Seniority.MID,
+    ) -> AgentProfile:
+        """Set an agent's role, department and seniority (humans and admins only)."""
+        self._check(actor, Scope.WRITE, None)
+        memory = await self.memory(actor.tenant)
+        return await memory.set_profile(
+            agent_id, role=role, department=department, seniority=seniority
+        )
+
+    async def profile(self, actor: Actor, *, agent_id: str) -> AgentProfile:
+        """One agent's profile (a default one when none was set)."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.get_profile(agent)
+
+    async def profiles(self, actor: Actor) -> builtins.list[AgentProfile]:
+        """Every agent profile of the tenant (not for agent actors)."""
+        self._check(actor, Scope.READ, None)
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.profiles.list()
+
+    async def approvals(
+        self, actor: Actor, *, status: ApprovalStatus | str | None = None, limit: int = 100
+    ) -> builtins.list[ApprovalItem]:
+        """The approval queue, newest first (read-only for every caller)."""
+        if not actor.allows(Scope.READ):
+            msg = f"{actor.label} lacks the 'read' scope"
+            raise MemoryPermissionError(msg)
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.approvals(status=status, limit=limit)
+
+    async def approval(self, actor: Actor, item_id: str) -> ApprovalItem:
+        """One approval item."""
+        if not actor.allows(Scope.READ):
+            msg = f"{actor.label} lacks the 'read' scope"
+            raise MemoryPermissionError(msg)
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.approval(item_id)
+
+    async def approve(
+        self, actor: Actor, item_id: str, *, reason: str | None = None
+    ) -> ApprovalItem:
+        """Approve a queued proposal and apply it; human and admin actors only (audited)."""
+        self._human(actor, "approve proposals")
+        self._check(actor, Scope.WRITE, None)
+        why = check_reason(reason)
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.approve(item_id, actor=actor.label, reason=why)
+
+    async def reject(
+        self, actor: Actor, item_id: str, *, reason: str | None = None
+    ) -> ApprovalItem:
+        """Reject a queued proposal (kept for the record); human and admin actors only."""
+        self._human(actor, "reject proposals")
+        self._check(actor, Scope.WRITE, None)
+        why = check_reason(reason, required=True)
+        assert why is not None  # required=True never returns None
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.reject(item_id, actor=actor.label, reason=why)
+
+    async def evolve(self, actor: Actor, *, force: bool = True) -> EvolverReport:
+        """Run one skill-evolver cycle for the tenant (admin)."""
+        self._check(actor, Scope.ADMIN, None)
+        memory = await self.memory(actor.tenant)
+        return await memory.evolve(force=force)
+
+    async def prune_procedural(self, actor: Actor, *, agent_id: str) -> PruneReport:
+        """Prune the agent's procedural lessons into the archive (admin)."""
+        agent = self._agent(actor, Scope.ADMIN, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.prune_procedural(agent_id=agent)
+
+    async def org_policies(self, actor: Actor) -> builtins.list[OrgFact]:
+        """The organisation's core policies."""
+        if not actor.allows(Scope.READ):
+            msg = f"{actor.label} lacks the 'read' scope"
+            raise MemoryPermissionError(msg)
+        memory = await self.memory(actor.tenant)
+        return builtins.list(await memory.learning.org.list_policies())
+
+    async def org_search(
+        self,
+        actor: Actor,
+        query: str,
+        *,
+        kinds: Sequence[OrgFactKind] | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[OrgFact]:
+        """Search the organisation's extended knowledge."""
+        if not actor.allows(Scope.READ):
+            msg = f"{actor.label} lacks the 'read' scope"
+            raise MemoryPermissionError(msg)
+        try:
+            q = OrgMemoryQuery(text=query, kinds=None if not kinds else tuple(kinds), limit=limit)
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        memory = await self.memory(actor.tenant)
+        return builtins.list(await memory.learning.org.query(q))
+
+    async def org_write(
+        self,
+        actor: Actor,
+        *,
+        kind: OrgFactKind | str,
+        content: str,
+        tags: Sequence[str] = (),
+        supersedes: str | None = None,
+        agent_id: str | None = None,
+    ) -> str:
+        """Append an org fact; write access by kind (policies: humans; ADRs: senior+)."""
+        memory = await self.memory(actor.tenant)
+        if actor.kind is ActorKind.AGENT or agent_id is not None:
+            agent = self._agent(actor, Scope.WRITE, agent_id or actor.name)
+            profile = await memory.learning.get_profile(agent)
+            author = OrgFactAuthor(kind="agent", name=agent, seniority=profile.seniority)
+        else:
+            self._check(actor, Scope.WRITE, None)
+            author = OrgFactAuthor(kind="human", name=actor.name)
+        try:
+            request = OrgFactWriteRequest(
+                kind=OrgFactKind(kind), content=content, tags=tuple(tags), supersedes=supersedes
+            )
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        except ValueError:
+            names = ", ".join(k.value for k in OrgFactKind)
+            msg = f"unknown org fact kind {kind!r} (choose from {names})"
+            raise MemoryValidationError(msg) from None
+        return await memory.learning.org.write(request, author=author)
+
+    async def skills(
+        self, actor: Actor, *, include_superseded: bool = False
+    ) -> builtins.list[PooledSkill]:
+        """The org skill pool with application counts."""
+        if not actor.allows(Scope.READ):
+            msg = f"{actor.label} lacks the 'read' scope"
+            raise MemoryPermissionError(msg)
+        memory = await self.memory(actor.tenant)
+        return await memory.learning.skills(include_superseded=include_superseded)

@@ -57,6 +57,8 @@ LAYERS: dict[str, int] = {
     # 3: agent-side features over a memory (typed against injection.memory_api.MemoryAPI).
     "memvault.agent": 3,
     "memvault.injection": 3,
+    # Lessons, skill pool, approvals, org memory (typed against injection.memory_api.MemoryAPI).
+    "memvault.learning": 3,
     # 4: the front door, composing everything below.
     "memvault.memory": 4,
     # Operation declarations: inputs, scopes, JSON renderings of the core's results.

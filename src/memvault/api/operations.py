@@ -31,6 +31,13 @@ from memvault.api import responses as rs
 from memvault.api.auth import Actor, Scope
 from memvault.consolidation import ConsolidationResult
 from memvault.errors import MemoryNotFoundError, MemoryValidationError
+from memvault.learning.models import (
+    AgentProfile,
+    ApprovalItem,
+    EvolverReport,
+    LearnReport,
+    PruneReport,
+)
 from memvault.models import MemoryEntry, StoreStats
 
 __all__ = [
@@ -244,6 +251,20 @@ def _messages_args(req: rq.MessagesBody) -> dict[str, Any]:
     args = _fields(req)
     args["messages"] = [m.model_dump(exclude_none=True) for m in req.messages]
     return args
+
+
+def _learn_args(req: rq.LearnBody) -> dict[str, Any]:
+    # A plain mapping: learn_from validates it itself and reports (never raises) bad outcomes.
+    outcome = {k: v for k, v in _fields(req).items() if k != "agent_id" and v is not None}
+    return {"outcome": outcome, "agent_id": req.agent_id}
+
+
+def _org_search_args(req: rq.OrgSearchBody) -> dict[str, Any]:
+    return {"query": req.query, "kinds": req.kinds, "limit": req.limit}
+
+
+def _skills(skills: Any, _req: Any) -> dict[str, Any]:
+    return {"skills": [s.to_json() for s in skills]}
 
 
 def _import_args(req: rq.ImportBody) -> dict[str, Any]:
@@ -478,6 +499,103 @@ OPERATIONS: tuple[Operation, ...] = (
         "delete_session", rq.DeleteSessionParams, Scope.WRITE, "Delete one session",
         _session_deleted,
         http=Http("DELETE", "/v1/sessions/{session_id}", "sessions", response=rs.DeletedOut),
+    ),
+    # learning: lessons, profiles, the approval queue, the evolver, org memory
+    Operation(
+        "learn_from", rq.LearnBody, Scope.WRITE,
+        "Learn from a finished task (never fails the caller's task)", _dump,
+        arguments=_learn_args,
+        http=Http("POST", "/v1/learn", "learning", response=LearnReport),
+        tool=Tool(
+            "learn_from_task", "Learn from a task",
+            "Report a finished task: whether it succeeded, the error, the tool calls made. A "
+            "failed task becomes a lesson (when X, do Y) that future contexts include.",
+            fields=("agent_id", "success", "task_type", "description", "error",
+                    "error_category", "tool_calls", "retry_count", "turn_count",
+                    "quality_score", "applied_skills"),
+        ),
+    ),
+    Operation(
+        "set_profile", rq.ProfileBody, Scope.WRITE,
+        "Set an agent's role, department and seniority (humans and admins)", _dump,
+        http=Http(
+            "PUT", "/v1/profiles/{agent_id}", "learning", response=AgentProfile,
+            body="ProfileBody",
+        ),
+    ),
+    Operation(
+        "profile", rq.ProfileParams, Scope.READ, "One agent's profile", _dump,
+        http=Http("GET", "/v1/profiles/{agent_id}", "learning", response=AgentProfile),
+    ),
+    Operation(
+        "profiles", rq.ProfilesParams, Scope.READ, "Every agent profile of the tenant",
+        _dumps("profiles"),
+        http=Http("GET", "/v1/profiles", "learning", response=rs.ProfilesOut),
+    ),
+    Operation(
+        "approvals", rq.ApprovalsParams, Scope.READ, "The approval queue, newest first",
+        _dumps("approvals"),
+        http=Http("GET", "/v1/approvals", "learning", response=rs.ApprovalsOut),
+        tool=Tool(
+            "list_approvals", "List approval items",
+            "The human approval queue: skill proposals waiting for (or past) a decision.",
+            read_only=True, limits={"limit": {"maximum": 100}},
+        ),
+    ),
+    Operation(
+        "approval", rq.ApprovalParams, Scope.READ, "One item of the approval queue", _dump,
+        http=Http("GET", "/v1/approvals/{item_id}", "learning", response=ApprovalItem),
+    ),
+    Operation(
+        "approve", rq.DecideBody, Scope.WRITE,
+        "Approve a queued proposal and apply it (humans and admins)", _dump,
+        http=Http(
+            "POST", "/v1/approvals/{item_id}/approve", "learning", response=ApprovalItem,
+            body="DecideBody",
+        ),
+    ),
+    Operation(
+        "reject", rq.DecideBody, Scope.WRITE,
+        "Reject a queued proposal with a reason (humans and admins)", _dump,
+        http=Http(
+            "POST", "/v1/approvals/{item_id}/reject", "learning", response=ApprovalItem,
+            body="DecideBody", name="reject_approval",
+        ),
+    ),
+    Operation(
+        "evolve", rq.EvolveBody, Scope.ADMIN, "Run one skill-evolver cycle (admin)", _dump,
+        http=Http("POST", "/v1/evolve", "learning", response=EvolverReport),
+    ),
+    Operation(
+        "prune_procedural", rq.PruneProceduralBody, Scope.ADMIN,
+        "Prune an agent's procedural lessons into the archive (admin)", _dump,
+        http=Http("POST", "/v1/procedural/prune", "learning", response=PruneReport),
+    ),
+    Operation(
+        "org_policies", rq.OrgPoliciesParams, Scope.READ, "The organisation's core policies",
+        _dumps("facts"),
+        http=Http("GET", "/v1/org/policies", "org", response=rs.OrgFactsOut),
+    ),
+    Operation(
+        "org_search", rq.OrgSearchBody, Scope.READ,
+        "Search the organisation's ADRs, procedures, conventions and skills", _dumps("facts"),
+        arguments=_org_search_args,
+        http=Http("POST", "/v1/org/search", "org", response=rs.OrgFactsOut),
+        tool=Tool(
+            "search_org", "Search org knowledge",
+            "Search the organisation's ADRs, procedures, conventions and approved skills.",
+            read_only=True, limits={"query": {"maxLength": 2000}},
+        ),
+    ),
+    Operation(
+        "org_write", rq.OrgWriteBody, Scope.WRITE,
+        "Append an org fact (policies: humans; ADRs, procedures: senior and above)",
+        _field("id"),
+        http=Http("POST", "/v1/org/facts", "org", 201, rs.IdOut),
+    ),
+    Operation(
+        "skills", rq.SkillsParams, Scope.READ, "The org skill pool with application counts",
+        _skills, http=Http("GET", "/v1/skills", "org", response=rs.SkillsOut),
     ),
 )  # fmt: skip
 

@@ -17,6 +17,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memvault.consolidation import ConsolidationStrategy
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
+from memvault.learning.models import (
+    ApprovalStatus,
+    OrgFactKind,
+    Seniority,
+    ToolCallRecord,
+)
 from memvault.models import ChatMessage, MemoryCategory
 
 __all__ = [
@@ -24,6 +30,8 @@ __all__ = [
     "AddManyBody",
     "AddManyItem",
     "AgentsParams",
+    "ApprovalParams",
+    "ApprovalsParams",
     "ArchiveBody",
     "ArchivedParams",
     "AuditParams",
@@ -31,15 +39,25 @@ __all__ = [
     "ConsolidateBody",
     "ContextBody",
     "CountParams",
+    "DecideBody",
     "DeleteParams",
     "DeleteSessionParams",
+    "EvolveBody",
     "ExportParams",
     "GetParams",
     "HistoryParams",
     "ImportBody",
+    "LearnBody",
     "ListParams",
     "MessageIn",
     "MessagesBody",
+    "OrgPoliciesParams",
+    "OrgSearchBody",
+    "OrgWriteBody",
+    "ProfileBody",
+    "ProfileParams",
+    "ProfilesParams",
+    "PruneProceduralBody",
     "PublishBody",
     "Request",
     "RestoreBody",
@@ -49,6 +67,7 @@ __all__ = [
     "SessionParams",
     "SessionsParams",
     "SharedSearchBody",
+    "SkillsParams",
     "StatsParams",
     "SweepBody",
     "UpdateBody",
@@ -578,3 +597,135 @@ class DeleteSessionParams(Request):
 
     session_id: str = Field(min_length=1, description=_SESSION_ID)
     agent_id: str = AgentId
+
+
+# -- learning (issue 16) ------------------------------------------------------------------------
+
+
+class LearnBody(Request):
+    """Report one finished task so the agent (and its peers) can learn from it."""
+
+    agent_id: str = AgentId
+    success: bool = Field(description="Whether the task succeeded.")
+    task_id: str | None = Field(default=None, max_length=200, description="The task's id.")
+    task_type: str = Field(
+        default="task",
+        min_length=1,
+        max_length=200,
+        description="What kind of task (failures are grouped by it across agents).",
+    )
+    description: str = Field(default="", max_length=4000, description="What the task was.")
+    error: str | None = Field(
+        default=None, max_length=8000, description="The error (secrets are stripped)."
+    )
+    error_category: str | None = Field(
+        default=None, max_length=100, description="A category grouping the failure (optional)."
+    )
+    tool_calls: list[ToolCallRecord] = Field(
+        default_factory=list,
+        max_length=500,
+        description='Tool calls made, in order: [{"name": ..., "ok": true}, ...].',
+    )
+    retry_count: int = Field(default=0, ge=0, description="Retries during the task.")
+    turn_count: int = Field(default=0, ge=0, description="Turns the task took.")
+    quality_score: float | None = Field(
+        default=None, ge=0.0, le=10.0, description="Quality of a successful task (0-10)."
+    )
+    applied_skills: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Ids of injected skills the agent used (counts their applications).",
+    )
+    metadata: dict[str, Any] | None = Field(default=None, description="Extra task metadata.")
+
+
+class ProfileBody(Request):
+    """Set an agent's role, department and seniority."""
+
+    agent_id: str = AgentId
+    role: str | None = Field(default=None, max_length=100, description="The agent's role.")
+    department: str | None = Field(
+        default=None, max_length=100, description="The agent's department."
+    )
+    seniority: Seniority = Field(default=Seniority.MID, description="The agent's seniority.")
+
+
+class ProfileParams(Request):
+    """One agent's profile."""
+
+    agent_id: str = AgentId
+
+
+class ProfilesParams(Request):
+    """Every agent profile of the tenant."""
+
+
+class ApprovalsParams(Request):
+    """Items of the approval queue, newest first."""
+
+    status: ApprovalStatus | None = Field(default=None, description="Only items of this status.")
+    limit: int = Field(default=100, ge=1, le=1000, description="At most this many.")
+
+
+class ApprovalParams(Request):
+    """One item of the approval queue."""
+
+    item_id: str = Field(min_length=1, max_length=100, description="The approval item's id.")
+
+
+class DecideBody(Request):
+    """Approve or reject a queued proposal (human and admin callers only)."""
+
+    item_id: str = Field(min_length=1, max_length=100, description="The approval item's id.")
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class EvolveBody(Request):
+    """Run one skill-evolver cycle now."""
+
+    force: bool = Field(
+        default=True, description="Run even when procedural.evolver.enabled is false."
+    )
+
+
+class PruneProceduralBody(Request):
+    """Prune one agent's procedural lessons (pruned ones go to the archive)."""
+
+    agent_id: str = AgentId
+
+
+class OrgPoliciesParams(Request):
+    """The organisation's core policies."""
+
+
+class OrgSearchBody(Request):
+    """Search the organisation's extended knowledge (ADRs, procedures, conventions, skills)."""
+
+    query: str = Field(min_length=1, max_length=4000, description="What to look for.")
+    kinds: list[OrgFactKind] | None = Field(default=None, description="Only these kinds.")
+    limit: int | None = Field(default=None, ge=1, le=100, description="At most this many.")
+
+
+class OrgWriteBody(Request):
+    """Append one org fact (append-only; write access by kind and seniority)."""
+
+    kind: OrgFactKind = Field(description="What kind of fact.")
+    content: str = Field(min_length=1, max_length=8000, description="The fact.")
+    tags: list[str] = _tags([])
+    supersedes: str | None = Field(
+        default=None, min_length=1, max_length=100, description="The org fact it replaces."
+    )
+    agent_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The authoring agent (agent callers: themselves).",
+    )
+
+
+class SkillsParams(Request):
+    """The org skill pool, with application counts."""
+
+    include_superseded: bool = Field(
+        default=False, description="Include superseded skills (tombstones)."
+    )

@@ -11,10 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.learning.models import AgentProfile, ApprovalItem, OrgFact
 from memvault.models import MemoryCategory
 
 __all__ = [
     "AgentsOut",
+    "ApprovalsOut",
     "ArchiveOut",
     "ArchivedOut",
     "AuditOut",
@@ -29,9 +31,12 @@ __all__ = [
     "IdsOut",
     "ImportOut",
     "MemoriesOut",
+    "OrgFactsOut",
+    "ProfilesOut",
     "RetractedOut",
     "SessionOut",
     "SessionsOut",
+    "SkillsOut",
     "StoredOut",
     "SweepOut",
 ]
@@ -189,3 +194,27 @@ class HistoryOut(BaseModel):
     memory_id: str
     versions: list[EntryOut]
     audit: list[dict[str, Any]]
+
+
+class ApprovalsOut(BaseModel):
+    """Items of the approval queue."""
+
+    approvals: list[ApprovalItem]
+
+
+class ProfilesOut(BaseModel):
+    """Agent profiles."""
+
+    profiles: list[AgentProfile]
+
+
+class OrgFactsOut(BaseModel):
+    """Org facts (policies or search results)."""
+
+    facts: list[OrgFact]
+
+
+class SkillsOut(BaseModel):
+    """Skills of the org pool with their lifecycle (application_count, superseded_by...)."""
+
+    skills: list[dict[str, Any]]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.injection.dispatch import ToolRegistry
+from memvault.injection.policies import PolicySource, message_tokens, policy_message
 from memvault.injection.tools import ToolDefinition
 from memvault.models import ChatMessage, MemoryEntry
 from memvault.protocols import Embedder
@@ -84,6 +85,7 @@ class ContextInjectionStrategy:
             ``relevance_score`` set (e.g. a wrapper around :meth:`memvault.AsyncMemory.search`).
         config: the strategy's settings; defaults when omitted.
         embedder: embeds candidates for ``similarity="cosine"``; unused otherwise.
+        policies: the organisation's core policies, injected first, whatever the budget.
 
     Raises:
         MemoryConfigError: ``similarity="cosine"`` with MMR enabled but no ``embedder``.
@@ -95,8 +97,10 @@ class ContextInjectionStrategy:
         config: ContextInjectionConfig | None = None,
         *,
         embedder: Embedder | None = None,
+        policies: PolicySource | None = None,
     ) -> None:
         self._search = search
+        self._policies = policies
         self._config = config if config is not None else ContextInjectionConfig()
         if self._config.mmr_enabled and self._config.similarity == "cosine" and embedder is None:
             msg = "context injection with MMR similarity 'cosine' needs an embedder"
@@ -157,7 +161,27 @@ class ContextInjectionStrategy:
             MemoryValidationError: blank ``agent_id`` or ``query_text``, or ``token_budget`` < 1.
         """
         _check_request(agent_id, query_text, token_budget)
+        policy = None if self._policies is None else policy_message(await self._policies())
+        if policy is not None:
+            # Policies always go in; the memories get what is left of the budget.
+            inner = await self._memory_context(
+                agent_id, query_text, token_budget - message_tokens(policy)
+            )
+            return MemoryContext(
+                entries=inner.entries,
+                text=policy.content + ("\n\n" + inner.text if inner.text else ""),
+                tokens=message_tokens(policy) + inner.tokens,
+                role=inner.role,
+                messages=({"role": policy.role, "content": policy.content}, *inner.messages),
+            )
+        return await self._memory_context(agent_id, query_text, token_budget)
+
+    async def _memory_context(
+        self, agent_id: str, query_text: str, token_budget: int
+    ) -> MemoryContext:
         cfg = self._config
+        if token_budget < 1:
+            return MemoryContext(entries=(), text="", tokens=0, role=cfg.role, messages=())
         thinned = cfg.mmr_enabled or cfg.filter_strategy is not None
         # MMR needs a pool to choose diverse entries from, and a filter may drop most of the top
         # hits; both would otherwise leave the budget half used.

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memvault.errors import MemoryNotFoundError, MemoryValidationError
 from memvault.injection.context import _check_request
 from memvault.injection.dispatch import ToolArgumentError, ToolRegistry
+from memvault.injection.policies import PolicySource, message_tokens, policy_message
 from memvault.injection.tools import ToolDefinition, format_tool_item, format_tool_result
 from memvault.models import ChatMessage, MemoryCategory, MemoryEntry, MemoryMetadata
 from memvault.retrieval.packing import (
@@ -130,8 +131,15 @@ class SelfEditingMemoryStrategy:
         config: the strategy's settings; defaults when omitted.
     """
 
-    def __init__(self, memory: MemoryAPI, config: SelfEditingMemoryConfig | None = None) -> None:
+    def __init__(
+        self,
+        memory: MemoryAPI,
+        config: SelfEditingMemoryConfig | None = None,
+        *,
+        policies: PolicySource | None = None,
+    ) -> None:
         self._memory = memory
+        self._policies = policies
         self._config = config if config is not None else SelfEditingMemoryConfig()
         registry = ToolRegistry()
         for definition, handler in (
@@ -199,15 +207,20 @@ class SelfEditingMemoryStrategy:
             MemoryValidationError: blank ``agent_id`` or ``query_text``, or ``token_budget`` < 1.
         """
         _check_request(agent_id, query_text, token_budget)
-        budget = min(token_budget, self._config.core_token_budget)
-        text, kept, total = self._core_message(await self.core_memories(agent_id), budget)
+        policy = None if self._policies is None else policy_message(await self._policies())
+        # Core policies always go first; the core block gets what is left of the budget.
+        budget = min(token_budget - message_tokens(policy), self._config.core_token_budget)
+        text, kept, total = (None, 0, 0)
+        if budget >= 1:
+            text, kept, total = self._core_message(await self.core_memories(agent_id), budget)
         if text is None:
-            return ()
+            return () if policy is None else (policy,)
         logger.debug(
             "memory.inject.self_editing",
             extra={"agent_id": agent_id, "core": total, "injected": kept},
         )
-        return (ChatMessage(role="system", content=text),)
+        own = ChatMessage(role="system", content=text)
+        return (own,) if policy is None else (policy, own)
 
     def _instruction(self) -> str:
         cfg = self._config

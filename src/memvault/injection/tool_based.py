@@ -32,6 +32,7 @@ from memvault.errors import (
 )
 from memvault.injection.context import _check_request
 from memvault.injection.dispatch import ToolRegistry
+from memvault.injection.policies import PolicySource, message_tokens, policy_message
 from memvault.injection.reformulation import QueryReformulator, SufficiencyChecker
 from memvault.injection.tools import ToolDefinition, format_tool_result
 from memvault.models import ChatMessage, MemoryCategory, MemoryEntry
@@ -141,8 +142,10 @@ class ToolBasedInjectionStrategy:
         *,
         reformulator: QueryReformulator | None = None,
         sufficiency_checker: SufficiencyChecker | None = None,
+        policies: PolicySource | None = None,
     ) -> None:
         self._memory = memory
+        self._policies = policies
         self._config = config if config is not None else ToolBasedInjectionConfig()
         if self._config.query_reformulation_enabled and (
             reformulator is None or sufficiency_checker is None
@@ -186,10 +189,14 @@ class ToolBasedInjectionStrategy:
             MemoryValidationError: blank ``agent_id`` or ``query_text``, or ``token_budget`` < 1.
         """
         _check_request(agent_id, query_text, token_budget)
+        policy = None if self._policies is None else policy_message(await self._policies())
+        # Core policies always go first; the instruction needs what is left of the budget.
+        budget = token_budget - message_tokens(policy)
         text = self._config.instruction
-        if estimate_tokens(text) + MESSAGE_OVERHEAD_TOKENS > token_budget:
-            return ()
-        return (ChatMessage(role="system", content=text),)
+        own: tuple[ChatMessage, ...] = ()
+        if estimate_tokens(text) + MESSAGE_OVERHEAD_TOKENS <= budget:
+            own = (ChatMessage(role="system", content=text),)
+        return own if policy is None else (policy, *own)
 
     async def handle_tool_call(
         self, agent_id: str, name: str, arguments: str | Mapping[str, Any] | None

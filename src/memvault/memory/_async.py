@@ -33,7 +33,7 @@ from memvault._inputs import load_export as _load_export
 from memvault._inputs import store_request as _request
 from memvault._search import hybrid_search
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
-from memvault.config import InjectionStrategyName, MemvaultConfig, load_config
+from memvault.config import COMPOSITE_URL, InjectionStrategyName, MemvaultConfig, load_config
 from memvault.consolidation import (
     ConsolidationConfig,
     ConsolidationResult,
@@ -59,6 +59,16 @@ from memvault.injection.context import (
 )
 from memvault.injection.self_editing import SelfEditingMemoryStrategy
 from memvault.injection.tool_based import ToolBasedInjectionStrategy
+from memvault.learning.engine import LearningEngine
+from memvault.learning.models import (
+    AgentProfile,
+    EvolverReport,
+    LearnReport,
+    PruneReport,
+    Seniority,
+    TaskOutcome,
+)
+from memvault.learning.store import InMemoryLearningStore, LearningStore
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -95,6 +105,8 @@ __all__ = ["AsyncMemory", "register_remote"]
 logger = logging.getLogger("memvault.memory")
 
 T = TypeVar("T")
+
+_EVOLVER_RUN = "\x00evolver"  # the scheduler's key for the evolver (never an agent id)
 
 # The class that speaks to a server URL. memvault.remote registers it when imported (the package
 # imports it), so this module never imports the layer above it.
@@ -153,13 +165,17 @@ class AsyncMemory:
         preset: str | RetrievalConfig | None = None,
         track_access: bool = True,
         llm: LLMProvider | None = None,
+        learning_store: LearningStore | None = None,
     ) -> None:
         """Open (lazily) the store at ``url``.
 
         ``api_key`` is for server URLs (``http://``/``https://``, see
         :class:`memvault.remote.RemoteAsyncMemory`; it defaults to ``$MEMVAULT_API_KEY``
         there); an embedded store ignores it. ``llm`` extracts facts from conversations
-        (``add(messages, infer=True)``) and is the default LLM of :meth:`consolidate`.
+        (``add(messages, infer=True)``), is the default LLM of :meth:`consolidate` and proposes
+        lessons in :meth:`learn_from`. ``learning_store`` keeps the learning layer's records
+        (approvals, agent profiles, trajectories); by default they live beside the memories
+        (in memory for a given ``backend``).
 
         Raises:
             MemoryConfigError: an empty URL, a preset that does not exist, a bad store.
@@ -168,6 +184,9 @@ class AsyncMemory:
             msg = "the store URL is empty (leave it out for the default ~/.memvault store)"
             raise MemoryConfigError(msg)
         self._llm = llm
+        self._learning_store = learning_store
+        self._learning: LearningEngine | None = None
+        self._learning_url: str | None = None
         if backend is not None:
             self._backend: MemoryStore = backend
             self._config = config or MemvaultConfig()
@@ -177,6 +196,7 @@ class AsyncMemory:
             from memvault.backends.factory import open_backend
 
             self._backend = open_backend(target, embedder=embedder, config=self._config)
+            self._learning_url = target
         name = preset if preset is not None else self._config.retrieval.preset
         try:
             self._preset = get_preset(name) if isinstance(name, str) else name
@@ -862,7 +882,19 @@ class AsyncMemory:
         agent = check_agent(agent_id)
         if not self._scheduler.is_due(agent, now=utc_now(), session_ended=session_ended):
             return None
-        return await self.consolidate(agent_id=agent, strategy=strategy, llm=llm)
+        result = await self.consolidate(agent_id=agent, strategy=strategy, llm=llm)
+        await self._evolve_if_due()
+        return result
+
+    async def _evolve_if_due(self) -> None:
+        # The skill evolver rides on the consolidation schedule: one tenant-wide cycle per
+        # interval (it logs and reports its own failures and never raises).
+        if not self._config.procedural.evolver.enabled:
+            return
+        now = utc_now()
+        if self._scheduler.is_due(_EVOLVER_RUN, now=now):
+            self._scheduler.record_run(_EVOLVER_RUN, now)
+            await self.learning.evolve()
 
     async def archived(
         self, *, agent_id: str, limit: int = 100, offset: int = 0
@@ -1266,10 +1298,11 @@ class AsyncMemory:
             names = ", ".join(n.value for n in InjectionStrategyName)
             msg = f"unknown injection strategy {raw!r} (choose from {names})"
             raise MemoryConfigError(msg) from None
+        policies = self._policies
         if kind is InjectionStrategyName.TOOL_BASED:
-            return ToolBasedInjectionStrategy(self)
+            return ToolBasedInjectionStrategy(self, policies=policies)
         if kind is InjectionStrategyName.SELF_EDITING:
-            return SelfEditingMemoryStrategy(self)
+            return SelfEditingMemoryStrategy(self, policies=policies)
         return self.context_strategy()
 
     def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:
@@ -1297,7 +1330,7 @@ class AsyncMemory:
         )
 
         async def search(agent_id: str, text: str, limit: int) -> builtins.list[MemoryEntry]:
-            return await self.search(
+            own = await self.search(
                 text,
                 agent_id=agent_id,
                 limit=limit,
@@ -1308,8 +1341,95 @@ class AsyncMemory:
                 run_id=run_id,
                 namespace=namespace,
             )
+            pooled = await self._pooled(agent_id, text)
+            if not pooled:
+                return own
+            # Org knowledge and pooled skills compete with the agent's own memories on the
+            # same calibrated relevance scale.
+            merged = sorted([*own, *pooled], key=lambda e: e.relevance_score or 0.0, reverse=True)
+            return merged[: limit + len(pooled)]
 
-        return ContextInjectionStrategy(search, config)
+        return ContextInjectionStrategy(search, config, policies=self._policies)
+
+    # -- learning -------------------------------------------------------------------------------
+
+    @property
+    def learning(self) -> LearningEngine:
+        """The learning layer: lessons, skill pool, approvals, org memory (opened on first use).
+
+        Its records (approvals, agent profiles, trajectories) live beside the memories: in the
+        same SQLite file or PostgreSQL schema, in process for ``memory://`` or a given backend.
+        """
+        if self._learning is None:
+            store = self._learning_store
+            if store is None:
+                from memvault.learning.factory import open_learning_store
+
+                url = self._learning_url
+                if url == COMPOSITE_URL:
+                    url = self._config.composite_default_url()
+                store = InMemoryLearningStore() if url is None else open_learning_store(url)
+                self._learning_store = store
+            self._learning = LearningEngine(
+                self, store, self._config, llm=self._llm, audit=self._learning_audit
+            )
+        return self._learning
+
+    async def _pooled(self, agent_id: str, text: str) -> builtins.list[MemoryEntry]:
+        """Org knowledge and pooled skills for the agent's context (none over HTTP)."""
+        return await self.learning.pool_entries(agent_id, text)
+
+    async def _policies(self) -> builtins.list[str]:
+        """The core policies every injection strategy puts first."""
+        return await self.learning.policies()
+
+    async def _learning_audit(
+        self, action: str, agent: str, memory_id: str | None, details: dict[str, Any]
+    ) -> None:
+        await self._audit(await self._ready(), action, agent, memory_id, details)
+
+    async def learn_from(
+        self, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str
+    ) -> LearnReport:
+        """Learn from one finished task of ``agent_id``: the call to make after every task.
+
+        ``outcome`` is a :class:`~memvault.learning.TaskOutcome` (or a dict of its fields):
+        success, task metadata, the error, the tool calls, counts, a quality score and the
+        injected skills the agent used. Failures (and, by ``procedural.capture``, good
+        successes) become procedural lessons proposed by a separate LLM call, stored as
+        ``non-inferable`` PROCEDURAL memories that the agent's next context includes. Never
+        raises: problems are logged and returned in the report's ``error``.
+        """
+        return await self.learning.learn_from(outcome, agent_id=agent_id)
+
+    async def set_profile(
+        self,
+        agent_id: str,
+        *,
+        role: str | None = None,
+        department: str | None = None,
+        seniority: Seniority | str = Seniority.MID,
+    ) -> AgentProfile:
+        """Set an agent's role, department and seniority (propagation, skill pools, org writes).
+
+        Raises:
+            MemoryValidationError: a bad agent id, role, department or seniority.
+        """
+        return await self.learning.set_profile(
+            agent_id, role=role, department=department, seniority=seniority
+        )
+
+    async def evolve(self, *, force: bool = False) -> EvolverReport:
+        """Run one skill-evolver cycle now (``force``: even if ``procedural.evolver`` is off).
+
+        Proposals go to the approval queue (``memory.learning.approvals()``); nothing reaches
+        org memory until a human approves it.
+        """
+        return await self.learning.evolve(force=force)
+
+    async def prune_procedural(self, *, agent_id: str) -> PruneReport:
+        """Archive the agent's lessons that ``procedural.pruning`` drops (restorable)."""
+        return await self.learning.prune(agent_id)
 
     # -- shared knowledge -------------------------------------------------------------------------
 
@@ -1449,6 +1569,10 @@ class AsyncMemory:
             return
         await self._settle_access()
         self._closed = True
+        if self._learning is not None:
+            await self._learning.close()
+        elif self._learning_store is not None:
+            await self._learning_store.close()
         await self._backend.disconnect()
 
     async def __aenter__(self) -> AsyncMemory:

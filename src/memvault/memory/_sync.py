@@ -39,6 +39,14 @@ from memvault.injection.context import (
 )
 from memvault.injection.self_editing import SelfEditingMemoryStrategy
 from memvault.injection.tool_based import ToolBasedInjectionStrategy
+from memvault.learning.models import (
+    AgentProfile,
+    EvolverReport,
+    LearnReport,
+    PruneReport,
+    Seniority,
+    TaskOutcome,
+)
 from memvault.memory._async import AsyncMemory
 from memvault.models import (
     ArchivedEntry,
@@ -466,6 +474,31 @@ class Memory:
     def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
         """Archive expired entries and evict over the caps (see :meth:`AsyncMemory.sweep`)."""
         return self._run(self._core.sweep(agent_id=agent_id))
+
+    def learn_from(self, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str) -> LearnReport:
+        """Learn from one finished task (see :meth:`AsyncMemory.learn_from`); never raises."""
+        return self._run(self._core.learn_from(outcome, agent_id=agent_id))
+
+    def set_profile(
+        self,
+        agent_id: str,
+        *,
+        role: str | None = None,
+        department: str | None = None,
+        seniority: Seniority | str = Seniority.MID,
+    ) -> AgentProfile:
+        """Set an agent's role, department and seniority (see :meth:`AsyncMemory.set_profile`)."""
+        return self._run(
+            self._core.set_profile(agent_id, role=role, department=department, seniority=seniority)
+        )
+
+    def evolve(self, *, force: bool = False) -> EvolverReport:
+        """Run one skill-evolver cycle now (see :meth:`AsyncMemory.evolve`)."""
+        return self._run(self._core.evolve(force=force))
+
+    def prune_procedural(self, *, agent_id: str) -> PruneReport:
+        """Archive the agent's pruned lessons (see :meth:`AsyncMemory.prune_procedural`)."""
+        return self._run(self._core.prune_procedural(agent_id=agent_id))
 
     def consolidate(
         self,

@@ -205,7 +205,12 @@ def tokenize(text: str) -> list[str]:
         word = match.group()
         if word in STOP_WORDS:
             continue
-        if len(word) == 1 and not word.isdigit():
+        if word.isdigit():
+            # Numbers (ids, years, amounts) are never changed by the stemmer and are mostly
+            # unique, so passing them through it only fills its cache with misses.
+            out.append(word)
+            continue
+        if len(word) == 1:
             continue
         out.append(stem(word))
     return out
