@@ -123,6 +123,11 @@ class Pattern:
     total: int = 0
     error_category: str | None = None
     lessons: list[ProceduralMemoryProposal] = field(default_factory=list)
+    trajectory_ids: set[str] = field(default_factory=set)
+
+    def overlaps(self, ids: set[str]) -> bool:
+        """True if at least half of this pattern's failures are among ``ids``."""
+        return len(self.trajectory_ids & ids) * 2 >= len(self.trajectory_ids)
 
     @property
     def failure_rate(self) -> float:
@@ -158,6 +163,7 @@ class TrajectoryAggregator:
                 pattern = groups.setdefault(key, Pattern(key=key, kind=kind))
                 pattern.agents.add(t.agent_id)
                 pattern.failures += 1
+                pattern.trajectory_ids.add(t.id)
                 types[key].add(t.task_type)
                 if t.error_category and pattern.error_category is None:
                     pattern.error_category = t.error_category
@@ -242,7 +248,12 @@ class AutonomousSkillEvolver:
         window = await self._aggregator.collect(started - timedelta(days=cfg.window_days))
         patterns = self._aggregator.group(window)
         qualifying = [p for p in patterns if len(p.agents) >= cfg.min_agents_seen_pattern]
-        known = {item.pattern_key for item in await self._queue.list()}
+        known: set[str] = set()
+        for item in await self._queue.list():
+            known.add(item.pattern_key)
+            related = item.evidence.get("related_patterns", [])
+            known.update(k for k in related if isinstance(k, str))
+        covered: set[str] = set()  # failures a proposal of this cycle already explains
         existing = list(await self._org_skills())
         emitted: list[str] = []
         conflicts: list[str] = []
@@ -250,7 +261,8 @@ class AutonomousSkillEvolver:
         for pattern in qualifying:
             if len(emitted) >= cfg.max_proposals_per_cycle:
                 break
-            if pattern.key in known:
+            if pattern.key in known or pattern.overlaps(covered):
+                # One failure is grouped twice (by error and by tool sequence): one proposal.
                 skipped_known += 1
                 continue
             confidence = round(pattern.failure_rate, 4)
@@ -305,10 +317,16 @@ class AutonomousSkillEvolver:
                     "trajectories": pattern.total,
                     "failure_rate": confidence,
                     "kind": pattern.kind,
+                    "related_patterns": sorted(
+                        q.key
+                        for q in patterns
+                        if q is not pattern and q.overlaps(pattern.trajectory_ids)
+                    ),
                 },
             )
             await self._queue.add(item)
             known.add(pattern.key)
+            covered |= pattern.trajectory_ids
             emitted.append(item.id)
             _event(
                 SKILL_EVOLVER_PROPOSAL_EMITTED,
