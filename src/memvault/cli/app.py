@@ -16,7 +16,7 @@ import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
 import memvault.cli.mcp_cmd as mcp_cmd
 import memvault.cli.serve as serve_cmd
-from memvault.cli import keys, lifecycle, memories, migrate, sessions, transfer
+from memvault.cli import keys, learning, lifecycle, memories, migrate, sessions, transfer
 from memvault.cli._common import close_memory, err_console, state
 from memvault.errors import MemoryError
 
@@ -70,6 +70,7 @@ mcp_cmd.register(app)
 serve_cmd.register(app)
 keys.register(app)
 api_cmd.register(app)
+learning.register(app)
 
 
 def _error(text: str) -> None:
