@@ -48,7 +48,7 @@ def render_skill_md(proposal: ProceduralMemoryProposal, skill_id: str) -> str:
         "---",
     ]
     body = [
-        f"# {proposal.name or name}",
+        f"# {name}",
         "",
         proposal.discovery.strip(),
         "",
