@@ -377,10 +377,32 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
                 await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
             )
         words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
-        cands = await self._candidates(agent, query, qvec, words, pool, self._clock())
-        if neighbours > 0 and hops > 0 and (cands.lexical or cands.dense):
+        if neighbours > 0 and hops > 0:
+            return await self._candidates_near(
+                agent, query, qvec, words, pool, self._clock(), neighbours, hops
+            )
+        return await self._candidates(agent, query, qvec, words, pool, self._clock())
+
+    async def _candidates_near(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        vector: Vectors | None,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+        neighbours: int,
+        hops: int,
+    ) -> CandidateSet:
+        """:meth:`_candidates` plus the thread neighbours of the best ``neighbours`` of each list.
+
+        Backends that can find both in one round trip override this (SQLite: one executor call,
+        adjacency by position in the loaded matrix).
+        """
+        cands = await self._candidates(agent_id, query, vector, terms, pool, now)
+        if cands.lexical or cands.dense:
             top = neighbour_anchors(cands, neighbours)
-            await self._add_neighbours(agent, query, cands, top, hops)
+            await self._add_neighbours(agent_id, query, cands, top, hops)
         return cands
 
     async def _add_neighbours(

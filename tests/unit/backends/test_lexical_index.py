@@ -96,6 +96,12 @@ async def test_lexical_candidates_equal_fts5_bm25(tmp_path: Path, minilm: Embedd
             found += await check("carol", MemoryQuery(text=q, categories=[MemoryCategory.SEMANTIC]))
         assert found > 200  # the queries really match things
 
+        # Inserts by this store keep its cached document frequencies exact.
+        for _ in range(3):
+            await backend.store_many("bob", [MemoryStoreRequest(content=t) for t in texts(rng, 20)])
+            for q in queries[:15]:
+                await check("alice", MemoryQuery(text=q))
+
         # Deletes (enough to compact the index), a write from another process, then again.
         rows = [e async for e in backend.export_entries("alice")]
         for e in rows[: len(rows) // 2]:

@@ -45,12 +45,15 @@ FORMAT = 1
 MIN_ROWS_ENV = "MEMVAULT_SQLITE_ANN_MIN_ROWS"
 """Environment variable overriding :attr:`AnnSettings.min_rows` (``0`` disables ANN)."""
 
+DEFAULT_MIN_ROWS = 50_000
+"""Below this, exact search costs under ~5 ms and needs no graph (nor its build)."""
+
 
 @dataclass
 class AnnSettings:
     """Process-wide knobs (tests and benchmarks change them)."""
 
-    min_rows: int = 0
+    min_rows: int = DEFAULT_MIN_ROWS
     """Agents with at least this many rows get a graph; 0 disables ANN entirely."""
     connectivity: int = 16
     expansion_add: int = 128
@@ -67,10 +70,13 @@ class AnnSettings:
 
 def _env_min_rows() -> int:
     raw = os.environ.get(MIN_ROWS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MIN_ROWS
     try:
-        return max(0, int(raw)) if raw else 0
+        return max(0, int(raw))
     except ValueError:
-        return 0
+        logger.warning("memory.sqlite.ann_bad_min_rows", extra={"value": raw})
+        return DEFAULT_MIN_ROWS
 
 
 settings = AnnSettings(min_rows=_env_min_rows())
@@ -78,7 +84,7 @@ settings = AnnSettings(min_rows=_env_min_rows())
 
 @functools.cache
 def ann_available() -> bool:
-    """Whether usearch is importable (ANN is optional: without it, search stays exact).
+    """Whether usearch is importable (a dependency; if it is missing, search stays exact).
 
     onnxruntime (the default embedder's runtime) is imported first: with usearch 2.25+ (which
     loads ``numkong``), importing onnxruntime *after* usearch segfaults (onnxruntime 1.32); in

@@ -116,6 +116,9 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._indexes: dict[str, AgentIndex] = {}
+        # FTS document frequency by term, valid at generation _doc_freq_generation.
+        self._doc_freq: dict[str, int] = {}
+        self._doc_freq_generation = -1
         self._data_version = -1
         self._generation = -1
 
@@ -354,6 +357,7 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
             _insert_audit(conn, audit)
             self._bump_generation(conn)
         self._generation += 1
+        self._note_inserted_terms((body for *_, body in inserted), self._generation - 1)
         # The transaction committed: mirror it in the loaded matrices (unloaded ones load later).
         by_agent: dict[str, list[tuple[IndexRow, int, str]]] = {}
         for agent, row, i, body in inserted:

@@ -8,11 +8,15 @@ The index keeps the columns the filters need (category, times, supersession) bes
 matrix so a query is masked in numpy without touching SQL. Deletions leave tombstones; the
 matrix is compacted when a quarter of it is dead.
 
-Large agents can also get an approximate HNSW graph (:mod:`memvault.backends.sqlite._ann`,
-off unless ``MEMVAULT_SQLITE_ANN_MIN_ROWS`` is set): :meth:`AgentIndex.search` then asks the
-graph for unfiltered or mildly filtered queries and re-scores its answer exactly against the
-matrix; selective filters, and any query the graph answers with too few surviving rows, use
-exact search. The matrix stays the source every result is checked against.
+Large agents (50k rows and more by default, ``MEMVAULT_SQLITE_ANN_MIN_ROWS``; 0 turns it off)
+also get an approximate HNSW graph (:mod:`memvault.backends.sqlite._ann`): :meth:`AgentIndex.search`
+then asks the graph for unfiltered or mildly filtered queries and re-scores its answer exactly
+against the matrix; selective filters, and any query the graph answers with too few surviving
+rows, use exact search. The matrix stays the source every result is checked against.
+
+The same rows' stored analysed text is held as postings in :attr:`AgentIndex.lexical`
+(:mod:`memvault.backends.sqlite.lexical_index`), by the same positions, so one filter mask
+serves the dense and the lexical side.
 """
 
 from __future__ import annotations
