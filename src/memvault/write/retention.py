@@ -61,6 +61,14 @@ class RetentionPolicy(BaseModel):
     max_memories_per_agent: int | None = Field(default=None, ge=1)
     max_per_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
     stability_hours: float = Field(default=DEFAULT_STABILITY_HOURS, gt=0)
+    eviction_margin: float = Field(default=0.05, ge=0.0, lt=1.0)
+    """Over a cap, evict down to ``cap - int(cap * eviction_margin)`` (10k cap: 9,500), so the
+    scan that picks the weakest entries runs once per few hundred writes, not on every write
+    at the cap. Caps under 20 are kept exactly."""
+
+    def cap_target(self, cap: int) -> int:
+        """How many entries an eviction for ``cap`` leaves."""
+        return cap - int(cap * self.eviction_margin)
 
     def max_age(self, agent_id: str, category: MemoryCategory) -> timedelta | None:
         """The maximum age of the agent's entries of ``category`` (None: forever).
@@ -157,11 +165,11 @@ def select_evictions(
     for category, cap in policy.max_per_category.items():
         group = [e for e in entries if e.category is category]
         if len(group) > cap:
-            for e in weakest_first(group)[: len(group) - cap]:
+            for e in weakest_first(group)[: len(group) - policy.cap_target(cap)]:
                 evicted.append(e.id)
                 gone.add(e.id)
     cap_all = policy.max_memories_per_agent
     left = [e for e in entries if e.id not in gone]
     if cap_all is not None and len(left) > cap_all:
-        evicted.extend(e.id for e in weakest_first(left)[: len(left) - cap_all])
+        evicted.extend(e.id for e in weakest_first(left)[: len(left) - policy.cap_target(cap_all)])
     return evicted

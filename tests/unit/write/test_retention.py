@@ -111,3 +111,20 @@ def test_caps_evict_the_weakest_per_category_then_per_agent() -> None:
     # Episodic: the two oldest go; then 6 remain for a cap of 5: the oldest semantic goes.
     assert evicted == ["m005", "m004", "m013"]
     assert select_evictions(entries, RetentionPolicy(), NOW) == []
+
+
+def test_big_caps_evict_down_to_a_margin_so_the_next_writes_do_not_scan() -> None:
+    entries = [entry(i, age_days=i % 50, category=EPI) for i in range(1, 102)]  # 101 entries
+    policy = RetentionPolicy(max_memories_per_agent=100)
+    evicted = select_evictions(entries, policy, NOW)
+    # 100 * 5% = 5 of slack: down to 95, the weakest (oldest) first.
+    assert len(evicted) == 6
+    kept = [e for e in entries if e.id not in set(evicted)]
+    assert len(kept) == policy.cap_target(100) == 95
+    assert min(NOW - e.created_at for e in entries if e.id in set(evicted)) >= max(
+        NOW - e.created_at for e in kept
+    )
+    # Under the cap again: the next writes evict nothing until it is exceeded once more.
+    assert select_evictions(kept + entries[:5], policy, NOW) == []
+    assert RetentionPolicy(max_memories_per_agent=100, eviction_margin=0).cap_target(100) == 100
+    assert RetentionPolicy(max_memories_per_agent=19).cap_target(19) == 19
