@@ -37,6 +37,9 @@ TOOLS = {
     "delete_memory",
     "publish_shared",
     "search_shared",
+    "learn_from_task",
+    "list_approvals",
+    "search_org",
 }
 
 

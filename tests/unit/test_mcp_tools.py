@@ -127,6 +127,9 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
             "memory_history",
             "publish_shared",
             "search_shared",
+            "learn_from_task",
+            "list_approvals",
+            "search_org",
         )
     )
     for tool in listed:
@@ -151,6 +154,9 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
         "memory_history": {"memory_id"},
         "publish_shared": {"content"},
         "search_shared": {"query"},
+        "learn_from_task": {"success"},
+        "list_approvals": set(),
+        "search_org": {"query"},
     }
     store = tools["store_memory"].input_schema["properties"]
     assert store["content"]["minLength"] == 1
