@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["AnnGraph", "AnnSettings", "ann_available", "settings"]
+__all__ = ["AnnGraph", "AnnSettings", "ann_available", "catch_up", "schedule", "settings"]
 
 logger = logging.getLogger("memvault.backends.sqlite.ann")
 
@@ -150,10 +150,14 @@ class AnnGraph:
         graph.dirty = True
         return graph
 
-    def add(self, rowids: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
+    def add(
+        self, rowids: NDArray[np.int64], vectors: NDArray[np.float32], *, threads: int = 1
+    ) -> None:
         if len(rowids):
             self.index.add(
-                rowids.astype(np.uint64), np.ascontiguousarray(vectors, dtype=np.float32), threads=1
+                rowids.astype(np.uint64),
+                np.ascontiguousarray(vectors, dtype=np.float32),
+                threads=threads,
             )
             self.dirty = True
 
@@ -292,6 +296,31 @@ def schedule(
     gather: Callable[[], NDArray[np.float32]],
 ) -> Future[AnnGraph]:
     """Load or build the graph, on the background thread unless ``settings.background`` is off."""
+    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather))
+
+
+def catch_up(
+    graph: AnnGraph,
+    removed: NDArray[np.int64],
+    rowids: NDArray[np.int64],
+    gather: Callable[[], NDArray[np.float32]],
+) -> Future[AnnGraph]:
+    """Apply the writes made while ``graph`` was loaded or built: drop ``removed``, then add
+    ``rowids`` (their vectors from ``gather()``), in the background like a build.
+
+    Thousands of single inserts would take seconds (about 0.5 ms each), so a long backlog is
+    never replayed on a search's path.
+    """
+
+    def work() -> AnnGraph:
+        graph.remove(removed)
+        graph.add(rowids, gather(), threads=settings.build_threads)
+        return graph
+
+    return _submit(work)
+
+
+def _submit(job: Callable[[], AnnGraph]) -> Future[AnnGraph]:
     if settings.background:
         # A daemon thread, not an executor: interpreter exit must not wait minutes for a build
         # (a write cut short leaves only a temporary file; the graph is rebuilt next time).
@@ -300,7 +329,7 @@ def schedule(
         def work() -> None:
             try:
                 with _build_lock:
-                    future.set_result(load_or_build(db_path, key, dim, rowids, gather))
+                    future.set_result(job())
             except BaseException as exc:
                 future.set_exception(exc)
 
@@ -308,7 +337,7 @@ def schedule(
         return future
     done: Future[AnnGraph] = Future()
     try:
-        done.set_result(load_or_build(db_path, key, dim, rowids, gather))
+        done.set_result(job())
     except Exception as exc:  # surfaced through the future, then ignored
         done.set_exception(exc)
     return done

@@ -37,6 +37,9 @@ __all__ = ["NEVER", "AgentIndex", "IndexRow"]
 
 logger = logging.getLogger("memvault.backends.sqlite.ann")
 
+_REPLAY_INLINE = 64
+"""Writes made during a graph build that a search may replay itself (~0.5 ms each)."""
+
 NEVER = np.iinfo(np.int64).max
 """Timestamp stand-in for "no end" (valid_to / expires_at NULL)."""
 
@@ -122,12 +125,24 @@ class AgentIndex:
                 # Replay the writes made while the graph was loaded or built: removals first,
                 # then the rows still alive (a reused rowid ends with its newest vector).
                 if log:
-                    graph.remove(np.asarray(log, dtype=np.int64))
-                    pos = [
-                        p for p in (self._pos.get(r) for r in dict.fromkeys(log)) if p is not None
-                    ]
-                    if pos:
-                        at = np.asarray(pos, dtype=np.int64)
+                    touched = list(dict.fromkeys(log))
+                    pos = [p for p in (self._pos.get(r) for r in touched) if p is not None]
+                    at = np.asarray(pos, dtype=np.int64)
+                    removed = np.asarray(touched, dtype=np.int64)
+                    if len(touched) > _REPLAY_INLINE:
+                        # A long backlog (a big ingest during the build) is applied in the
+                        # background too; searches stay exact meanwhile.
+                        matrix = self.matrix
+                        self._ann_log = []
+                        self._ann_pending = _ann.catch_up(
+                            graph,
+                            removed,
+                            self.rowids[at].copy(),
+                            lambda: np.ascontiguousarray(matrix[:, at].T),
+                        )
+                        return self._ann_graph() if self._ann_pending.done() else None
+                    graph.remove(removed)
+                    if len(at):
                         graph.add(self.rowids[at], np.ascontiguousarray(self.matrix[:, at].T))
                 self.ann = graph
             except Exception:  # the graph is an optimisation: stay exact
