@@ -206,3 +206,23 @@ def test_ties_go_to_the_newest_row_and_the_mask_is_honoured() -> None:
     got = index.search(["same"], [1.0], 3.0, mask, rowids, 3)
     assert [r for r, _ in got] == [9, 8, 5]  # 7 is masked out
     assert len({s for _, s in got}) == 1
+
+
+def test_compaction_of_base_and_tail_equals_a_fresh_index_of_the_survivors() -> None:
+    rng = random.Random(5)
+    bodies = [" ".join(rng.choices(VOCAB[:15], k=rng.randint(1, 8))) for _ in range(2600)]
+    index = LexicalIndex()
+    index.add(bodies[:2100])  # the base, in one sort
+    for start in range(2100, 2600, 50):  # then the tail, 50 rows at a time
+        index.add(bodies[start : start + 50])
+    keep = np.arange(0, 2600, 3, dtype=np.int64)
+    index.compact(keep)
+    fresh = LexicalIndex()
+    fresh.add([bodies[i] for i in keep])
+    rowids = np.arange(len(keep), dtype=np.int64) * 7
+    mask = np.ones(len(keep), dtype=np.bool_)
+    terms, idfs = ["appl", "rust", "index", "token"], [1.0, 2.0, 0.5, 1.5]
+    assert index.search(terms, idfs, 5.0, mask, rowids, 40) == fresh.search(
+        terms, idfs, 5.0, mask, rowids, 40
+    )
+    assert index.postings == fresh.postings

@@ -103,9 +103,12 @@ class SQLiteCandidatesMixin(_MixinBase):
         scope, scope_params = _scope_sql(agent_id)
         rows = self._db.execute(
             "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
-            " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector, f.body"
+            " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector, f.c0"
             " FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid"
-            " LEFT JOIN memories_fts f ON f.rowid = m.rowid"
+            # FTS5 keeps each row's text in its content table (column c0 = body), keyed by
+            # rowid: read there, a join costs a b-tree lookup, through the virtual table
+            # about as much again as the rest of this load.
+            " LEFT JOIN memories_fts_content f ON f.id = m.rowid"
             f" WHERE {scope} ORDER BY m.rowid",
             scope_params,
         ).fetchall()

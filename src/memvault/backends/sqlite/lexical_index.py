@@ -31,7 +31,7 @@ from memvault.retrieval.bm25 import K1, ROW_EXTRA_TOKENS, B
 __all__ = ["LexicalIndex", "fts_token", "parse_fts_averages"]
 
 _BULK_MIN = 2048
-"""Loads of at least this many rows build postings with one sort instead of row by row."""
+"""Loads of at least this many rows (and a quarter of the index) are sorted into the base."""
 
 
 def fts_token(term: str) -> str:
@@ -79,13 +79,24 @@ def parse_fts_averages(block: bytes) -> tuple[int, int]:
 
 
 class LexicalIndex:
-    """Postings of one scope's rows, by position in the matching :class:`AgentIndex`."""
+    """Postings of one scope's rows, by position in the matching :class:`AgentIndex`.
+
+    Postings live in two parts. The *base* is one compressed-sparse-row block (every term's
+    rows in row order, with term frequencies) built with a single sort, so loading 100k rows
+    costs a fraction of a second and holds no Python object per term. Rows added later go to a
+    per-term *tail*; the tail is merged into the base once it holds a quarter as many postings,
+    and at every compaction.
+    """
 
     def __init__(self) -> None:
         self.n = 0
         self._vocab: dict[str, int] = {}
-        self._positions: list[array[int]] = []
-        self._freqs: list[array[int]] = []
+        self._offsets: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self._rows: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._freqs: NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
+        self._tail_rows: dict[int, array[int]] = {}
+        self._tail_freqs: dict[int, array[int]] = {}
+        self._tail_size = 0
         self.lengths: NDArray[np.float64] = np.zeros(64, dtype=np.float64)
         """Row length in tokens as FTS5 counts it (every column: the text plus the scope key)."""
 
@@ -95,29 +106,25 @@ class LexicalIndex:
     @property
     def postings(self) -> int:
         """How many (term, row) pairs the index holds (its size, for benchmarks)."""
-        return sum(len(p) for p in self._positions)
+        return len(self._rows) + self._tail_size
 
-    def _term(self, term: str) -> int:
-        tid = self._vocab.get(term)
-        if tid is None:
-            tid = len(self._positions)
-            self._vocab[term] = tid
-            self._positions.append(array("i"))
-            self._freqs.append(array("I"))
-        return tid
+    def _grow_lengths(self, needed: int) -> None:
+        if needed > len(self.lengths):
+            grown = np.zeros(max(needed, 2 * len(self.lengths)), dtype=np.float64)
+            grown[: self.n] = self.lengths[: self.n]
+            self.lengths = grown
 
     def add(self, bodies: Sequence[str]) -> None:
         """Append rows (their stored analysed text) at positions ``n, n + 1, ...``."""
         k = len(bodies)
         if k == 0:
             return
-        if self.n + k > len(self.lengths):
-            grown = np.zeros(max(self.n + k, 2 * len(self.lengths)), dtype=np.float64)
-            grown[: self.n] = self.lengths[: self.n]
-            self.lengths = grown
-        if k >= _BULK_MIN:
+        self._grow_lengths(self.n + k)
+        if k >= _BULK_MIN and k * 4 >= self.n:
+            # A load (or a batch large next to the index): one sort into the base.
             self._add_bulk(bodies)
             return
+        vocab = self._vocab
         for i, body in enumerate(bodies):
             pos = self.n + i
             tokens = _tokens(body)
@@ -126,50 +133,93 @@ class LexicalIndex:
             for t in tokens:
                 counts[t] = counts.get(t, 0) + 1
             for term, tf in counts.items():
-                tid = self._term(term)
-                self._positions[tid].append(pos)
-                self._freqs[tid].append(tf)
+                tid = vocab.setdefault(term, len(vocab))
+                rows = self._tail_rows.get(tid)
+                if rows is None:
+                    rows = self._tail_rows[tid] = array("i")
+                    self._tail_freqs[tid] = array("I")
+                rows.append(pos)
+                self._tail_freqs[tid].append(tf)
+            self._tail_size += len(counts)
         self.n += k
+        if self._tail_size > max(4096, len(self._rows) // 4):
+            self._rebuild(None)
 
     def _add_bulk(self, bodies: Sequence[str]) -> None:
-        """Append many rows at once: one sort of all (term, row) pairs instead of row by row."""
+        """Append many rows at once: their postings join the base in one sort."""
         split = [_tokens(b) for b in bodies]
         sizes = np.fromiter((len(t) for t in split), dtype=np.int64, count=len(split))
         self.lengths[self.n : self.n + len(split)] = sizes + ROW_EXTRA_TOKENS
-        term_of = self._term
-        tids = np.fromiter(
-            (term_of(t) for tokens in split for t in tokens), dtype=np.int64, count=int(sizes.sum())
+        vocab = self._vocab
+        tids = np.asarray(
+            [vocab.setdefault(t, len(vocab)) for tokens in split for t in tokens], dtype=np.int64
         )
         rows = np.repeat(np.arange(self.n, self.n + len(split), dtype=np.int64), sizes)
+        self.n += len(split)
         # One key per (term, row): sorting groups each term's rows, in row order; the run
         # lengths are the term frequencies.
         keys, freqs = np.unique((tids << 32) | rows, return_counts=True)
-        key_terms = keys >> 32
-        key_rows = (keys & 0xFFFFFFFF).astype(np.int32)
-        starts = np.flatnonzero(np.r_[True, key_terms[1:] != key_terms[:-1]])
-        ends = np.r_[starts[1:], len(keys)]
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            tid = int(key_terms[s])
-            self._positions[tid].frombytes(key_rows[s:e].tobytes())
-            self._freqs[tid].frombytes(freqs[s:e].astype(np.uint32).tobytes())
-        self.n += len(split)
+        self._rebuild((keys >> 32, (keys & 0xFFFFFFFF).astype(np.int32), freqs.astype(np.uint32)))
+
+    def _parts(self) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.uint32]]:
+        """Every posting as parallel (term, row, frequency) arrays, base then tail."""
+        counts = np.diff(self._offsets)
+        terms = [np.repeat(np.arange(len(counts), dtype=np.int64), counts)]
+        rows = [self._rows]
+        freqs = [self._freqs]
+        for tid, tail in self._tail_rows.items():
+            terms.append(np.full(len(tail), tid, dtype=np.int64))
+            rows.append(np.frombuffer(tail, dtype=np.int32))
+            freqs.append(np.frombuffer(self._tail_freqs[tid], dtype=np.uint32))
+        return np.concatenate(terms), np.concatenate(rows), np.concatenate(freqs)
+
+    def _rebuild(
+        self,
+        extra: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.uint32]] | None,
+        remap: NDArray[np.int32] | None = None,
+    ) -> None:
+        """One base from the current base, tail and ``extra`` postings (rows renumbered by
+        ``remap``, where -1 drops a row); the tail is emptied."""
+        terms, rows, freqs = self._parts()
+        if extra is not None:
+            terms = np.concatenate([terms, extra[0]])
+            rows = np.concatenate([rows, extra[1]])
+            freqs = np.concatenate([freqs, extra[2]])
+        if remap is not None:
+            rows = remap[rows]
+            kept = rows >= 0
+            terms, rows, freqs = terms[kept], rows[kept], freqs[kept]
+        # Stable by term, so each term's rows stay in ascending (row) order.
+        order = np.lexsort((rows, terms))
+        terms = terms[order]
+        self._rows = np.ascontiguousarray(rows[order], dtype=np.int32)
+        self._freqs = np.ascontiguousarray(freqs[order], dtype=np.uint32)
+        self._offsets = np.zeros(len(self._vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=len(self._vocab)), out=self._offsets[1:])
+        self._tail_rows, self._tail_freqs, self._tail_size = {}, {}, 0
 
     def compact(self, keep: NDArray[np.int64]) -> None:
         """Keep only the rows at positions ``keep`` (ascending), renumbered ``0 .. len(keep)``."""
-        new_pos = np.full(max(self.n, 1), -1, dtype=np.int32)
-        new_pos[keep] = np.arange(len(keep), dtype=np.int32)
-        for tid, positions in enumerate(self._positions):
-            if not positions:
-                continue
-            old = np.frombuffer(positions, dtype=np.int32)
-            moved = new_pos[old]
-            kept = moved >= 0
-            freqs = np.frombuffer(self._freqs[tid], dtype=np.uint32)[kept]
-            self._positions[tid] = array("i", moved[kept].tobytes())
-            self._freqs[tid] = array("I", freqs.tobytes())
+        remap = np.full(max(self.n, 1), -1, dtype=np.int32)
+        remap[keep] = np.arange(len(keep), dtype=np.int32)
+        self._rebuild(None, remap)
         lengths = self.lengths[keep].copy()
         self.lengths = lengths if len(lengths) else np.zeros(64, dtype=np.float64)
         self.n = len(keep)
+
+    def _postings(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.uint32]]:
+        """One term's rows and frequencies (views of the base, plus its tail if any)."""
+        lo, hi = (
+            (int(self._offsets[tid]), int(self._offsets[tid + 1]))
+            if tid + 1 < len(self._offsets)
+            else (0, 0)
+        )
+        rows, freqs = self._rows[lo:hi], self._freqs[lo:hi]
+        tail = self._tail_rows.get(tid)
+        if tail:
+            rows = np.concatenate([rows, np.frombuffer(tail, dtype=np.int32)])
+            freqs = np.concatenate([freqs, np.frombuffer(self._tail_freqs[tid], dtype=np.uint32)])
+        return rows, freqs
 
     def search(
         self,
@@ -192,10 +242,12 @@ class LexicalIndex:
         val_parts: list[NDArray[np.float64]] = []
         for term, weight in zip(terms, idfs, strict=True):
             tid = self._vocab.get(fts_token(term))
-            if tid is None or not self._positions[tid]:
+            if tid is None:
                 continue
-            pos = np.frombuffer(self._positions[tid], dtype=np.int32)
-            freq = np.frombuffer(self._freqs[tid], dtype=np.uint32).astype(np.float64)
+            pos, counts = self._postings(tid)
+            if not len(pos):
+                continue
+            freq = counts.astype(np.float64)
             doc_len = self.lengths[pos]
             # FTS5's expression, operation for operation, so the doubles come out identical.
             pos_parts.append(pos)
