@@ -19,6 +19,7 @@ from memvault.errors import MemoryValidationError
 from memvault.models import (
     MemoryCategory,
     MemoryMetadata,
+    MemoryScope,
     MemoryStoreRequest,
     MetadataFilter,
     aware_utc,
@@ -39,6 +40,7 @@ __all__ = [
     "load_export",
     "message_text",
     "parse_category",
+    "publish_scope",
     "query_filters",
     "scope_metadata",
     "server_url",
@@ -46,6 +48,22 @@ __all__ = [
 ]
 
 CategoryLike = MemoryCategory | str
+
+
+def publish_scope(value: MemoryScope | str) -> MemoryScope:
+    """The scope of a ``publish``: SHARED or ORG (an enum member or its name).
+
+    Raises:
+        MemoryValidationError: ``private`` (that is ``add``) or an unknown scope.
+    """
+    try:
+        scope = MemoryScope(value.strip().lower() if isinstance(value, str) else value)
+    except ValueError:
+        scope = None
+    if scope is None or scope is MemoryScope.PRIVATE:
+        msg = f"publish scope must be 'shared' or 'org', got {value!r} (private memories: add())"
+        raise MemoryValidationError(msg)
+    return scope
 
 
 def parse_category(value: CategoryLike) -> MemoryCategory:

@@ -38,6 +38,7 @@ from memvault._inputs import (
     conversation_turns,
     is_message,
     parse_category,
+    publish_scope,
     query_filters,
     scope_metadata,
     server_url,
@@ -74,6 +75,7 @@ from memvault.learning.models import (
     AgentProfile,
     EvolverReport,
     LearnReport,
+    OrgFactKind,
     PruneReport,
     Seniority,
     TaskOutcome,
@@ -1131,17 +1133,27 @@ class RemoteAsyncMemory(AsyncMemory):
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        scope: MemoryScope | str = MemoryScope.SHARED,
+        kind: OrgFactKind | str | None = None,
     ) -> str:
-        """Publish knowledge every agent of the key's tenant can find; returns its id."""
+        """Publish knowledge every agent of the key's tenant can find; returns its id.
+
+        ``scope="org"`` appends an org fact of ``kind`` instead (the server checks the
+        author's write access; see :meth:`AsyncMemory.publish`).
+        """
         agent = check_agent(agent_id)
+        wanted = publish_scope(scope)
         request = _request(content, category=category, tags=tags, metadata=metadata)
-        body = {
+        body: dict[str, Any] = {
             "agent_id": agent,
             "content": request.content,
             "category": request.category.value,
             "tags": list(request.metadata.tags),
             "metadata": dict(request.metadata.extra),
+            "scope": wanted.value,
         }
+        if kind is not None:
+            body["kind"] = kind.value if isinstance(kind, OrgFactKind) else str(kind)
         data = await self._send("publish", body)
         with self._decoding("write"):
             return str(data["id"])

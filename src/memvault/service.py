@@ -71,6 +71,7 @@ from memvault.models import (
     ChatMessage,
     MemoryEntry,
     MemoryHistory,
+    MemoryScope,
     StoreStats,
 )
 from memvault.protocols import Embedder, LLMProvider
@@ -709,13 +710,27 @@ class MemoryService:
         category: CategoryLike = "semantic",
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        scope: MemoryScope | str = MemoryScope.SHARED,
+        kind: OrgFactKind | str | None = None,
     ) -> str:
-        """Publish shared knowledge authored by ``agent_id``; returns its id (audited)."""
+        """Publish shared knowledge authored by ``agent_id``; returns its id (audited).
+
+        ``scope="org"`` appends an org fact authored by the agent ``agent_id`` (agent keys:
+        only themselves), checked against ``org_memory.write_access`` by that agent's
+        seniority, so no agent key can write a policy this way; humans write policies with
+        :meth:`org_write`.
+        """
         agent = self._agent(actor, Scope.WRITE, agent_id)
         memory = await self.memory(actor.tenant)
         with acting_as(actor.label):
             return await memory.publish(
-                content, agent_id=agent, category=category, tags=tags, metadata=metadata
+                content,
+                agent_id=agent,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                scope=scope,
+                kind=kind,
             )
 
     async def search_shared(

@@ -456,8 +456,9 @@ OPERATIONS: tuple[Operation, ...] = (
         tool=Tool(
             "publish_shared", "Publish shared knowledge",
             "Publish knowledge every agent of the organisation can find with search_shared, "
-            "authored by the agent. Returns its id.",
-            fields=("content", "agent_id", "category", "tags"),
+            "authored by the agent (scope 'org': an org fact every agent's context gets, if "
+            "the agent's seniority may write that kind). Returns its id.",
+            fields=("content", "agent_id", "category", "tags", "scope", "kind"),
         ),
     ),
     Operation(

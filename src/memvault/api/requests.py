@@ -543,6 +543,17 @@ class PublishBody(Request):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Free-form JSON values stored with it."
     )
+    scope: Literal["shared", "org"] = Field(
+        default="shared",
+        description=(
+            "shared: the tenant's shared knowledge; org: an org fact (write access by the "
+            "author's seniority, policies are human-only)."
+        ),
+    )
+    kind: OrgFactKind | None = Field(
+        default=None,
+        description="The org fact's kind (scope org; default procedure or convention).",
+    )
 
 
 class SharedSearchBody(Request):

@@ -256,14 +256,22 @@ class SharedArchiveAuditMixin:
 
         Raises:
             MemoryCapabilityError: shared knowledge is disabled.
-            MemoryValidationError: bad content, or ``request.scope`` is ``org``.
+            MemoryValidationError: bad content, or ``request.scope`` is ``org`` (org facts are
+                written through org memory's write path, one layer up).
             MemoryNotFoundError: ``supersedes`` names no live shared entry of this author.
         """
         agent = check_agent(agent_id)
         self._require_connected()
         self._require_shared()
         if request.scope is MemoryScope.ORG:
-            msg = "organisation memory cannot be published as shared knowledge"
+            # A store has no notion of org write access (policies human-only, ADRs senior+):
+            # org facts are written one layer up, by AsyncMemory.publish(scope="org") or the
+            # service's org_write, which check it and then store the fact in the org pool.
+            msg = (
+                "org knowledge is written through org memory (publish(..., scope='org') on "
+                "Memory/AsyncMemory, or org_write), which checks write access; "
+                "the store itself only publishes shared knowledge"
+            )
             raise MemoryValidationError(msg)
         now = self._clock()
         entry = self._new_entry(agent, request, now, scope=MemoryScope.SHARED)

@@ -73,9 +73,9 @@ from memvault.learning.store import (
     SkillUsage,
     TrajectoryLog,
 )
-from memvault.models import MemoryCategory, MemoryEntry
+from memvault.models import MemoryCategory, MemoryEntry, MemoryScope
 from memvault.protocols import LLMProvider
-from memvault.validation import check_agent
+from memvault.validation import check_agent, model_error
 
 __all__ = ["AuditFn", "LearningEngine", "PooledSkill"]
 
@@ -153,8 +153,12 @@ class LearningEngine:
         self.profiles = ProfileRepository(store)
         self.trajectories = TrajectoryLog(store)
         self.usage = SkillUsage(store)
-        self.org = HybridPromptRetrievalOrgMemory(memory, config.org_memory)
         self._pool_seen: dict[str, tuple[float, bool]] = {}
+        # Every org write (REST org_write, publish(scope="org"), approvals) forgets the cached
+        # "is the org pool empty?" answer, so the next context sees the new fact at once.
+        self.org = HybridPromptRetrievalOrgMemory(
+            memory, config.org_memory, on_write=lambda: self._pools_changed(ORG_POOL)
+        )
 
     @property
     def store(self) -> LearningStore:
@@ -403,7 +407,14 @@ class LearningEngine:
             if not await self._pool_has_entries(pool):
                 continue
             hits = await self._memory.search(query, agent_id=pool, limit=limit * 2)
-            found.extend(h for h in hits if policy not in h.metadata.tags)
+            # Stored as rows of the reserved pseudo-agent, shown as what they are: org
+            # knowledge (role and department pools are not organisation-wide, so they keep
+            # their pseudo-agent id as the only mark).
+            found.extend(
+                h.model_copy(update={"scope": MemoryScope.ORG}) if pool == ORG_POOL else h
+                for h in hits
+                if policy not in h.metadata.tags
+            )
         found.sort(key=lambda e: e.relevance_score or 0.0, reverse=True)
         return found[:limit]
 
@@ -445,6 +456,57 @@ class LearningEngine:
         """The agent's profile (a default one when none was set)."""
         agent = check_agent(agent_id)
         return await self.profiles.get(agent) or AgentProfile(agent_id=agent)
+
+    # -- MemoryScope.ORG ------------------------------------------------------------------------
+
+    async def publish_org(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        kind: OrgFactKind | str | None = None,
+        category: MemoryCategory = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Append an org fact authored by the agent ``agent_id`` (``MemoryScope.ORG``).
+
+        This is where ``publish(..., scope="org")`` lands: the fact goes through org memory's
+        write path, so ``org_memory.write_access`` decides by the agent's seniority (from its
+        profile; policies are human-only, so an agent never writes one), the write is
+        append-only and audited under ``agent:<id>``, and every agent of the tenant then gets it
+        in its context (extended org knowledge) and from ``org_search``. ``kind`` defaults to
+        ``procedure`` for a PROCEDURAL ``category`` and ``convention`` otherwise.
+
+        Raises:
+            MemoryValidationError: a bad agent id (or a skill-pool id), kind or content.
+            MemoryPermissionError: the agent's seniority may not write this kind of fact.
+        """
+        agent = check_agent(agent_id)
+        if is_pool_id(agent):
+            msg = f"{agent!r} is a reserved skill-pool id, not an agent"
+            raise MemoryValidationError(msg)
+        if kind is None:
+            kind = (
+                OrgFactKind.PROCEDURE
+                if category is MemoryCategory.PROCEDURAL
+                else OrgFactKind.CONVENTION
+            )
+        try:
+            fact_kind = OrgFactKind(kind)
+        except ValueError:
+            names = ", ".join(k.value for k in OrgFactKind)
+            msg = f"unknown org fact kind {kind!r} (choose from {names})"
+            raise MemoryValidationError(msg) from None
+        try:
+            request = OrgFactWriteRequest(
+                kind=fact_kind, content=content, tags=tuple(tags), metadata=dict(metadata or {})
+            )
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        profile = await self.get_profile(agent)
+        author = OrgFactAuthor(kind="agent", name=agent, seniority=profile.seniority)
+        return await self.org.write(request, author=author)
 
     # -- skill pool -----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ policies are human-only, ADRs and procedures need a senior agent or above.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from memvault._actor import acting_as
@@ -114,12 +115,23 @@ def org_fact(entry: MemoryEntry) -> OrgFact:
 
 
 class HybridPromptRetrievalOrgMemory:
-    """The default org memory over a memvault memory (core policies + extended store)."""
+    """The default org memory over a memvault memory (core policies + extended store).
 
-    def __init__(self, memory: MemoryAPI, config: OrgMemoryConfig | None = None) -> None:
+    ``on_write`` is called after every fact written (the learning engine drops its cached
+    view of the org pool there).
+    """
+
+    def __init__(
+        self,
+        memory: MemoryAPI,
+        config: OrgMemoryConfig | None = None,
+        *,
+        on_write: Callable[[], None] | None = None,
+    ) -> None:
         self._memory = memory
         self._config = config if config is not None else OrgMemoryConfig()
         self._connected = True
+        self._on_write = on_write
 
     @property
     def config(self) -> OrgMemoryConfig:
@@ -200,7 +212,7 @@ class HybridPromptRetrievalOrgMemory:
         tags = tuple(dict.fromkeys((ORG_TAG, kind_tag(request.kind), NON_INFERABLE, *request.tags)))
         metadata = {**request.metadata, _KIND_KEY: request.kind.value, _AUTHOR_KEY: author.label}
         with acting_as(author.label):
-            return await self._memory.add(
+            fact_id = await self._memory.add(
                 request.content,
                 agent_id=ORG_POOL,
                 category=category,
@@ -210,6 +222,9 @@ class HybridPromptRetrievalOrgMemory:
                 source=author.label,
                 dedup=False,  # append-only: a repeated fact is a new, audited statement
             )
+        if self._on_write is not None:
+            self._on_write()
+        return fact_id
 
     async def list_policies(self) -> tuple[OrgFact, ...]:
         """Configured policies first, then written ones (oldest first), at most the maximum."""

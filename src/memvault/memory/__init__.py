@@ -6,6 +6,6 @@ already run an event loop (notebooks, web servers).
 """
 
 from memvault.memory._async import AsyncMemory, register_remote
-from memvault.memory._sync import Memory, SyncMemoryTools
+from memvault.memory._sync import Memory, SyncLearning, SyncMemoryTools
 
-__all__ = ["AsyncMemory", "Memory", "SyncMemoryTools", "register_remote"]
+__all__ = ["AsyncMemory", "Memory", "SyncLearning", "SyncMemoryTools", "register_remote"]

@@ -30,6 +30,7 @@ from memvault._inputs import aware as _aware
 from memvault._inputs import categories as _categories
 from memvault._inputs import item_request as _item_request
 from memvault._inputs import load_export as _load_export
+from memvault._inputs import publish_scope as _publish_scope
 from memvault._inputs import store_request as _request
 from memvault._search import hybrid_search
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
@@ -64,6 +65,7 @@ from memvault.learning.models import (
     AgentProfile,
     EvolverReport,
     LearnReport,
+    OrgFactKind,
     PruneReport,
     Seniority,
     TaskOutcome,
@@ -1452,18 +1454,42 @@ class AsyncMemory:
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        scope: MemoryScope | str = MemoryScope.SHARED,
+        kind: OrgFactKind | str | None = None,
     ) -> str:
         """Publish knowledge every agent of this store can find; returns its id.
 
         ``agent_id`` is the author: only the author can :meth:`retract` it. Shared knowledge is
         append-only and every publish is audited.
 
+        ``scope="org"`` (:attr:`MemoryScope.ORG`) writes organisation memory instead: an org
+        fact of ``kind`` (policy, adr, procedure, convention; default ``procedure`` for a
+        procedural ``category``, else ``convention``) through org memory's write path, where
+        ``org_memory.write_access`` decides by the author's seniority (its profile: policies are
+        human-only, ADRs and procedures need senior or above). It is append-only, audited, and
+        reaches every agent's context as org knowledge (see
+        :meth:`memvault.learning.LearningEngine.publish_org`).
+
         Raises:
             MemoryCapabilityError: shared knowledge is disabled or the backend lacks it.
-            MemoryValidationError: blank/oversized/NUL content, unknown category.
+            MemoryValidationError: blank/oversized/NUL content, unknown category, kind or scope.
+            MemoryPermissionError: an org fact the author may not write.
         """
         agent = check_agent(agent_id)
+        wanted = _publish_scope(scope)
         request = _request(content, category=category, tags=tags, metadata=metadata)
+        if wanted is MemoryScope.ORG:
+            return await self.learning.publish_org(
+                request.content,
+                agent_id=agent,
+                kind=kind,
+                category=request.category,
+                tags=request.metadata.tags,
+                metadata=request.metadata.extra,
+            )
+        if kind is not None:
+            msg = "kind is for org facts (scope='org'), not shared knowledge"
+            raise MemoryValidationError(msg)
         backend = await self._shared_store()
         return await backend.publish(agent, request)
 

@@ -39,10 +39,19 @@ from memvault.injection.context import (
 )
 from memvault.injection.self_editing import SelfEditingMemoryStrategy
 from memvault.injection.tool_based import ToolBasedInjectionStrategy
+from memvault.learning.engine import LearningEngine, PooledSkill
 from memvault.learning.models import (
+    ORG_POOL,
     AgentProfile,
+    ApprovalItem,
+    ApprovalStatus,
     EvolverReport,
     LearnReport,
+    OrgFact,
+    OrgFactAuthor,
+    OrgFactKind,
+    OrgFactWriteRequest,
+    OrgMemoryQuery,
     PruneReport,
     Seniority,
     TaskOutcome,
@@ -55,6 +64,7 @@ from memvault.models import (
     MemoryCategory,
     MemoryEntry,
     MemoryHistory,
+    MemoryScope,
     MemoryStoreRequest,
     StoreStats,
     ToolDefinition,
@@ -69,7 +79,7 @@ from memvault.write.retention import (
     RetentionReport,
 )
 
-__all__ = ["Memory", "SyncMemoryTools"]
+__all__ = ["Memory", "SyncLearning", "SyncMemoryTools"]
 
 logger = logging.getLogger("memvault.memory")
 
@@ -200,6 +210,137 @@ class SyncMemoryTools:
         return self._run(self._tools.procedures_section(agent_id))
 
 
+class SyncLearning:
+    """:class:`~memvault.learning.LearningEngine` for the sync :class:`Memory`.
+
+    The same operations (learning, profiles, the skill pool, approvals, the evolver, org
+    memory); every call blocks until it is done. :attr:`engine` is the awaitable engine
+    underneath, for code that runs its own event loop.
+    """
+
+    def __init__(self, engine: LearningEngine, run: Callable[[Coroutine[Any, Any, Any]], Any]):
+        self._engine = engine
+        self._run = run
+
+    @property
+    def engine(self) -> LearningEngine:
+        """The awaitable learning engine underneath."""
+        return self._engine
+
+    def learn_from(self, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str) -> LearnReport:
+        """Learn from one finished task (see :meth:`LearningEngine.learn_from`); never raises."""
+        report: LearnReport = self._run(self._engine.learn_from(outcome, agent_id=agent_id))
+        return report
+
+    def set_profile(
+        self,
+        agent_id: str,
+        *,
+        role: str | None = None,
+        department: str | None = None,
+        seniority: Seniority | str = Seniority.MID,
+    ) -> AgentProfile:
+        """Create or replace an agent's profile (see :meth:`LearningEngine.set_profile`)."""
+        profile: AgentProfile = self._run(
+            self._engine.set_profile(
+                agent_id, role=role, department=department, seniority=seniority
+            )
+        )
+        return profile
+
+    def get_profile(self, agent_id: str) -> AgentProfile:
+        """The agent's profile (a default one when none was set)."""
+        profile: AgentProfile = self._run(self._engine.get_profile(agent_id))
+        return profile
+
+    def publish_org(
+        self,
+        content: str,
+        *,
+        agent_id: str,
+        kind: OrgFactKind | str | None = None,
+        category: MemoryCategory = MemoryCategory.SEMANTIC,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Append an org fact authored by an agent (see :meth:`LearningEngine.publish_org`)."""
+        fact_id: str = self._run(
+            self._engine.publish_org(
+                content,
+                agent_id=agent_id,
+                kind=kind,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+            )
+        )
+        return fact_id
+
+    def write_org(self, request: OrgFactWriteRequest, *, author: OrgFactAuthor) -> str:
+        """Append an org fact as ``author`` (a human may write policies; write access checked)."""
+        fact_id: str = self._run(self._engine.org.write(request, author=author))
+        return fact_id
+
+    def query_org(self, query: OrgMemoryQuery | str) -> builtins.list[OrgFact]:
+        """Extended org knowledge for ``query`` (a text or an :class:`OrgMemoryQuery`)."""
+        q = OrgMemoryQuery(text=query) if isinstance(query, str) else query
+        facts: tuple[OrgFact, ...] = self._run(self._engine.org.query(q))
+        return builtins.list(facts)
+
+    def policies(self) -> builtins.list[OrgFact]:
+        """The core policies every injection strategy puts first."""
+        facts: tuple[OrgFact, ...] = self._run(self._engine.org.list_policies())
+        return builtins.list(facts)
+
+    def skills(
+        self, *, pool: str = ORG_POOL, include_superseded: bool = False
+    ) -> builtins.list[PooledSkill]:
+        """The skills of one pool (org by default), with application counts."""
+        found: builtins.list[PooledSkill] = self._run(
+            self._engine.skills(pool=pool, include_superseded=include_superseded)
+        )
+        return found
+
+    def record_applications(self, skill_ids: Sequence[str]) -> int:
+        """Count one application of each skill (ids of pooled skills or lessons)."""
+        counted: int = self._run(self._engine.record_applications(skill_ids))
+        return counted
+
+    def evolve(self, *, force: bool = False) -> EvolverReport:
+        """One skill-evolver cycle (see :meth:`LearningEngine.evolve`); never raises."""
+        report: EvolverReport = self._run(self._engine.evolve(force=force))
+        return report
+
+    def approvals(
+        self, *, status: ApprovalStatus | str | None = None, limit: int = 100
+    ) -> builtins.list[ApprovalItem]:
+        """Approval items, newest first (of one status)."""
+        items: builtins.list[ApprovalItem] = self._run(
+            self._engine.approvals(status=status, limit=limit)
+        )
+        return items
+
+    def approval(self, item_id: str) -> ApprovalItem:
+        """One approval item."""
+        item: ApprovalItem = self._run(self._engine.approval(item_id))
+        return item
+
+    def approve(self, item_id: str, *, actor: str, reason: str | None = None) -> ApprovalItem:
+        """Approve a pending proposal and apply it (``actor``: the human, ``human:alice``)."""
+        item: ApprovalItem = self._run(self._engine.approve(item_id, actor=actor, reason=reason))
+        return item
+
+    def reject(self, item_id: str, *, actor: str, reason: str) -> ApprovalItem:
+        """Reject a pending proposal with a reason (kept for the record)."""
+        item: ApprovalItem = self._run(self._engine.reject(item_id, actor=actor, reason=reason))
+        return item
+
+    def prune(self, agent_id: str) -> PruneReport:
+        """Archive the agent's lessons the pruning strategy drops."""
+        report: PruneReport = self._run(self._engine.prune(agent_id))
+        return report
+
+
 def _shutdown(core: AsyncMemory, runner: _LoopThread) -> None:
     try:
         runner.run(core.close())
@@ -249,6 +390,7 @@ class Memory:
             llm=llm,
         )
         self._runner = _LoopThread()
+        self._learning: SyncLearning | None = None
         self._finalizer = weakref.finalize(self, _shutdown, self._core, self._runner)
         _OPEN.add(self)
 
@@ -474,6 +616,14 @@ class Memory:
     def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
         """Archive expired entries and evict over the caps (see :meth:`AsyncMemory.sweep`)."""
         return self._run(self._core.sweep(agent_id=agent_id))
+
+    @property
+    def learning(self) -> SyncLearning:
+        """The learning layer, blocking (see :attr:`AsyncMemory.learning`): lessons, profiles,
+        the skill pool, approvals, the evolver and org memory."""
+        if self._learning is None:
+            self._learning = SyncLearning(self._core.learning, self._run)
+        return self._learning
 
     def learn_from(self, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str) -> LearnReport:
         """Learn from one finished task (see :meth:`AsyncMemory.learn_from`); never raises."""
@@ -775,11 +925,20 @@ class Memory:
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        scope: MemoryScope | str = MemoryScope.SHARED,
+        kind: OrgFactKind | str | None = None,
     ) -> str:
-        """Publish shared knowledge (see :meth:`AsyncMemory.publish`)."""
+        """Publish shared knowledge, or an org fact with ``scope="org"``
+        (see :meth:`AsyncMemory.publish`)."""
         return self._run(
             self._core.publish(
-                content, agent_id=agent_id, category=category, tags=tags, metadata=metadata
+                content,
+                agent_id=agent_id,
+                category=category,
+                tags=tags,
+                metadata=metadata,
+                scope=scope,
+                kind=kind,
             )
         )
 
