@@ -198,3 +198,14 @@ def test_agents_learn_and_a_human_promotes_the_lesson_to_the_org(
     assert used["applications_recorded"] == 1 and used["captured"] is False
     skills = _ok(server("d4").get("/v1/skills"))["skills"]
     assert skills[0]["application_count"] == 1 and skills[0]["last_applied_at"] is not None
+
+    # A framework that names no skills: the skill injected into the task's context counts
+    # when the task's outcome comes back (failure alike), once per context.
+    _ok(server("d4").post("/v1/context", json=query))
+    unnamed = {"agent_id": "data-4", "success": False, "task_type": "deploy", "error": "boom"}
+    counted = _ok(server("d4").post("/v1/learn", json=unnamed))
+    assert counted["applications_recorded"] == 1 and counted["applied_skills"] == [skill_id]
+    again_unnamed = _ok(server("d4").post("/v1/learn", json=unnamed))
+    assert again_unnamed["applications_recorded"] == 0  # no new context, nothing injected
+    skills = _ok(server("d4").get("/v1/skills"))["skills"]
+    assert skills[0]["application_count"] == 2

@@ -35,12 +35,15 @@ from memvault.retrieval.diversity import SimilarityFn, mmr
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.packing import MemoryContext, build_context
 
-__all__ = ["ContextInjectionConfig", "ContextInjectionStrategy", "SearchFn"]
+__all__ = ["ContextInjectionConfig", "ContextInjectionStrategy", "InjectedFn", "SearchFn"]
 
 logger = logging.getLogger(__name__)
 
 SearchFn = Callable[[str, str, int], Awaitable[Sequence[MemoryEntry]]]
 """``async search(agent_id, query_text, limit)``: the agent's memories for a query, best first."""
+
+InjectedFn = Callable[[str, Sequence[MemoryEntry]], None]
+"""``on_injected(agent_id, entries)``: what a prepared context put in front of the agent."""
 
 
 CONTEXT_MIN_RELEVANCE = 0.01
@@ -86,6 +89,9 @@ class ContextInjectionStrategy:
         config: the strategy's settings; defaults when omitted.
         embedder: embeds candidates for ``similarity="cosine"``; unused otherwise.
         policies: the organisation's core policies, injected first, whatever the budget.
+        on_injected: called with the agent id and the entries actually injected (after the
+            gate, filter, MMR and packing) each time a context is prepared; the learning layer
+            uses it to count skill applications.
 
     Raises:
         MemoryConfigError: ``similarity="cosine"`` with MMR enabled but no ``embedder``.
@@ -98,9 +104,11 @@ class ContextInjectionStrategy:
         *,
         embedder: Embedder | None = None,
         policies: PolicySource | None = None,
+        on_injected: InjectedFn | None = None,
     ) -> None:
         self._search = search
         self._policies = policies
+        self._on_injected = on_injected
         self._config = config if config is not None else ContextInjectionConfig()
         if self._config.mmr_enabled and self._config.similarity == "cosine" and embedder is None:
             msg = "context injection with MMR similarity 'cosine' needs an embedder"
@@ -167,6 +175,7 @@ class ContextInjectionStrategy:
             inner = await self._memory_context(
                 agent_id, query_text, token_budget - message_tokens(policy)
             )
+            self._injected(agent_id, inner)
             return MemoryContext(
                 entries=inner.entries,
                 text=policy.content + ("\n\n" + inner.text if inner.text else ""),
@@ -174,7 +183,13 @@ class ContextInjectionStrategy:
                 role=inner.role,
                 messages=({"role": policy.role, "content": policy.content}, *inner.messages),
             )
-        return await self._memory_context(agent_id, query_text, token_budget)
+        context = await self._memory_context(agent_id, query_text, token_budget)
+        self._injected(agent_id, context)
+        return context
+
+    def _injected(self, agent_id: str, context: MemoryContext) -> None:
+        if self._on_injected is not None and context.entries:
+            self._on_injected(agent_id, context.entries)
 
     async def _memory_context(
         self, agent_id: str, query_text: str, token_budget: int

@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -88,6 +89,12 @@ _PROCEDURAL_KEY = "procedural"
 _POOL_CACHE_SECONDS = 2.0
 _RECENT_SCORES = 50
 _PRUNE_PAGE = 500
+# Skills injected into contexts and not yet followed by an outcome, kept in this process only:
+# at most this many agents (least recently injected dropped first), this many skills per agent,
+# and for this long (a context older than this belongs to some earlier, unreported task).
+_INJECTED_AGENTS = 10_000
+_INJECTED_PER_AGENT = 64
+_INJECTED_TTL_SECONDS = 3600.0
 
 
 def _proposal_of(entry: MemoryEntry) -> ProceduralMemoryProposal | None:
@@ -154,6 +161,7 @@ class LearningEngine:
         self.trajectories = TrajectoryLog(store)
         self.usage = SkillUsage(store)
         self._pool_seen: dict[str, tuple[float, bool]] = {}
+        self._injected: OrderedDict[str, dict[str, float]] = OrderedDict()
         # Every org write (REST org_write, publish(scope="org"), approvals) forgets the cached
         # "is the org pool empty?" answer, so the next context sees the new fact at once.
         self.org = HybridPromptRetrievalOrgMemory(
@@ -213,8 +221,14 @@ class LearningEngine:
 
     async def _learn(self, agent: str, task: TaskOutcome, report: dict[str, Any]) -> None:
         now = utc_now()
-        if task.applied_skills:
-            report["applications_recorded"] = await self.usage.record(task.applied_skills, now)
+        # The task is over: what its context injected is either named by the outcome or,
+        # when the framework names nothing, taken as applied (the seed's "counted when a
+        # skill is injected and used"). Either way the pending injections are consumed.
+        injected = self._take_injected(agent)
+        applied = tuple(dict.fromkeys(task.applied_skills)) or injected
+        if applied:
+            report["applications_recorded"] = await self.usage.record(applied, now)
+            report["applied_skills"] = applied
         category = None if task.success else error_category(task.error, task.error_category)
         payload = FailureAnalysisPayload.from_outcome(task, error_category=category)
         proposal = await self._propose(agent, task, payload, report)
@@ -423,6 +437,44 @@ class LearningEngine:
         if not self._config.org_memory.core_policies and not await self._pool_has_entries(ORG_POOL):
             return []
         return [p.content for p in await self.org.list_policies()]
+
+    # -- skill applications from injection ------------------------------------------------------
+
+    def note_injected(self, agent_id: str, entries: Sequence[MemoryEntry]) -> int:
+        """Remember which skills a context just put in front of ``agent_id``; returns how many.
+
+        Skills are pooled skills (org, role, department) and the agent's own lessons, i.e.
+        entries tagged ``skill`` or ``procedural-lesson``. The next :meth:`learn_from` of the
+        agent that names no ``applied_skills`` counts one application of each (success or
+        failure alike: the skill was injected for that task and the task was carried out).
+
+        Kept in this process only and bounded (agents, skills per agent, age), so a context
+        prepared by one server process and an outcome reported to another are not matched;
+        frameworks that know which skills were used should name them in ``applied_skills``.
+        """
+        if is_pool_id(agent_id):
+            return 0
+        ids = [e.id for e in entries if {SKILL_TAG, LESSON_TAG} & set(e.metadata.tags)]
+        if not ids:
+            return 0
+        now = time.monotonic()
+        pending = self._injected.pop(agent_id, None) or {}
+        for skill_id in ids:
+            pending.pop(skill_id, None)  # re-insert: the newest stay when trimming
+            pending[skill_id] = now
+        while len(pending) > _INJECTED_PER_AGENT:
+            del pending[next(iter(pending))]
+        self._injected[agent_id] = pending
+        while len(self._injected) > _INJECTED_AGENTS:
+            self._injected.popitem(last=False)
+        return len(ids)
+
+    def _take_injected(self, agent_id: str) -> tuple[str, ...]:
+        pending = self._injected.pop(agent_id, None)
+        if not pending:
+            return ()
+        oldest = time.monotonic() - _INJECTED_TTL_SECONDS
+        return tuple(skill_id for skill_id, at in pending.items() if at >= oldest)
 
     # -- profiles -------------------------------------------------------------------------------
 

@@ -98,7 +98,9 @@ class TaskOutcome(BaseModel):
     calls and the counts only (the privacy boundary of the design). ``error_category`` groups
     failures across agents (e.g. ``rate_limit``); without it one is derived from the error.
     ``quality_score`` (0-10) drives success capture. ``applied_skills`` names the injected
-    skills (memory ids) the agent actually used, which counts their applications.
+    skills (memory ids) the agent actually used, which counts their applications; without it,
+    the skills and lessons context injection gave this agent since its previous outcome are
+    counted (see :meth:`memvault.learning.LearningEngine.note_injected`).
     """
 
     model_config = _FROZEN
@@ -237,6 +239,9 @@ class LearnReport(BaseModel):
     propagated_to: tuple[str, ...] = ()
     skill_file: str | None = None
     applications_recorded: int = 0
+    applied_skills: tuple[str, ...] = ()
+    """The skills counted as applied: the ones the outcome named, else the ones injected into
+    the agent's context since its previous outcome."""
     trajectory_id: str | None = None
     error: str | None = None
 

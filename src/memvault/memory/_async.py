@@ -1351,7 +1351,9 @@ class AsyncMemory:
             merged = sorted([*own, *pooled], key=lambda e: e.relevance_score or 0.0, reverse=True)
             return merged[: limit + len(pooled)]
 
-        return ContextInjectionStrategy(search, config, policies=self._policies)
+        return ContextInjectionStrategy(
+            search, config, policies=self._policies, on_injected=self._note_injected
+        )
 
     # -- learning -------------------------------------------------------------------------------
 
@@ -1380,6 +1382,10 @@ class AsyncMemory:
     async def _pooled(self, agent_id: str, text: str) -> builtins.list[MemoryEntry]:
         """Org knowledge and pooled skills for the agent's context (none over HTTP)."""
         return await self.learning.pool_entries(agent_id, text)
+
+    def _note_injected(self, agent_id: str, entries: Sequence[MemoryEntry]) -> None:
+        """Injected skills count as applied when the agent's next outcome is reported."""
+        self.learning.note_injected(agent_id, entries)
 
     async def _policies(self) -> builtins.list[str]:
         """The core policies every injection strategy puts first."""
