@@ -18,6 +18,7 @@ from memvault.config import MemvaultConfig, load_config
 from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
 from memvault.learning.evolver import check_supersession
 from memvault.learning.models import (
+    ApprovalKind,
     OrgFactAuthor,
     OrgFactKind,
     OrgFactWriteRequest,
@@ -314,10 +315,10 @@ async def test_the_evolver_is_off_by_default_and_needs_enough_agents(
     assert await mem.count(agent_id="_org") == 0  # proposal only: nothing written to the org
 
 
-async def test_a_conflicting_proposal_is_escalated_not_queued(mem: AsyncMemory) -> None:
+async def _conflicting_skill(mem: AsyncMemory) -> str:
     lesson = LESSONS["registryratelimiterror"]
     contradicting = {**lesson, "action": "raise registry parallelism to twenty workers"}
-    await mem.learning.org.write(
+    return await mem.learning.org.write(
         OrgFactWriteRequest(
             kind=OrgFactKind.PROCEDURE,
             content="skill",
@@ -333,10 +334,59 @@ async def test_a_conflicting_proposal_is_escalated_not_queued(mem: AsyncMemory) 
         ),
         author=OrgFactAuthor(kind="human", name="alice"),
     )
+
+
+async def test_a_conflicting_proposal_is_escalated_to_a_human_not_proposed(
+    mem: AsyncMemory,
+) -> None:
+    old_id = await _conflicting_skill(mem)
     for agent in ("a", "b", "c"):
         await mem.learn_from(FAIL, agent_id=agent)
     cycle = await mem.evolve(force=True)
     assert cycle.emitted == () and cycle.conflicts == ("error:registryratelimiterror",)
+    (item_id,) = cycle.escalated
+    item = await mem.learning.approval(item_id)
+    assert item.kind is ApprovalKind.CONFLICT and item.verdict is SupersessionVerdict.CONFLICT
+    assert item.status.value == "pending" and item.evidence["conflicts_with"] == old_id
+    assert item.evidence["existing_action"] == "raise registry parallelism to twenty workers"
+    assert "one at a time" in item.proposal.action and item.proposal.supersedes == (old_id,)
+    assert [s.id for s in await mem.learning.skills()] == [old_id]  # nothing applied yet
+    again = await mem.evolve(force=True)
+    assert again.escalated == () and again.emitted == ()  # escalated once, not every cycle
+    # Rejecting the escalation keeps the existing skill (the decision is kept, audited).
+    kept = await mem.learning.reject(item_id, actor="human:alice", reason="the old one is right")
+    assert kept.status.value == "rejected"
+    assert [s.id for s in await mem.learning.skills()] == [old_id]
+
+
+async def test_an_approved_conflict_replaces_the_contradicted_skill(mem: AsyncMemory) -> None:
+    old_id = await _conflicting_skill(mem)
+    for agent in ("a", "b", "c"):
+        await mem.learn_from(FAIL, agent_id=agent)
+    (item_id,) = (await mem.evolve(force=True)).escalated
+    done = await mem.learning.approve(item_id, actor="human:alice", reason="backoff is right")
+    by_id = {s.id: s for s in await mem.learning.skills(include_superseded=True)}
+    assert by_id[old_id].proposal.superseded_by == done.applied_id
+    (live,) = await mem.learning.skills()
+    assert live.id == done.applied_id and "one at a time" in live.proposal.action
+
+
+async def test_escalations_count_against_max_proposals_per_cycle(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    yaml = "memory:\n  procedural:\n    evolver: {max_proposals_per_cycle: 1}\n"
+    async with await _memory(tmp_path, minilm, scripted_proposer(), yaml) as mem:
+        await _conflicting_skill(mem)
+        for agent in ("a", "b", "c"):
+            await mem.learn_from(FAIL, agent_id=agent)
+            await mem.learn_from(
+                {"success": False, "task_type": "migrate", "error": "SchemaDriftError: drift"},
+                agent_id=agent,
+            )
+        cycle = await mem.evolve(force=True)
+        assert len(cycle.emitted) + len(cycle.escalated) == 1
+        follow_up = await mem.evolve(force=True)  # the other pattern waits for the next cycle
+        assert len(follow_up.emitted) + len(follow_up.escalated) == 1
 
 
 async def test_full_supersession_replaces_the_old_skill_on_approval(mem: AsyncMemory) -> None:

@@ -286,7 +286,8 @@ def evolve(as_json: bool = JsonOption) -> None:
         return
     out.print(
         f"{report['trajectories']} trajectories, {report['patterns']} patterns, "
-        f"{len(report['emitted'])} proposals emitted, {len(report['conflicts'])} conflicts"
+        f"{len(report['emitted'])} proposals emitted, {len(report['conflicts'])} conflicts "
+        f"({len(report.get('escalated') or ())} escalated to the approval queue)"
     )
 
 

@@ -606,7 +606,8 @@ class LearningEngine:
         return await evolver.run_cycle(now=now, force=force)
 
     async def approve(self, item_id: str, *, actor: str, reason: str | None = None) -> ApprovalItem:
-        """Approve a pending proposal and apply it (FULL verdicts supersede the old skill).
+        """Approve a pending proposal and apply it (FULL verdicts supersede the old skill, and so
+        does an approved ``conflict`` escalation: the human chose the new action).
 
         ``actor`` is the human's audit label (``human:alice``); the service makes sure only a
         human or admin actor gets here.
@@ -665,7 +666,10 @@ class LearningEngine:
     async def _apply(self, item: ApprovalItem, actor: str) -> str:
         proposal = item.proposal
         supersedes = None
-        if item.verdict is SupersessionVerdict.FULL and proposal.supersedes:
+        # FULL: the better skill replaces the old one. CONFLICT (an escalation a human
+        # approved): the human chose the new action over the contradicted skill.
+        replaces = item.verdict in (SupersessionVerdict.FULL, SupersessionVerdict.CONFLICT)
+        if replaces and proposal.supersedes:
             supersedes = proposal.supersedes[0]
         metadata = {
             _PROCEDURAL_KEY: proposal.model_dump(

@@ -9,10 +9,17 @@ One cycle (run on the consolidation schedule, or on demand):
    already learned for it) whose confidence is the pattern's failure rate; proposals under
    ``min_confidence_for_org_promotion`` are dropped;
 4. :func:`check_supersession` compares it with the existing org skills: CONFLICT (same
-   situation, contradicting action; checked first) is skipped and escalated, FULL (a superset of
-   the condition, a compatible action, more confidence) supersedes once approved, PARTIAL
-   coexists;
-5. at most ``max_proposals_per_cycle`` proposals are emitted into the approval queue.
+   situation, contradicting action; checked first) is not proposed but escalated to a human as
+   an approval item of kind ``conflict`` (approving it replaces the contradicted skill,
+   rejecting it keeps that skill), FULL (a superset of the condition, a compatible action,
+   more confidence) supersedes once approved, PARTIAL coexists;
+5. at most ``max_proposals_per_cycle`` items (proposals and escalations together, the load
+   a cycle puts on the humans) go into the approval queue.
+
+Every proposal is ORG-scoped, as the seed's evolver builds them ("org-scope proposals"): a
+pattern must be seen by ``min_agents_seen_pattern`` distinct agents whatever their roles or
+departments. Role and department pools are filled by propagation and by approving items that
+name such a pool, never by the evolver on its own.
 
 Proposal-only by construction: the evolver is given a read-only view of the org skills and the
 approval queue, nothing that writes org memory (``EvolverConfig.requires_human_approval`` is
@@ -32,6 +39,7 @@ from memvault._ids import new_id, utc_now
 from memvault.config import EvolverConfig
 from memvault.learning.models import (
     ApprovalItem,
+    ApprovalKind,
     ApprovalStatus,
     EvolverReport,
     ProceduralMemoryProposal,
@@ -239,6 +247,7 @@ class AutonomousSkillEvolver:
             SKILL_EVOLVER_CYCLE_COMPLETE,
             emitted=len(report.emitted),
             conflicts=len(report.conflicts),
+            escalated=len(report.escalated),
             patterns=report.patterns,
         )
         return report
@@ -257,9 +266,10 @@ class AutonomousSkillEvolver:
         existing = list(await self._org_skills())
         emitted: list[str] = []
         conflicts: list[str] = []
+        escalated: list[str] = []
         low = skipped_known = 0
         for pattern in qualifying:
-            if len(emitted) >= cfg.max_proposals_per_cycle:
+            if len(emitted) + len(escalated) >= cfg.max_proposals_per_cycle:
                 break
             if pattern.key in known or pattern.overlaps(covered):
                 # One failure is grouped twice (by error and by tool sequence): one proposal.
@@ -285,10 +295,11 @@ class AutonomousSkillEvolver:
                 }
             )
             verdict, supersedes, duplicate = SupersessionVerdict.PARTIAL, [], False
+            contradicted: ExistingSkill | None = None
             for skill in existing:
                 found = check_supersession(proposal, skill.proposal)
                 if found is SupersessionVerdict.CONFLICT:
-                    verdict = found
+                    verdict, contradicted = found, skill
                     break
                 if found is SupersessionVerdict.FULL:
                     verdict = found
@@ -297,9 +308,47 @@ class AutonomousSkillEvolver:
                     proposal.error_category == skill.proposal.error_category
                 ):
                     duplicate = True
-            if verdict is SupersessionVerdict.CONFLICT:
+            evidence = {
+                "agents": sorted(pattern.agents),
+                "failures": pattern.failures,
+                "trajectories": pattern.total,
+                "failure_rate": confidence,
+                "kind": pattern.kind,
+                "related_patterns": sorted(
+                    q.key
+                    for q in patterns
+                    if q is not pattern and q.overlaps(pattern.trajectory_ids)
+                ),
+            }
+            if contradicted is not None:
+                # Seed: CONFLICT is "skipped, escalated to human". Not a proposal, so nothing
+                # reaches the pool unless a human decides the new action is the right one.
+                conflict = ApprovalItem(
+                    id=new_id(),
+                    kind=ApprovalKind.CONFLICT,
+                    status=ApprovalStatus.PENDING,
+                    created_at=utc_now(),
+                    proposal=proposal.model_copy(update={"supersedes": (contradicted.id,)}),
+                    pattern_key=pattern.key,
+                    verdict=SupersessionVerdict.CONFLICT,
+                    evidence={
+                        **evidence,
+                        "conflicts_with": contradicted.id,
+                        "existing_condition": contradicted.proposal.condition,
+                        "existing_action": contradicted.proposal.action,
+                    },
+                )
+                await self._queue.add(conflict)
+                known.add(pattern.key)
+                covered |= pattern.trajectory_ids
                 conflicts.append(pattern.key)
-                _event(SKILL_EVOLVER_CONFLICT_DETECTED, pattern=pattern.key)
+                escalated.append(conflict.id)
+                _event(
+                    SKILL_EVOLVER_CONFLICT_DETECTED,
+                    pattern=pattern.key,
+                    approval_id=conflict.id,
+                    conflicts_with=contradicted.id,
+                )
                 continue
             if duplicate and verdict is not SupersessionVerdict.FULL:
                 skipped_known += 1
@@ -311,18 +360,7 @@ class AutonomousSkillEvolver:
                 proposal=proposal.model_copy(update={"supersedes": tuple(supersedes)}),
                 pattern_key=pattern.key,
                 verdict=verdict,
-                evidence={
-                    "agents": sorted(pattern.agents),
-                    "failures": pattern.failures,
-                    "trajectories": pattern.total,
-                    "failure_rate": confidence,
-                    "kind": pattern.kind,
-                    "related_patterns": sorted(
-                        q.key
-                        for q in patterns
-                        if q is not pattern and q.overlaps(pattern.trajectory_ids)
-                    ),
-                },
+                evidence=evidence,
             )
             await self._queue.add(item)
             known.add(pattern.key)
@@ -343,6 +381,7 @@ class AutonomousSkillEvolver:
             qualifying=len(qualifying),
             emitted=tuple(emitted),
             conflicts=tuple(conflicts),
+            escalated=tuple(escalated),
             skipped_low_confidence=low,
             skipped_known=skipped_known,
         )

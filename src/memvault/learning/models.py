@@ -326,9 +326,16 @@ class ApprovalStatus(StrEnum):
 
 
 class ApprovalKind(StrEnum):
-    """What an approval item asks for."""
+    """What an approval item asks for.
+
+    ``skill_proposal``: add the proposed skill (superseding the old one on a FULL verdict).
+    ``conflict``: the evolver's proposal contradicts an existing org skill for the same
+    situation (seed: "skipped, escalated to human"); approving it replaces the existing skill
+    with the proposal, rejecting it keeps the existing skill.
+    """
 
     SKILL_PROPOSAL = "skill_proposal"
+    CONFLICT = "conflict"
 
 
 class SupersessionVerdict(StrEnum):
@@ -371,6 +378,9 @@ class EvolverReport(BaseModel):
     qualifying: int = 0
     emitted: tuple[str, ...] = ()
     conflicts: tuple[str, ...] = ()
+    """The patterns whose proposal contradicted an existing org skill (not emitted)."""
+    escalated: tuple[str, ...] = ()
+    """The ``conflict`` approval items those contradictions were escalated to humans as."""
     skipped_low_confidence: int = 0
     skipped_known: int = 0
     pruned: int = 0
