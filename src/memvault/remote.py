@@ -1066,6 +1066,11 @@ class RemoteAsyncMemory(AsyncMemory):
         # over the remote search sees the agent's own memories only.
         return []
 
+    def _note_injected(self, agent_id: str, entries: Sequence[MemoryEntry]) -> None:
+        # Skill applications are counted where learn_from runs: on the server, whose own
+        # context operation records what it injects. A client-side context has nothing to add.
+        return
+
     async def _policies(self) -> builtins.list[str]:
         data = await self._send("org_policies", {})
         with self._decoding("read"):
