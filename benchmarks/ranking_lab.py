@@ -41,14 +41,22 @@ AGENT = "bench"
 class Lab:
     """Open stores for both datasets, with their queries and gold labels."""
 
-    def __init__(self, embedder: CachedEmbedder) -> None:
+    def __init__(self, embedder: CachedEmbedder, store_dir: str | None = None) -> None:
         self.embedder = embedder
+        # None: in-process stores; else one SQLite file per conversation/question in this
+        # directory (the default store, to check it ranks exactly as the in-process one).
+        self.store_dir = store_dir
+        self._stores = 0
         self.locomo: list[tuple[AsyncMemory, list[tuple[str, str, set[str]]]]] = []
         self.lme: list[tuple[AsyncMemory, str, str, set[str], set[str], Any]] = []
 
     def _mem(self) -> AsyncMemory:
+        target = "memory://"
+        if self.store_dir is not None:
+            self._stores += 1
+            target = str(Path(self.store_dir) / f"store-{self._stores}.db")
         return AsyncMemory(
-            "memory://", config=bench_config(), embedder=self.embedder, track_access=False
+            target, config=bench_config(), embedder=self.embedder, track_access=False
         )
 
     async def load_locomo(self, path: str, max_conv: int | None) -> None:
@@ -211,8 +219,12 @@ async def main(
     ap.add_argument("--max-conv", type=int)
     ap.add_argument("--max-q", type=int)
     ap.add_argument("--offtopic", action="store_true", help="measure the context relevance gate")
+    ap.add_argument(
+        "--sqlite-dir",
+        help="build the stores as SQLite files in this (empty) directory instead of in process",
+    )
     args = ap.parse_args(argv)
-    lab = Lab(CachedEmbedder(default_embedder(), args.cache))
+    lab = Lab(CachedEmbedder(default_embedder(), args.cache), args.sqlite_dir)
     t0 = time.perf_counter()
     if args.locomo:
         await lab.load_locomo(args.locomo, args.max_conv)

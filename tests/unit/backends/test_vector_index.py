@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 
@@ -97,3 +98,27 @@ def test_empty_and_fully_deleted_index_returns_nothing() -> None:
     assert index.search(q, full_mask(index), 5) == []
     index.add(rows(10, 1), q[None, :])
     assert [r for r, _ in index.search(q, full_mask(index), 5)] == [10]
+
+
+def test_a_selective_filter_scores_only_its_rows_and_finds_the_same_top() -> None:
+    rng = np.random.default_rng(12)
+    index = AgentIndex(8)
+    vecs = unit(rng, 2000)
+    index.add(rows(1, 1900), vecs[:1900])
+    index.add(rows(5000, 100, category=3), vecs[1900:])  # a rare category: 5% of the rows
+    q = unit(rng, 1)[0]
+    rare = index.mask(
+        now_us=0,
+        categories=[3],
+        since_us=None,
+        until_us=None,
+        as_of_us=None,
+        include_superseded=False,
+        allowed_rowids=None,
+    )
+    got = index.search(q, rare, 7)
+    sims = vecs[1900:] @ q
+    best = np.argsort(-sims)[:7]
+    assert [r for r, _ in got] == [5000 + int(i) for i in best]
+    assert [s for _, s in got] == pytest.approx([float(sims[i]) for i in best], rel=1e-5)
+    assert len(index.search(q, rare, 500)) == 100  # never more than the rows that pass

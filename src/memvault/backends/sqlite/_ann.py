@@ -61,8 +61,9 @@ class AnnSettings:
     """Search beam; raised to ``ef_per_k * k`` when more results are asked for."""
     ef_per_k: int = 4
     build_threads: int = 2
-    min_fraction: float = 0.5
-    """A filter mask passing less than this share of the live rows is searched exactly."""
+    min_fraction: float = 0.2
+    """A filter mask passing less than this share of the live rows is searched exactly (the
+    graph is asked for ``k / share`` rows, so rarer filters would need very wide searches)."""
     background: bool = True
     """Load/build on a background thread (False: synchronously, for tests)."""
     persist: bool = True
