@@ -29,6 +29,8 @@ def ann_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_ann.settings, "min_rows", 200)
     monkeypatch.setattr(_ann.settings, "background", False)
     monkeypatch.setattr(_ann.settings, "build_threads", 1)
+    # Small chunks, so builds, reconciles and catch-ups cross chunk boundaries.
+    monkeypatch.setattr(_ann, "CHUNK", 128)
     yield
 
 
@@ -238,7 +240,7 @@ def test_kill_during_save_leaves_a_loadable_store(tmp_path: Path) -> None:
                 os.kill(os.getpid(), signal.SIGKILL)
         os.replace = replace
         vecs = np.load({str(tmp_path / "v.npy")!r})[:300]
-        graph = _ann.AnnGraph.build({DIM}, np.arange(1, 301), vecs)
+        graph = _ann.AnnGraph.build({DIM}, np.arange(1, 301), lambda a, b: vecs[a:b])
         graph.save(*_ann.index_paths(__import__("pathlib").Path({str(db)!r}), "a"))
         """
     )

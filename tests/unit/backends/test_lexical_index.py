@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from memvault.backends._base import SHARED_KEY
-from memvault.backends.sqlite import SQLiteBackend
+from memvault.backends.sqlite import SQLiteBackend, _candidates
 from memvault.backends.sqlite._rows import _fts_scope_key, _scope_sql, _where, to_us
 from memvault.backends.sqlite.lexical_index import LexicalIndex, parse_fts_averages
 from memvault.models import MemoryCategory, MemoryQuery, MemoryStoreRequest
@@ -58,7 +58,11 @@ def texts(rng: random.Random, n: int) -> list[str]:
     return [" ".join(rng.choices(VOCAB, weights, k=rng.randint(1, 16))) for _ in range(n)]
 
 
-async def test_lexical_candidates_equal_fts5_bm25(tmp_path: Path, minilm: Embedder) -> None:
+async def test_lexical_candidates_equal_fts5_bm25(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Indexes load in chunks of 7 rows here, so chunk boundaries are crossed.
+    monkeypatch.setattr(_candidates, "_LOAD_CHUNK", 7)
     rng = random.Random(7)
     path = tmp_path / "lex.db"
     backend = SQLiteBackend(path, minilm)

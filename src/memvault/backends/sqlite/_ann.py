@@ -42,6 +42,12 @@ logger = logging.getLogger("memvault.backends.sqlite.ann")
 FORMAT = 1
 """Sidecar format version; another value means rebuild."""
 
+CHUNK = 65_536
+"""Rows gathered, added or compared at a time (bounds the extra memory of a load or build)."""
+
+Gather = Callable[[int, int], NDArray[np.float32]]
+"""``gather(start, stop)``: the vectors of rows ``start .. stop`` of a rowid snapshot."""
+
 MIN_ROWS_ENV = "MEMVAULT_SQLITE_ANN_MIN_ROWS"
 """Environment variable overriding :attr:`AnnSettings.min_rows` (``0`` disables ANN)."""
 
@@ -140,12 +146,15 @@ class AnnGraph:
         return len(self.index)
 
     @classmethod
-    def build(cls, dim: int, rowids: NDArray[np.int64], vectors: NDArray[np.float32]) -> AnnGraph:
+    def build(cls, dim: int, rowids: NDArray[np.int64], gather: Gather) -> AnnGraph:
+        """A new graph of ``rowids``, their vectors gathered a chunk at a time (so a build never
+        holds a second copy of the whole matrix)."""
         graph = cls(dim)
-        if len(rowids):
+        for start in range(0, len(rowids), CHUNK):
+            stop = min(start + CHUNK, len(rowids))
             graph.index.add(
-                rowids.astype(np.uint64),
-                np.ascontiguousarray(vectors, dtype=np.float32),
+                rowids[start:stop].astype(np.uint64),
+                np.ascontiguousarray(gather(start, stop), dtype=np.float32),
                 threads=settings.build_threads,
             )
         graph.dirty = True
@@ -233,54 +242,67 @@ class AnnGraph:
             return None
         return graph
 
-    def reconcile(self, rowids: NDArray[np.int64], vectors: NDArray[np.float32]) -> bool:
-        """Bring the graph in line with ``rowids``/``vectors`` (the rows SQLite holds now).
+    def reconcile(self, rowids: NDArray[np.int64], gather: Gather) -> bool:
+        """Bring the graph in line with ``rowids`` (the rows SQLite holds now; their vectors from
+        ``gather``), comparing a chunk at a time.
 
         Returns False when the graph is too far off to be worth patching (rebuild instead).
         """
         keys = np.asarray(self.index.keys, dtype=np.int64)
         present = np.isin(rowids, keys)
         extra = keys[~np.isin(keys, rowids)]
-        common = rowids[present]
-        changed = np.zeros(0, dtype=np.int64)
-        if len(common):
-            got: Any = self.index.get(common.astype(np.uint64))
-            parts = list(got) if isinstance(got, tuple) else [got]
-            if any(v is None for v in parts):
-                return False
-            stored = np.vstack(parts).astype(np.float32, copy=False).reshape(len(common), self.dim)
-            diff = np.abs(stored - vectors[present]).max(axis=1) > 1e-6
-            changed = common[diff]
-        patch = len(extra) + len(changed) + int((~present).sum())
-        if patch > max(1000, len(rowids) // 5):
+        limit = max(1000, len(rowids) // 5)
+        patch = len(extra) + int((~present).sum())
+        if patch > limit:
             return False
-        self.remove(np.concatenate([extra, changed]))
-        again = ~present | np.isin(rowids, changed)
-        self.add(rowids[again], vectors[again])
+        again_rows: list[NDArray[np.int64]] = []
+        again_vectors: list[NDArray[np.float32]] = []
+        changed: list[NDArray[np.int64]] = []
+        for start in range(0, len(rowids), CHUNK):
+            stop = min(start + CHUNK, len(rowids))
+            here = present[start:stop]
+            vectors = gather(start, stop)
+            common = rowids[start:stop][here]
+            redo = ~here
+            if len(common):
+                got: Any = self.index.get(common.astype(np.uint64))
+                parts = list(got) if isinstance(got, tuple) else [got]
+                if any(v is None for v in parts):
+                    return False
+                stored = np.vstack(parts).astype(np.float32, copy=False)
+                stored = stored.reshape(len(common), self.dim)
+                diff = np.abs(stored - vectors[here]).max(axis=1) > 1e-6
+                changed.append(common[diff])
+                patch += int(diff.sum())
+                if patch > limit:
+                    return False
+                redo[np.flatnonzero(here)[diff]] = True
+            if redo.any():
+                again_rows.append(rowids[start:stop][redo])
+                again_vectors.append(np.ascontiguousarray(vectors[redo]))
+        self.remove(np.concatenate([extra, *changed]))
+        if again_rows:
+            self.add(np.concatenate(again_rows), np.concatenate(again_vectors))
         return True
 
 
 def load_or_build(
-    db_path: Path | None,
-    key: str,
-    dim: int,
-    rowids: NDArray[np.int64],
-    gather: Callable[[], NDArray[np.float32]],
+    db_path: Path | None, key: str, dim: int, rowids: NDArray[np.int64], gather: Gather
 ) -> AnnGraph:
     """The agent's graph from disk (reconciled with ``rowids`` and their vectors), else built.
 
-    ``rowids`` is a snapshot; ``gather()`` returns their vectors (one row each) from memory the
-    caller no longer writes. Runs on the background thread.
+    ``rowids`` is a snapshot; ``gather(start, stop)`` returns the vectors of
+    ``rowids[start:stop]`` (one row each) from memory the caller no longer writes. Runs on the
+    background thread.
     """
-    vectors = gather()
     graph: AnnGraph | None = None
     paths = index_paths(db_path, key) if db_path is not None and settings.persist else None
     if paths is not None:
         graph = AnnGraph.load(*paths, dim)
-        if graph is not None and not graph.reconcile(rowids, vectors):
+        if graph is not None and not graph.reconcile(rowids, gather):
             graph = None
     if graph is None:
-        graph = AnnGraph.build(dim, rowids, vectors)
+        graph = AnnGraph.build(dim, rowids, gather)
     if paths is not None and graph.dirty:
         try:
             graph.save(*paths)
@@ -290,21 +312,14 @@ def load_or_build(
 
 
 def schedule(
-    db_path: Path | None,
-    key: str,
-    dim: int,
-    rowids: NDArray[np.int64],
-    gather: Callable[[], NDArray[np.float32]],
+    db_path: Path | None, key: str, dim: int, rowids: NDArray[np.int64], gather: Gather
 ) -> Future[AnnGraph]:
     """Load or build the graph, on the background thread unless ``settings.background`` is off."""
     return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather))
 
 
 def catch_up(
-    graph: AnnGraph,
-    removed: NDArray[np.int64],
-    rowids: NDArray[np.int64],
-    gather: Callable[[], NDArray[np.float32]],
+    graph: AnnGraph, removed: NDArray[np.int64], rowids: NDArray[np.int64], gather: Gather
 ) -> Future[AnnGraph]:
     """Apply the writes made while ``graph`` was loaded or built: drop ``removed``, then add
     ``rowids`` (their vectors from ``gather()``), in the background like a build.
@@ -315,7 +330,9 @@ def catch_up(
 
     def work() -> AnnGraph:
         graph.remove(removed)
-        graph.add(rowids, gather(), threads=settings.build_threads)
+        for start in range(0, len(rowids), CHUNK):
+            stop = min(start + CHUNK, len(rowids))
+            graph.add(rowids[start:stop], gather(start, stop), threads=settings.build_threads)
         return graph
 
     return _submit(work)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from memvault.backends._base import BaseBackend, Vectors
 from memvault.backends.sqlite._rows import (
@@ -32,8 +33,8 @@ from memvault.backends.sqlite._rows import (
     to_us,
 )
 from memvault.backends.sqlite.lexical_index import fts_token, parse_fts_averages
-from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
-from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryQuery
+from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexColumns
+from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval.bm25 import idf, prune_common_terms
 from memvault.retrieval.threads import neighbour_anchors
 
@@ -101,7 +102,10 @@ class SQLiteCandidatesMixin(_MixinBase):
         if index is not None:
             return index
         scope, scope_params = _scope_sql(agent_id)
-        rows = self._db.execute(
+        conn = self._db
+        count = conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {scope}", scope_params)
+        index = AgentIndex(self._embedder.dimension, capacity=int(count.fetchone()[0]))
+        cursor = conn.execute(
             "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
             " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector, f.c0"
             " FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid"
@@ -111,29 +115,18 @@ class SQLiteCandidatesMixin(_MixinBase):
             " LEFT JOIN memories_fts_content f ON f.id = m.rowid"
             f" WHERE {scope} ORDER BY m.rowid",
             scope_params,
-        ).fetchall()
-        dim = self._embedder.dimension
-        index = AgentIndex(dim, capacity=len(rows))
-        if rows:
-            blob = b"".join(r[7] for r in rows)
-            vectors = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
-            index.add([self._index_row(r) for r in rows], vectors, [r[8] or "" for r in rows])
+        )
+        # A chunk at a time: a million rows fetched at once would hold their vector blobs
+        # twice over (as rows, then joined) beside the matrix.
+        bodies: list[str] = []
+        while chunk := cursor.fetchmany(_LOAD_CHUNK):
+            index.load_columns(_index_columns(chunk), _vectors_of(chunk, index.dim))
+            bodies.extend(r[8] or "" for r in chunk)
+        index.lexical.add(bodies)
         # Large agents also get an HNSW graph beside the file (derived data, see _ann).
         index.enable_ann(self._path, agent_id)
         self._indexes[agent_id] = index
         return index
-
-    @staticmethod
-    def _index_row(r: Sequence[Any]) -> IndexRow:
-        return IndexRow(
-            rowid=r[0],
-            category=_CATEGORY_CODE[MemoryCategory(r[1])],
-            created_us=r[2],
-            start_us=r[3],
-            valid_to_us=NEVER if r[4] is None else r[4],
-            expires_us=NEVER if r[5] is None else r[5],
-            superseded=bool(r[6]),
-        )
 
     # -- candidates -----------------------------------------------------------------------------
 
@@ -346,3 +339,30 @@ class SQLiteCandidatesMixin(_MixinBase):
             )
             for entry_id, (before, after) in sides.items()
         }
+
+
+_LOAD_CHUNK = 50_000
+"""Rows read per fetch when an agent's index is loaded."""
+
+_CODE_OF_VALUE = {c.value: code for c, code in _CATEGORY_CODE.items()}
+
+
+def _index_columns(chunk: Sequence[Sequence[Any]]) -> IndexColumns:
+    """The index columns of loaded rows (``rowid, category, created, start, valid_to,
+    expires, superseded, ...``)."""
+    k = len(chunk)
+    return IndexColumns(
+        rowids=np.fromiter((r[0] for r in chunk), dtype=np.int64, count=k),
+        category=np.fromiter((_CODE_OF_VALUE[r[1]] for r in chunk), dtype=np.int8, count=k),
+        created=np.fromiter((r[2] for r in chunk), dtype=np.int64, count=k),
+        start=np.fromiter((r[3] for r in chunk), dtype=np.int64, count=k),
+        valid_to=np.fromiter((NEVER if r[4] is None else r[4] for r in chunk), np.int64, k),
+        expires=np.fromiter((NEVER if r[5] is None else r[5] for r in chunk), np.int64, k),
+        superseded=np.fromiter((bool(r[6]) for r in chunk), dtype=np.bool_, count=k),
+    )
+
+
+def _vectors_of(chunk: Sequence[Sequence[Any]], dim: int) -> NDArray[np.float32]:
+    """The float32 vectors (column 7, little-endian blobs) of loaded rows, one per row."""
+    blob = b"".join(r[7] for r in chunk)
+    return np.frombuffer(blob, dtype="<f4").reshape(len(chunk), dim)

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from memvault.backends.sqlite import _ann
 from memvault.backends.sqlite.lexical_index import LexicalIndex
 
-__all__ = ["NEVER", "AgentIndex", "IndexRow"]
+__all__ = ["NEVER", "AgentIndex", "IndexColumns", "IndexRow"]
 
 logger = logging.getLogger("memvault.backends.sqlite.ann")
 
@@ -42,6 +42,19 @@ _REPLAY_INLINE = 64
 
 NEVER = np.iinfo(np.int64).max
 """Timestamp stand-in for "no end" (valid_to / expires_at NULL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexColumns:
+    """The values :class:`IndexRow` holds, for many rows, as arrays (see ``load_columns``)."""
+
+    rowids: NDArray[np.int64]
+    category: NDArray[np.int8]
+    created: NDArray[np.int64]
+    start: NDArray[np.int64]
+    valid_to: NDArray[np.int64]
+    expires: NDArray[np.int64]
+    superseded: NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +119,8 @@ class AgentIndex:
         # allocate a new matrix), so the worker thread may gather them from this array later.
         matrix = self.matrix
 
-        def gather() -> NDArray[np.float32]:
-            return np.ascontiguousarray(matrix[:, live].T)
+        def gather(start: int, stop: int) -> NDArray[np.float32]:
+            return np.ascontiguousarray(matrix[:, live[start:stop]].T)
 
         self._ann_log = []
         self._ann_pending = _ann.schedule(*self._ann_target, self.dim, rowids, gather)
@@ -138,7 +151,7 @@ class AgentIndex:
                             graph,
                             removed,
                             self.rowids[at].copy(),
-                            lambda: np.ascontiguousarray(matrix[:, at].T),
+                            lambda start, stop: np.ascontiguousarray(matrix[:, at[start:stop]].T),
                         )
                         return self._ann_graph() if self._ann_pending.done() else None
                     graph.remove(removed)
@@ -177,6 +190,29 @@ class AgentIndex:
         self.superseded = np.resize(self.superseded, new_cap)
         self.alive = np.resize(self.alive, new_cap)
         self.alive[self.n :] = False
+
+    def load_columns(self, columns: IndexColumns, vectors: NDArray[np.float32]) -> None:
+        """Append rows given column by column (a load from SQLite, chunk by chunk).
+
+        Only the dense side: the loader adds every row's text to :attr:`lexical` in one call
+        afterwards (one sort instead of one per chunk).
+        """
+        k = len(columns.rowids)
+        if k == 0:
+            return
+        self._grow(self.n + k)
+        sl = slice(self.n, self.n + k)
+        self.matrix[:, sl] = vectors.T
+        self.rowids[sl] = columns.rowids
+        self.category[sl] = columns.category
+        self.created[sl] = columns.created
+        self.start[sl] = columns.start
+        self.valid_to[sl] = columns.valid_to
+        self.expires[sl] = columns.expires
+        self.superseded[sl] = columns.superseded
+        self.alive[sl] = True
+        self._pos.update(zip(columns.rowids.tolist(), range(self.n, self.n + k), strict=True))
+        self.n += k
 
     def add(
         self,
