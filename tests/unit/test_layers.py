@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     # 2: implementations of the protocols, and the persistence built on them.
     "memvault._inputs": 2,  # argument -> model helpers shared by AsyncMemory and the client
     "memvault._search": 2,  # search composition over retrieval; used by backends
+    "memvault._sidetables": 2,  # side-table connection plumbing (sessions, learning, keys)
     "memvault.backends": 2,
     "memvault.embeddings": 2,
     "memvault.llm": 2,

@@ -7,41 +7,31 @@ tree with the password scrubbed.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import contextlib
-import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from memvault.errors import (
-    MemoryConfigError,
-    MemoryConnectionError,
-    MemoryError,
-    MemoryRetrievalError,
-    MemoryStoreError,
-)
+from memvault._sidetables import PostgresSide
+from memvault.errors import MemoryConfigError
 
 try:
     import psycopg
     from psycopg import sql
     from psycopg.rows import TupleRow
     from psycopg.types.json import Jsonb
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool  # noqa: F401  (the pool of PostgresSide)
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     _msg = 'the PostgreSQL learning store needs psycopg 3: pip install "memvault[postgres]"'
     raise MemoryConfigError(_msg) from exc
 
-from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
+from memvault.backends.postgres._dsn import check_schema, parse_dsn
 from memvault.learning.store import LearningRow
 
 __all__ = ["PostgresLearningStore"]
 
-T = TypeVar("T")
 Conn = psycopg.AsyncConnection[TupleRow]
 
-_CREATE_LOCK = int.from_bytes(hashlib.sha256(b"memvault.learning").digest()[:8], "big", signed=True)
 _COLUMNS = "kind, id, agent_id, status, at, n, data"
 
 
@@ -59,108 +49,44 @@ class PostgresLearningStore:
         self._dsn = parse_dsn(url)
         self._schema = check_schema(self._dsn.schema or schema or "public")
         self._table = sql.Identifier(self._schema, "learning_items")
-        self._pool_max = max(1, pool_max)
-        self._connect_timeout = connect_timeout
-        self._pool: AsyncConnectionPool[Conn] | None = None
-        self._open_lock = asyncio.Lock()
-        self._closed = False
+        ddl: list[sql.Composed] = [
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} ("
+                ' kind text COLLATE "C" NOT NULL,'
+                ' id text COLLATE "C" NOT NULL,'
+                ' agent_id text COLLATE "C",'
+                " status text,"
+                " at timestamptz NOT NULL,"
+                " n bigint NOT NULL DEFAULT 0,"
+                " data jsonb NOT NULL,"
+                " PRIMARY KEY (kind, id))"
+            ).format(self._table)
+        ]
+        for name, cols in (
+            ("learning_kind_status_at", "kind, status, at"),
+            ("learning_kind_agent_at", "kind, agent_id, at"),
+        ):
+            ddl.append(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (" + cols + ")").format(
+                    sql.Identifier(name), self._table
+                )
+            )
+        self._db = PostgresSide(
+            self._dsn,
+            schema=self._schema,
+            location=self._dsn.location,
+            noun="learning",
+            lock_name=b"memvault.learning",
+            ddl=ddl,
+            pool_name=f"memvault-learning:{self._schema}",
+            pool_max=max(1, pool_max),
+            connect_timeout=connect_timeout,
+        )
 
     @property
     def location(self) -> str:
         """The URL without password."""
         return self._dsn.location
-
-    @contextlib.asynccontextmanager
-    async def _guard(self, op: str, *, write: bool) -> AsyncIterator[None]:
-        try:
-            yield
-        except MemoryError:
-            raise
-        except (psycopg.Error, OSError) as exc:
-            text = scrub(str(exc), self._dsn.secrets)
-            if isinstance(exc, psycopg.OperationalError | OSError):
-                msg = f"PostgreSQL learning store {self.location} unreachable: {text}"
-                raise MemoryConnectionError(msg) from exc
-            msg = f"PostgreSQL learning {op} in {self.location} failed: {text}"
-            if write:
-                raise MemoryStoreError(msg) from exc
-            raise MemoryRetrievalError(msg) from exc
-
-    async def _ensure_pool(self) -> AsyncConnectionPool[Conn]:
-        async with self._open_lock:
-            if self._closed:
-                msg = f"learning store {self.location} is closed"
-                raise MemoryConnectionError(msg)
-            if self._pool is not None:
-                return self._pool
-            async with self._guard("connect", write=False):
-                conn = await psycopg.AsyncConnection.connect(
-                    self._dsn.conninfo,
-                    autocommit=True,
-                    connect_timeout=max(2, int(self._connect_timeout)),
-                )
-                try:
-                    await self._create_table(conn)
-                finally:
-                    await conn.close()
-                pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                    self._dsn.conninfo,
-                    min_size=1,
-                    max_size=self._pool_max,
-                    open=False,
-                    kwargs={"autocommit": True},
-                    name=f"memvault-learning:{self._schema}",
-                )
-                try:
-                    await pool.open(wait=True, timeout=self._connect_timeout)
-                except BaseException:
-                    await pool.close()
-                    raise
-            self._pool = pool
-            return pool
-
-    async def _create_table(self, conn: Conn) -> None:
-        schema = sql.Identifier(self._schema)
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
-            cur = await conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
-            )
-            row = await cur.fetchone()
-            if not (row and row[0]):
-                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
-            await conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} ("
-                    ' kind text COLLATE "C" NOT NULL,'
-                    ' id text COLLATE "C" NOT NULL,'
-                    ' agent_id text COLLATE "C",'
-                    " status text,"
-                    " at timestamptz NOT NULL,"
-                    " n bigint NOT NULL DEFAULT 0,"
-                    " data jsonb NOT NULL,"
-                    " PRIMARY KEY (kind, id))"
-                ).format(self._table)
-            )
-            for name, cols in (
-                ("learning_kind_status_at", "kind, status, at"),
-                ("learning_kind_agent_at", "kind, agent_id, at"),
-            ):
-                await conn.execute(
-                    sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (" + cols + ")").format(
-                        sql.Identifier(name), self._table
-                    )
-                )
-
-    async def _read(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        pool = await self._ensure_pool()
-        async with self._guard(op, write=False), pool.connection() as conn:
-            return await fn(conn)
-
-    async def _write(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        pool = await self._ensure_pool()
-        async with self._guard(op, write=True), pool.connection() as conn, conn.transaction():
-            return await fn(conn)
 
     @staticmethod
     def _row(raw: Sequence[Any]) -> LearningRow:
@@ -180,7 +106,7 @@ class PostgresLearningStore:
                 [row.kind, row.id, row.agent_id, row.status, row.at, row.n, Jsonb(row.data)],
             )
 
-        await self._write("put", run)
+        await self._db.write("put", run)
 
     async def get(self, kind: str, item_id: str) -> LearningRow | None:
         """One record, or None."""
@@ -195,7 +121,7 @@ class PostgresLearningStore:
             raw = await cur.fetchone()
             return None if raw is None else self._row(raw)
 
-        return await self._read("get", run)
+        return await self._db.read("get", run)
 
     async def find(
         self,
@@ -232,7 +158,7 @@ class PostgresLearningStore:
             cur = await conn.execute(query, [*params, *extra, limit])
             return [self._row(r) for r in await cur.fetchall()]
 
-        return await self._read("find", run)
+        return await self._db.read("find", run)
 
     async def transition(self, row: LearningRow, *, expected_status: str) -> bool:
         """Replace the record only if its status is still ``expected_status``."""
@@ -255,7 +181,7 @@ class PostgresLearningStore:
             )
             return cur.rowcount > 0
 
-        return await self._write("transition", run)
+        return await self._db.write("transition", run)
 
     async def bump(self, kind: str, ids: Sequence[str], at: datetime) -> None:
         """Add one to each record's counter (created when missing) and set its time."""
@@ -272,12 +198,8 @@ class PostgresLearningStore:
                     [kind, item_id, at],
                 )
 
-        await self._write("bump", run)
+        await self._db.write("bump", run)
 
     async def close(self) -> None:
         """Close the pool; later calls raise :class:`MemoryConnectionError`."""
-        async with self._open_lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._db.close()

@@ -8,30 +8,21 @@ table, no migration of existing ones).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import json
 import sqlite3
-import threading
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from memvault.backends.sqlite._connect import (
-    immediate,
-    open_sqlite,
-    prepare_side_table,
-    translate_error,
-)
-from memvault.errors import MemoryConnectionError, MemoryError, MemoryRetrievalError
+from memvault._sidetables import SQLiteSide, from_us, to_us
+from memvault.backends.sqlite._connect import immediate, prepare_side_table
+from memvault.errors import MemoryRetrievalError
 from memvault.learning.store import LearningRow
 
 __all__ = ["SQLiteLearningStore"]
 
-T = TypeVar("T")
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WHAT = "learning store"
 _COLUMNS = "kind, id, agent_id, status, at, n, data"
 _TABLE = """
@@ -52,50 +43,19 @@ _INDEXES = (
 )
 
 
-def _to_us(value: datetime) -> int:
-    return (value - _EPOCH) // timedelta(microseconds=1)
-
-
-def _from_us(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
-
-
 class SQLiteLearningStore:
     """Learning records in a SQLite file (normally the memory store's own file)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self._path = Path(path).expanduser()
-        self._busy_timeout_ms = busy_timeout_ms
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._db = SQLiteSide(
+            self._path, what=_WHAT, busy_timeout_ms=busy_timeout_ms, prepare=self._prepare
+        )
 
     @property
     def location(self) -> str:
         """The database file's path."""
         return str(self._path)
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
-        return await asyncio.to_thread(self._call, fn, write)
-
-    def _call(self, fn: Callable[[sqlite3.Connection], T], write: bool) -> T:
-        with self._lock:
-            if self._closed:
-                msg = f"{_WHAT} {self._path} is closed"
-                raise MemoryConnectionError(msg)
-            if self._conn is None:
-                self._conn = open_sqlite(
-                    self._path,
-                    what=_WHAT,
-                    busy_timeout_ms=self._busy_timeout_ms,
-                    prepare=self._prepare,
-                )
-            try:
-                return fn(self._conn)
-            except MemoryError:
-                raise
-            except sqlite3.Error as exc:
-                raise translate_error(exc, write=write, what=_WHAT, path=self._path) from exc
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         prepare_side_table(
@@ -105,7 +65,7 @@ class SQLiteLearningStore:
             table="learning_items",
             ddl=(_TABLE, *_INDEXES),
             columns=("kind", "id", "agent_id", "status", "at", "n", "data"),
-            now_us=_to_us(datetime.now(UTC)),
+            now_us=to_us(datetime.now(UTC)),
         )
 
     def _row(self, raw: Sequence[Any]) -> LearningRow:
@@ -115,7 +75,7 @@ class SQLiteLearningStore:
         except ValueError as exc:
             msg = f"{_WHAT} {self._path}: record {kind}/{item_id} is not JSON: {exc}"
             raise MemoryRetrievalError(msg) from None
-        return LearningRow(kind, item_id, agent_id, status, _from_us(at), n, decoded)
+        return LearningRow(kind, item_id, agent_id, status, from_us(at), n, decoded)
 
     async def put(self, row: LearningRow) -> None:
         """Insert or replace a record (its counter is kept)."""
@@ -124,7 +84,7 @@ class SQLiteLearningStore:
             row.id,
             row.agent_id,
             row.status,
-            _to_us(row.at),
+            to_us(row.at),
             row.n,
             json.dumps(row.data, ensure_ascii=False),
         )
@@ -138,7 +98,7 @@ class SQLiteLearningStore:
                     values,
                 )
 
-        await self._run(run, write=True)
+        await self._db.run(run, write=True)
 
     async def get(self, kind: str, item_id: str) -> LearningRow | None:
         """One record, or None."""
@@ -149,7 +109,7 @@ class SQLiteLearningStore:
             ).fetchone()
             return None if raw is None else self._row(raw)
 
-        return await self._run(run, write=False)
+        return await self._db.run(run, write=False)
 
     async def find(
         self,
@@ -172,7 +132,7 @@ class SQLiteLearningStore:
         params: list[Any] = list(args)
         if since is not None:
             where.append("at >= ?")
-            params.append(_to_us(since))
+            params.append(to_us(since))
         order = "DESC" if newest_first else "ASC"
         params.append(-1 if limit is None else limit)
         sql = (
@@ -183,7 +143,7 @@ class SQLiteLearningStore:
         def run(conn: sqlite3.Connection) -> builtins.list[LearningRow]:
             return [self._row(r) for r in conn.execute(sql, params).fetchall()]
 
-        return await self._run(run, write=False)
+        return await self._db.run(run, write=False)
 
     async def transition(self, row: LearningRow, *, expected_status: str) -> bool:
         """Replace the record only if its status is still ``expected_status``."""
@@ -196,7 +156,7 @@ class SQLiteLearningStore:
                     (
                         row.agent_id,
                         row.status,
-                        _to_us(row.at),
+                        to_us(row.at),
                         json.dumps(row.data, ensure_ascii=False),
                         row.kind,
                         row.id,
@@ -205,11 +165,11 @@ class SQLiteLearningStore:
                 )
                 return cur.rowcount > 0
 
-        return await self._run(run, write=True)
+        return await self._db.run(run, write=True)
 
     async def bump(self, kind: str, ids: Sequence[str], at: datetime) -> None:
         """Add one to each record's counter (created when missing) and set its time."""
-        stamp = _to_us(at)
+        stamp = to_us(at)
 
         def run(conn: sqlite3.Connection) -> None:
             with immediate(conn):
@@ -220,16 +180,8 @@ class SQLiteLearningStore:
                     [(kind, i, stamp) for i in ids],
                 )
 
-        await self._run(run, write=True)
+        await self._db.run(run, write=True)
 
     async def close(self) -> None:
         """Close the connection; later calls raise :class:`MemoryConnectionError`."""
-
-        def run() -> None:
-            with self._lock:
-                self._closed = True
-                conn, self._conn = self._conn, None
-                if conn is not None:
-                    conn.close()
-
-        await asyncio.to_thread(run)
+        await self._db.aclose()

@@ -30,12 +30,13 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, field_validator
 
+from memvault._sidetables import SQLiteSide, from_us, to_us
 from memvault.backends.sqlite._connect import immediate, prepare_side_table
 from memvault.errors import (
     MemoryConfigError,
@@ -81,8 +82,6 @@ _SECRET_CHARS = len(_SECRET_PREFIX) + 12 + 1 + _TOKEN_CHARS
 _NO_HASH = "0" * 64
 # A fresh id collides with an existing one with probability n / 2**48; retrying is enough.
 _ID_ATTEMPTS = 5
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _utc_now() -> datetime:
@@ -521,12 +520,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
 _SQLITE_INDEX = "CREATE INDEX IF NOT EXISTS idx_api_keys_tenant_seq ON api_keys (tenant, seq)"
 
 
-def _to_us(value: datetime) -> int:
-    return (value - _EPOCH) // timedelta(microseconds=1)
-
-
 def _from_us(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
+    return None if value is None else from_us(value)
 
 
 class SQLiteKeyStore(_KeyStoreBase):
@@ -544,10 +539,9 @@ class SQLiteKeyStore(_KeyStoreBase):
     ) -> None:
         super().__init__(clock)
         self._path = Path(path).expanduser()
-        self._busy_timeout_ms = busy_timeout_ms
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._db = SQLiteSide(
+            self._path, what="key store", busy_timeout_ms=busy_timeout_ms, prepare=self._prepare
+        )
 
     @property
     def location(self) -> str:
@@ -555,32 +549,9 @@ class SQLiteKeyStore(_KeyStoreBase):
         return str(self._path)
 
     def _call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
-        from memvault.backends.sqlite._connect import translate_error
-
-        with self._lock:
-            if self._closed:
-                msg = f"key store {self._path} is closed"
-                raise MemoryConnectionError(msg)
-            if self._conn is None:
-                self._conn = self._open()
-            try:
-                return fn(self._conn)
-            except MemoryError:
-                raise
-            except sqlite3.Error as exc:
-                raise translate_error(exc, write=write, what="key store", path=self._path) from exc
+        return self._db.call(fn, write=write)
 
     _transaction = staticmethod(immediate)
-
-    def _open(self) -> sqlite3.Connection:
-        from memvault.backends.sqlite._connect import open_sqlite
-
-        return open_sqlite(
-            self._path,
-            what="key store",
-            busy_timeout_ms=self._busy_timeout_ms,
-            prepare=self._prepare,
-        )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         prepare_side_table(
@@ -590,7 +561,7 @@ class SQLiteKeyStore(_KeyStoreBase):
             table="api_keys",
             ddl=(_SQLITE_TABLE, _SQLITE_INDEX),
             columns=_EXPECTED_COLUMNS,
-            now_us=_to_us(self._now()),
+            now_us=to_us(self._now()),
         )
 
     def _key(self, row: Sequence[Any]) -> ApiKey:
@@ -609,7 +580,7 @@ class SQLiteKeyStore(_KeyStoreBase):
                     _scopes_text(key.scopes),
                     key.agent_id,
                     secret_hash,
-                    _to_us(key.created_at),
+                    to_us(key.created_at),
                 ),
             )
             return cur.rowcount > 0
@@ -640,7 +611,7 @@ class SQLiteKeyStore(_KeyStoreBase):
         def run(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (_to_us(when), key_id),
+                (to_us(when), key_id),
             )
             return cur.rowcount > 0
 
@@ -648,11 +619,7 @@ class SQLiteKeyStore(_KeyStoreBase):
 
     def close(self) -> None:
         """Close the connection; later calls raise :class:`MemoryConnectionError`."""
-        with self._lock:
-            self._closed = True
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._db.close()
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------------

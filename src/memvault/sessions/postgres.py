@@ -3,38 +3,30 @@
 The table lives next to the memory tables of the same schema (``public`` unless the URL or the
 ``schema`` argument names another) but is created and used only here. A small connection pool
 of its own is opened on first use. psycopg errors never escape: they are translated into the
-memvault error tree in :meth:`PostgresSessionStore._guard`, with the password scrubbed.
+memvault error tree (:class:`memvault._sidetables.PostgresSide`), with the password scrubbed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import contextlib
-import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from memvault.errors import (
-    MemoryConfigError,
-    MemoryConnectionError,
-    MemoryError,
-    MemoryRetrievalError,
-    MemoryStoreError,
-)
+from memvault._sidetables import PostgresSide
+from memvault.errors import MemoryConfigError
 
 try:
     import psycopg
     from psycopg import sql
     from psycopg.rows import TupleRow
     from psycopg.types.json import Jsonb
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool  # noqa: F401  (the pool of PostgresSide)
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     _msg = 'PostgreSQL sessions need psycopg 3 and psycopg-pool: pip install "memvault[postgres]"'
     raise MemoryConfigError(_msg) from exc
 
-from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
+from memvault.backends.postgres._dsn import check_schema, parse_dsn
 from memvault.sessions.models import SessionRecord
 from memvault.sessions.store import (
     Clock,
@@ -49,11 +41,8 @@ from memvault.sessions.store import (
 
 __all__ = ["PostgresSessionStore"]
 
-T = TypeVar("T")
 Conn = psycopg.AsyncConnection[TupleRow]
 
-# Serialises concurrent table creation (CREATE ... IF NOT EXISTS races on the catalog).
-_CREATE_LOCK = int.from_bytes(hashlib.sha256(b"memvault.sessions").digest()[:8], "big", signed=True)
 _COLUMNS = "session_id, agent_id, created_at, updated_at, message_count, messages"
 
 
@@ -75,87 +64,19 @@ class PostgresSessionStore:
             raise MemoryConfigError(msg)
         self._schema = check_schema(self._dsn.schema or schema or "public")
         self._table = sql.Identifier(self._schema, "sessions")
-        self._pool_max = max(1, pool_max)
-        self._connect_timeout = connect_timeout
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._pool: AsyncConnectionPool[Conn] | None = None
-        self._open_lock = asyncio.Lock()
-        self._closed = False
         if self._dsn.schema is None and self._schema != "public":
             sep = "&" if "?" in self._dsn.location else "?"
             self._location = f"{self._dsn.location}{sep}schema={self._schema}"
         else:
             self._location = self._dsn.location
-
-    @property
-    def location(self) -> str:
-        """The URL without password (with ``schema=`` unless it is ``public``)."""
-        return self._location
-
-    # -- plumbing -------------------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def _guard(self, op: str, *, write: bool) -> AsyncIterator[None]:
-        try:
-            yield
-        except MemoryError:
-            raise
-        except (psycopg.Error, OSError) as exc:
-            text = scrub(str(exc), self._dsn.secrets)
-            if isinstance(exc, psycopg.OperationalError | OSError):
-                msg = f"PostgreSQL session store {self.location} unreachable: {text}"
-                raise MemoryConnectionError(msg) from exc
-            if write:
-                msg = f"PostgreSQL session {op} in {self.location} failed: {text}"
-                raise MemoryStoreError(msg) from exc
-            msg = f"PostgreSQL session {op} in {self.location} failed: {text}"
-            raise MemoryRetrievalError(msg) from exc
-
-    async def _ensure_pool(self) -> AsyncConnectionPool[Conn]:
-        async with self._open_lock:
-            if self._closed:
-                msg = f"session store {self.location} is closed"
-                raise MemoryConnectionError(msg)
-            if self._pool is not None:
-                return self._pool
-            async with self._guard("connect", write=False):
-                conn = await psycopg.AsyncConnection.connect(
-                    self._dsn.conninfo,
-                    autocommit=True,
-                    connect_timeout=max(2, int(self._connect_timeout)),
-                )
-                try:
-                    await self._create_table(conn)
-                finally:
-                    await conn.close()
-                pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                    self._dsn.conninfo,
-                    min_size=1,
-                    max_size=self._pool_max,
-                    open=False,
-                    kwargs={"autocommit": True},
-                    name=f"memvault-sessions:{self._schema}",
-                )
-                try:
-                    await pool.open(wait=True, timeout=self._connect_timeout)
-                except BaseException:
-                    await pool.close()
-                    raise
-            self._pool = pool
-            return pool
-
-    async def _create_table(self, conn: Conn) -> None:
-        schema = sql.Identifier(self._schema)
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
-            cur = await conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
-            )
-            row = await cur.fetchone()
-            if not (row and row[0]):
-                # Checked first: CREATE SCHEMA IF NOT EXISTS still needs the CREATE privilege.
-                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
-            await conn.execute(
+        self._db = PostgresSide(
+            self._dsn,
+            schema=self._schema,
+            location=self._location,
+            noun="session",
+            lock_name=b"memvault.sessions",
+            ddl=(
                 sql.SQL(
                     "CREATE TABLE IF NOT EXISTS {} ("
                     ' agent_id text COLLATE "C" NOT NULL,'
@@ -166,23 +87,22 @@ class PostgresSessionStore:
                     " message_count integer NOT NULL,"
                     " messages jsonb NOT NULL,"
                     " PRIMARY KEY (agent_id, session_id))"
-                ).format(self._table)
-            )
-            await conn.execute(
+                ).format(self._table),
                 sql.SQL(
                     "CREATE INDEX IF NOT EXISTS sessions_agent_seq ON {} (agent_id, seq)"
-                ).format(self._table)
-            )
+                ).format(self._table),
+            ),
+            pool_name=f"memvault-sessions:{self._schema}",
+            pool_max=max(1, pool_max),
+            connect_timeout=connect_timeout,
+        )
 
-    async def _read(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        pool = await self._ensure_pool()
-        async with self._guard(op, write=False), pool.connection() as conn:
-            return await fn(conn)
+    @property
+    def location(self) -> str:
+        """The URL without password (with ``schema=`` unless it is ``public``)."""
+        return self._location
 
-    async def _write(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        pool = await self._ensure_pool()
-        async with self._guard(op, write=True), pool.connection() as conn, conn.transaction():
-            return await fn(conn)
+    # -- plumbing -------------------------------------------------------------------------------
 
     def _record(self, row: Sequence[Any]) -> SessionRecord:
         session_id, agent_id, created, updated, count, messages = row
@@ -238,7 +158,7 @@ class PostgresSessionStore:
                 message_count=len(items),
             )
 
-        return await self._write("save", run)
+        return await self._db.write("save", run)
 
     async def latest(self, agent_id: str) -> SessionRecord | None:
         """The agent's most recently saved session, or ``None`` if it has none."""
@@ -260,7 +180,7 @@ class PostgresSessionStore:
             row = await cur.fetchone()
             return None if row is None else self._record(row)
 
-        return await self._read("get", run)
+        return await self._db.read("get", run)
 
     async def list(
         self, agent_id: str, *, limit: int | None = None
@@ -278,7 +198,7 @@ class PostgresSessionStore:
             )
             return [self._record(r) for r in await cur.fetchall()]
 
-        return await self._read("list", run)
+        return await self._db.read("list", run)
 
     async def delete(self, agent_id: str, session_id: str) -> bool:
         """Delete one session; ``False`` if the agent has no such session."""
@@ -294,7 +214,7 @@ class PostgresSessionStore:
             )
             return cur.rowcount > 0
 
-        return await self._write("delete", run)
+        return await self._db.write("delete", run)
 
     async def clear(self, agent_id: str) -> int:
         """Delete every session of the agent; returns how many were deleted."""
@@ -306,7 +226,7 @@ class PostgresSessionStore:
             )
             return cur.rowcount
 
-        return await self._write("clear", run)
+        return await self._db.write("clear", run)
 
     async def prune(self, agent_id: str, keep: int) -> int:
         """Delete all but the agent's ``keep`` most recent sessions; returns how many went."""
@@ -323,12 +243,8 @@ class PostgresSessionStore:
             )
             return cur.rowcount
 
-        return await self._write("prune", run)
+        return await self._db.write("prune", run)
 
     async def close(self) -> None:
         """Close the pool; later calls raise :class:`MemoryConnectionError`."""
-        async with self._open_lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._db.close()

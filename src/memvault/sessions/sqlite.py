@@ -13,25 +13,15 @@ such foreign files too.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import sqlite3
-import threading
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from memvault.backends.sqlite._connect import (
-    immediate,
-    open_sqlite,
-    prepare_side_table,
-    translate_error,
-)
-from memvault.errors import (
-    MemoryConnectionError,
-    MemoryError,
-)
+from memvault._sidetables import SQLiteSide, from_us, to_us
+from memvault.backends.sqlite._connect import immediate, prepare_side_table
 from memvault.sessions.models import SessionRecord
 from memvault.sessions.store import (
     Clock,
@@ -47,9 +37,6 @@ from memvault.sessions.store import (
 
 __all__ = ["SQLiteSessionStore"]
 
-T = TypeVar("T")
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = "session_id, agent_id, created_at, updated_at, message_count, messages"
 _EXPECTED_COLUMNS = frozenset(
     {"agent_id", "session_id", "seq", "created_at", "updated_at", "message_count", "messages"}
@@ -70,14 +57,6 @@ CREATE TABLE IF NOT EXISTS sessions (
 _SESSIONS_INDEX = "CREATE INDEX IF NOT EXISTS idx_sessions_agent_seq ON sessions (agent_id, seq)"
 
 
-def _to_us(value: datetime) -> int:
-    return (value - _EPOCH) // timedelta(microseconds=1)
-
-
-def _from_us(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
-
-
 class SQLiteSessionStore:
     """Sessions in a SQLite file (normally the memory store's own file).
 
@@ -89,11 +68,13 @@ class SQLiteSessionStore:
         self, path: str | Path, *, busy_timeout_ms: int = 10_000, clock: Clock | None = None
     ) -> None:
         self._path = Path(path).expanduser()
-        self._busy_timeout_ms = busy_timeout_ms
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._db = SQLiteSide(
+            self._path,
+            what="session store",
+            busy_timeout_ms=busy_timeout_ms,
+            prepare=self._prepare,
+        )
 
     @property
     def location(self) -> str:
@@ -102,37 +83,9 @@ class SQLiteSessionStore:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
-        return await asyncio.to_thread(self._call, fn, write)
-
-    def _call(self, fn: Callable[[sqlite3.Connection], T], write: bool) -> T:
-        with self._lock:
-            if self._closed:
-                msg = f"session store {self._path} is closed"
-                raise MemoryConnectionError(msg)
-            if self._conn is None:
-                self._conn = self._open()
-            try:
-                return fn(self._conn)
-            except MemoryError:
-                raise
-            except sqlite3.Error as exc:
-                raise self._translate(exc, write) from exc
-
-    def _translate(self, exc: sqlite3.Error, write: bool) -> MemoryError:
-        return translate_error(exc, write=write, what="session store", path=self._path)
-
     # IMMEDIATE: the seq read and the write that uses it must not interleave with another
     # writer's.
     _transaction = staticmethod(immediate)
-
-    def _open(self) -> sqlite3.Connection:
-        return open_sqlite(
-            self._path,
-            what="session store",
-            busy_timeout_ms=self._busy_timeout_ms,
-            prepare=self._prepare,
-        )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         prepare_side_table(
@@ -142,7 +95,7 @@ class SQLiteSessionStore:
             table="sessions",
             ddl=(_SESSIONS_TABLE, _SESSIONS_INDEX),
             columns=_EXPECTED_COLUMNS,
-            now_us=_to_us(self._clock()),
+            now_us=to_us(self._clock()),
         )
 
     def _record(self, row: Sequence[Any]) -> SessionRecord:
@@ -151,8 +104,8 @@ class SQLiteSessionStore:
         return SessionRecord(
             session_id=session_id,
             agent_id=agent_id,
-            created_at=_from_us(created),
-            updated_at=_from_us(updated),
+            created_at=from_us(created),
+            updated_at=from_us(updated),
             messages=items,
             message_count=count,
         )
@@ -169,7 +122,7 @@ class SQLiteSessionStore:
         body = messages_to_json(items)
 
         def run(conn: sqlite3.Connection) -> SessionRecord:
-            now = _to_us(self._clock())
+            now = to_us(self._clock())
             with self._transaction(conn):
                 (seq,) = conn.execute(
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions WHERE agent_id = ?", (agent,)
@@ -189,13 +142,13 @@ class SQLiteSessionStore:
             return SessionRecord(
                 session_id=sid,
                 agent_id=agent,
-                created_at=_from_us(created),
-                updated_at=_from_us(now),
+                created_at=from_us(created),
+                updated_at=from_us(now),
                 messages=items,
                 message_count=len(items),
             )
 
-        return await self._run(run, write=True)
+        return await self._db.run(run, write=True)
 
     async def latest(self, agent_id: str) -> SessionRecord | None:
         """The agent's most recently saved session, or ``None`` if it has none."""
@@ -214,7 +167,7 @@ class SQLiteSessionStore:
             ).fetchone()
             return None if row is None else self._record(row)
 
-        return await self._run(run, write=False)
+        return await self._db.run(run, write=False)
 
     async def list(
         self, agent_id: str, *, limit: int | None = None
@@ -230,7 +183,7 @@ class SQLiteSessionStore:
             ).fetchall()
             return [self._record(r) for r in rows]
 
-        return await self._run(run, write=False)
+        return await self._db.run(run, write=False)
 
     async def delete(self, agent_id: str, session_id: str) -> bool:
         """Delete one session; ``False`` if the agent has no such session."""
@@ -243,7 +196,7 @@ class SQLiteSessionStore:
             )
             return cur.rowcount > 0
 
-        return await self._run(run, write=True)
+        return await self._db.run(run, write=True)
 
     async def clear(self, agent_id: str) -> int:
         """Delete every session of the agent; returns how many were deleted."""
@@ -252,7 +205,7 @@ class SQLiteSessionStore:
         def run(conn: sqlite3.Connection) -> int:
             return conn.execute("DELETE FROM sessions WHERE agent_id = ?", (agent,)).rowcount
 
-        return await self._run(run, write=True)
+        return await self._db.run(run, write=True)
 
     async def prune(self, agent_id: str, keep: int) -> int:
         """Delete all but the agent's ``keep`` most recent sessions; returns how many went."""
@@ -267,16 +220,8 @@ class SQLiteSessionStore:
             )
             return cur.rowcount
 
-        return await self._run(run, write=True)
+        return await self._db.run(run, write=True)
 
     async def close(self) -> None:
         """Close the connection; later calls raise :class:`MemoryConnectionError`."""
-
-        def run() -> None:
-            with self._lock:
-                self._closed = True
-                conn, self._conn = self._conn, None
-                if conn is not None:
-                    conn.close()
-
-        await asyncio.to_thread(run)
+        await self._db.aclose()
