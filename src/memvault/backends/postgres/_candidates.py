@@ -38,6 +38,10 @@ __all__ = ["PostgresCandidatesMixin"]
 # pgvector caps hnsw.ef_search at 1000; a scan needing more is done exactly instead.
 _MAX_EF_SEARCH = 1000
 _MIN_EF_SEARCH = 40
+# The graph walk keeps twice the pool: measured on 1M rows (m 16, ef_construction 64, blends of
+# real MiniLM vectors), recall@10 against exact is 0.913 with ef_search = pool (80) and 0.962
+# with 160, at p95 6.4 ms; at 200k rows ef 80 already gives 0.981.
+_EF_PER_POOL = 2
 
 _EXACT: ContextVar[bool] = ContextVar("memvault_postgres_exact", default=False)
 
@@ -186,13 +190,13 @@ class PostgresCandidatesMixin(_MixinBase):
         """``hnsw.ef_search`` for a dense query, or None to scan exactly.
 
         HNSW filters *after* walking the graph: of ``ef_search`` nearest rows of the whole
-        table only the agent's survive. So ``ef_search`` (at least ``max(40, pool)``) grows with
+        table only the agent's survive. So ``ef_search`` (at least ``max(40, 2 * pool)``) grows with
         the inverse of the agent's share of the table; past pgvector's limit of 1000, or for
         agents small enough that a scan is cheap, the exact scan is both faster and complete.
         """
         if exact or not self._hnsw or n_agent <= self._exact_below:
             return None
-        ef = math.ceil(max(_MIN_EF_SEARCH, pool) * n_total / n_agent)
+        ef = math.ceil(max(_MIN_EF_SEARCH, _EF_PER_POOL * pool) * n_total / n_agent)
         return ef if ef <= _MAX_EF_SEARCH else None
 
     async def _dense(
