@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memvault import AsyncMemory
-from memvault.errors import MemoryValidationError
+from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.llm import ScriptedLLM
 from memvault.llm.errors import ProviderAuthError
 from memvault.protocols import MemoryStore
@@ -116,3 +116,25 @@ async def test_episodes_become_facts_and_are_marked(mem: AsyncMemory) -> None:
 async def test_unknown_strategy_is_a_validation_error(mem: AsyncMemory) -> None:
     with pytest.raises(MemoryValidationError, match="unknown consolidation strategy"):
         await mem.consolidate(agent_id=AGENT, strategy="magic")
+
+
+async def test_llm_strategies_without_an_llm_refuse_and_change_nothing(mem: AsyncMemory) -> None:
+    for strategy in ("llm", "dual_mode"):
+        with pytest.raises(MemoryConfigError, match="needs an LLM"):
+            await mem.consolidate(agent_id=AGENT, strategy=strategy)
+    assert await mem.count(agent_id=AGENT) == len(NOTES)
+    assert await mem.archived(agent_id=AGENT) == []
+
+
+async def test_llm_synthesis_sees_recent_distillations(mem: AsyncMemory) -> None:
+    await mem.add(
+        "Task t-7: success. Trajectory: 4 turns, 900 tokens.",
+        agent_id=AGENT,
+        category="episodic",
+        tags=["distillation"],
+    )
+    llm = ScriptedLLM(["Merged notes."], repeat_last=True)
+    result = await mem.consolidate(agent_id=AGENT, strategy="llm", llm=llm)
+    assert len(result.created_ids) == 1
+    system = llm.calls[0][0]
+    assert system.role == "system" and "<distillation>Task t-7: success." in system.content

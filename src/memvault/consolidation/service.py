@@ -16,15 +16,17 @@ result and the run moves on to the next group; nothing of a failed group is dele
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memvault._ids import utc_now
+from memvault.consolidation._text import truncate
 from memvault.consolidation.density import DensityClassifier
 from memvault.consolidation.extraction import EpisodicExtractor, select_episodes
 from memvault.consolidation.ops import (
@@ -42,7 +44,7 @@ from memvault.consolidation.selectors import (
     EntryGroup,
     HighestRelevanceSelector,
 )
-from memvault.errors import MemvaultError
+from memvault.errors import MemoryConfigError, MemvaultError
 from memvault.models import MemoryCategory, MemoryEntry, MemoryStoreRequest, aware_utc
 from memvault.protocols import LLMProvider
 
@@ -60,6 +62,19 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+MIN_GROUP_THRESHOLD = 3
+"""The design's floor for ``group_threshold``: with one entry kept, a smaller group leaves a
+single entry to merge, which cannot be deduplicated against anything."""
+MAX_CONCURRENT_GROUPS = 4
+"""How many groups the ``llm`` strategy synthesises at once. The design runs groups in
+parallel; the bound keeps a large run from flooding the provider with requests (and its rate
+limit). Writes stay serialised whatever this is."""
+DISTILLATION_TAG = "distillation"
+MAX_DISTILLATION_ENTRIES = 5
+"""At most this many recent ``distillation`` entries go into the synthesis prompt."""
+MAX_DISTILLATION_CHARS = 500
+"""Each of them cut to this many characters."""
 
 StoreCallback = Callable[[list[MemoryStoreRequest]], Awaitable[list[str]]]
 """Stores new entries (all or nothing) and returns their ids in input order."""
@@ -96,8 +111,8 @@ class ConsolidationConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    group_threshold: int = Field(default=3, ge=2)
-    """A category group needs at least this many eligible entries to be consolidated."""
+    group_threshold: int = MIN_GROUP_THRESHOLD
+    """A category group needs at least this many eligible entries to be consolidated (>= 3)."""
     keep: int = Field(default=1, ge=0)
     """How many of the most relevant entries of a group stay untouched."""
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
@@ -109,6 +124,21 @@ class ConsolidationConfig(BaseModel):
     density_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
     concat_bullet_chars: int = Field(default=500, ge=20)
     max_summary_chars: int = Field(default=16_000, ge=200)
+    include_distillation_context: bool = True
+    """``llm`` strategy: put the agent's most recent ``distillation`` entries (at most 5, each
+    cut to 500 characters) into the synthesis system prompt as context."""
+
+    @field_validator("group_threshold")
+    @classmethod
+    def _threshold_floor(cls, value: int) -> int:
+        # MemoryConfigError is not a ValueError, so pydantic lets it through unwrapped.
+        if value < MIN_GROUP_THRESHOLD:
+            msg = (
+                f"consolidation.group_threshold must be at least {MIN_GROUP_THRESHOLD} "
+                f"(got {value}): a smaller group has nothing to deduplicate against"
+            )
+            raise MemoryConfigError(msg)
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -175,10 +205,14 @@ def build_op(
     *,
     llm: LLMProvider | None,
     config: ConsolidationConfig | None = None,
+    distillation_context: Sequence[str] = (),
 ) -> ConsolidationOp:
-    """The op of a group strategy. Without ``llm``, LLM steps become deterministic ones.
+    """The op of a group strategy; ``llm`` and ``dual_mode`` need ``llm``.
+
+    ``distillation_context`` is handed to the ``llm`` strategy's synthesis prompt.
 
     Raises:
+        MemoryConfigError: ``llm`` or ``dual_mode`` without an LLM.
         ValueError: ``strategy`` is unknown or is ``extract`` (which is not a group op).
     """
     cfg = config or ConsolidationConfig()
@@ -186,18 +220,39 @@ def build_op(
     concat = ConcatenationOp(bullet_chars=cfg.concat_bullet_chars, max_chars=cfg.max_summary_chars)
     if kind is ConsolidationStrategy.SIMPLE:
         return concat
-    if kind is ConsolidationStrategy.LLM:
-        return concat if llm is None else _llm_op(LLMSynthesisOp, llm, concat, cfg)
-    if kind is ConsolidationStrategy.DUAL_MODE:
-        abstractive: ConsolidationOp = (
-            concat if llm is None else _llm_op(AbstractiveSummarizationOp, llm, concat, cfg)
+    if kind is ConsolidationStrategy.EXTRACT:
+        raise ValueError(
+            "the extract strategy has no group op; use consolidate(strategy='extract')"
         )
+    if llm is None:
+        msg = (
+            f"consolidation strategy {kind.value!r} needs an LLM; pass llm= (or configure one) "
+            "or use strategy 'simple'"
+        )
+        raise MemoryConfigError(msg)
+    if kind is ConsolidationStrategy.LLM:
+        return _llm_op(LLMSynthesisOp, llm, concat, cfg, distillation_context)
+    if kind is ConsolidationStrategy.DUAL_MODE:
         return DensityRoutingOp(
             classifier=DensityClassifier(threshold=cfg.density_threshold),
             extractive=ExtractivePreservationOp(max_chars=cfg.max_summary_chars),
-            abstractive=abstractive,
+            abstractive=_llm_op(AbstractiveSummarizationOp, llm, concat, cfg),
         )
-    raise ValueError("the extract strategy has no group op; use consolidate(strategy='extract')")
+    raise AssertionError(f"unhandled strategy {kind}")  # pragma: no cover
+
+
+def distillation_context(entries: Sequence[MemoryEntry], *, agent_id: str) -> list[str]:
+    """The agent's most recent ``distillation`` entries, newest first, each cut to length."""
+    found = [
+        e
+        for e in entries
+        if e.agent_id == agent_id and DISTILLATION_TAG in e.metadata.tags and e.content.strip()
+    ]
+    found.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+    return [
+        truncate(e.content.strip(), MAX_DISTILLATION_CHARS)
+        for e in found[:MAX_DISTILLATION_ENTRIES]
+    ]
 
 
 def _llm_op(
@@ -205,6 +260,7 @@ def _llm_op(
     llm: LLMProvider,
     fallback: ConsolidationOp,
     cfg: ConsolidationConfig,
+    context: Sequence[str] = (),
 ) -> ConsolidationOp:
     return cls(
         llm,
@@ -214,6 +270,7 @@ def _llm_op(
         max_entries=cfg.max_prompt_entries,
         max_entry_chars=cfg.max_entry_input_chars,
         max_total_chars=cfg.max_total_user_content_chars,
+        distillation_context=context,
     )
 
 
@@ -246,7 +303,11 @@ async def consolidate(
     asked) but calls no callback. Errors of the callbacks that are memvault errors are recorded
     per group; any other exception propagates.
 
+    Groups of the ``llm`` strategy are synthesised concurrently (at most
+    :data:`MAX_CONCURRENT_GROUPS` at once); the result lists them in selection order either way.
+
     Raises:
+        MemoryConfigError: ``llm`` or ``dual_mode`` without ``llm``.
         ValueError: unknown strategy, a naive ``now``, or ``extract`` without
             ``mark_consolidated`` outside a dry run.
     """
@@ -270,22 +331,34 @@ async def consolidate(
         archival_index: dict[str, str] = {}
         modes: dict[str, ArchivalMode] = {}
     else:
+        context = (
+            distillation_context(entries, agent_id=agent_id)
+            if kind is ConsolidationStrategy.LLM and cfg.include_distillation_context
+            else []
+        )
+        op = build_op(kind, llm=llm, config=cfg, distillation_context=context)
         chooser = selector or HighestRelevanceSelector(
             group_threshold=cfg.group_threshold, keep=cfg.keep
         )
-        op = build_op(kind, llm=llm, config=cfg)
+        groups = chooser.select(entries, agent_id=agent_id, now=at)
+        parallel = MAX_CONCURRENT_GROUPS if kind is ConsolidationStrategy.LLM else 1
+        done = await _run_groups(
+            groups,
+            op,
+            now=at,
+            limit=parallel,
+            store=store,
+            archive_and_delete=archive_and_delete,
+            dry=dry_run,
+        )
         reports = []
         archival_index = {}
         modes = {}
-        for group in chooser.select(entries, agent_id=agent_id, now=at):
-            outcome = await op.apply(group, now=at)
-            report, index = await _apply_group(
-                group, outcome, store=store, archive_and_delete=archive_and_delete, dry=dry_run
-            )
+        for report, index, mode in done:
             reports.append(report)
             archival_index.update(index)
-            if outcome.mode is not None:
-                modes.update(dict.fromkeys(index, outcome.mode))
+            if mode is not None:
+                modes.update(dict.fromkeys(index, mode))
     result = ConsolidationResult(
         agent_id=agent_id,
         strategy=kind,
@@ -314,6 +387,45 @@ async def consolidate(
         extra={"event": "memory.consolidate", "agent_id": agent_id, "strategy": kind.value},
     )
     return result
+
+
+async def _run_groups(
+    groups: Sequence[EntryGroup],
+    op: ConsolidationOp,
+    *,
+    now: datetime,
+    limit: int,
+    store: StoreCallback,
+    archive_and_delete: ArchiveCallback,
+    dry: bool,
+) -> list[tuple[GroupReport, dict[str, str], ArchivalMode | None]]:
+    """Run ``op`` over ``groups``, at most ``limit`` at once; results in group order.
+
+    The ops (the LLM calls) overlap; each group's store-then-archive runs under one lock, so
+    the backend sees one write sequence at a time and a group's originals are archived only
+    after its own new entry is stored. If a task raises something that is not a memvault error
+    the task group cancels the others: a cancelled group has at worst stored its new entry
+    without archiving (a duplicate, never a loss).
+    """
+    gate = asyncio.Semaphore(max(1, limit))
+    writes = asyncio.Lock()
+    results: list[tuple[GroupReport, dict[str, str], ArchivalMode | None] | None] = [None] * len(
+        groups
+    )
+
+    async def one(position: int, group: EntryGroup) -> None:
+        async with gate:
+            outcome = await op.apply(group, now=now)
+        async with writes:
+            report, index = await _apply_group(
+                group, outcome, store=store, archive_and_delete=archive_and_delete, dry=dry
+            )
+        results[position] = (report, index, outcome.mode)
+
+    async with asyncio.TaskGroup() as tasks:
+        for position, group in enumerate(groups):
+            tasks.create_task(one(position, group))
+    return [r for r in results if r is not None]
 
 
 async def _apply_group(

@@ -819,12 +819,16 @@ class AsyncMemory:
 
         ``strategy``: ``simple`` (concatenation), ``dual_mode`` (density routing: extractive
         for dense groups, LLM summary for sparse ones), ``llm`` (LLM synthesis) or ``extract``
-        (episodes -> semantic facts; episodes are marked consolidated, not archived). LLM
-        strategies fall back to non-LLM ops without ``llm``. The new entry is stored before the
-        originals are archived, so nothing is lost if a step fails. ``dry_run`` writes nothing.
+        (episodes -> semantic facts; episodes are marked consolidated, not archived). ``llm``
+        and ``dual_mode`` need an LLM (``llm`` here or the one the memory was built with); the
+        ``llm`` groups are synthesised in parallel (bounded) and, unless the config turns it
+        off, with the agent's recent ``distillation`` entries as context. The new entry is
+        stored before the originals are archived, so nothing is lost if a step fails.
+        ``dry_run`` writes nothing.
 
         Raises:
             MemoryValidationError: unknown strategy.
+            MemoryConfigError: ``llm`` or ``dual_mode`` with no LLM available.
         """
         agent = check_agent(agent_id)
         try:
