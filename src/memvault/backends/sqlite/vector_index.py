@@ -194,8 +194,9 @@ class AgentIndex:
     def load_columns(self, columns: IndexColumns, vectors: NDArray[np.float32]) -> None:
         """Append rows given column by column (a load from SQLite, chunk by chunk).
 
-        Only the dense side: the loader adds every row's text to :attr:`lexical` in one call
-        afterwards (one sort instead of one per chunk).
+        Only the matrix and its columns: :meth:`add` (a write) also feeds :attr:`lexical` and
+        the graph, while a load adds every row's text to :attr:`lexical` in one call afterwards
+        (one sort instead of one per chunk) and attaches the graph after that.
         """
         k = len(columns.rowids)
         if k == 0:
@@ -228,20 +229,20 @@ class AgentIndex:
         if k == 0:
             return
         self.lexical.add([""] * k if bodies is None else bodies)
-        self._grow(self.n + k)
-        sl = slice(self.n, self.n + k)
-        self.matrix[:, sl] = vectors.T
-        self.rowids[sl] = [r.rowid for r in rows]
-        self.category[sl] = [r.category for r in rows]
-        self.created[sl] = [r.created_us for r in rows]
-        self.start[sl] = [r.start_us for r in rows]
-        self.valid_to[sl] = [r.valid_to_us for r in rows]
-        self.expires[sl] = [r.expires_us for r in rows]
-        self.superseded[sl] = [r.superseded for r in rows]
-        self.alive[sl] = True
-        for i, r in enumerate(rows):
-            self._pos[r.rowid] = self.n + i
-        self.n += k
+        start = self.n
+        self.load_columns(
+            IndexColumns(
+                rowids=np.fromiter((r.rowid for r in rows), dtype=np.int64, count=k),
+                category=np.fromiter((r.category for r in rows), dtype=np.int8, count=k),
+                created=np.fromiter((r.created_us for r in rows), dtype=np.int64, count=k),
+                start=np.fromiter((r.start_us for r in rows), dtype=np.int64, count=k),
+                valid_to=np.fromiter((r.valid_to_us for r in rows), dtype=np.int64, count=k),
+                expires=np.fromiter((r.expires_us for r in rows), dtype=np.int64, count=k),
+                superseded=np.fromiter((r.superseded for r in rows), dtype=np.bool_, count=k),
+            ),
+            vectors,
+        )
+        sl = slice(start, start + k)
         if self.ann is not None:
             try:
                 self.ann.add(self.rowids[sl].copy(), np.asarray(vectors, dtype=np.float32))
