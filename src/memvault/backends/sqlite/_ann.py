@@ -150,15 +150,15 @@ class AnnGraph:
         """A new graph of ``rowids``, their vectors gathered a chunk at a time (so a build never
         holds a second copy of the whole matrix)."""
         graph = cls(dim)
-        for start in range(0, len(rowids), CHUNK):
-            stop = min(start + CHUNK, len(rowids))
-            graph.index.add(
-                rowids[start:stop].astype(np.uint64),
-                np.ascontiguousarray(gather(start, stop), dtype=np.float32),
-                threads=settings.build_threads,
-            )
+        graph.add_gathered(rowids, gather)
         graph.dirty = True
         return graph
+
+    def add_gathered(self, rowids: NDArray[np.int64], gather: Gather) -> None:
+        """Add ``rowids`` a chunk of vectors at a time, with the build's threads."""
+        for start in range(0, len(rowids), CHUNK):
+            stop = min(start + CHUNK, len(rowids))
+            self.add(rowids[start:stop], gather(start, stop), threads=settings.build_threads)
 
     def add(
         self, rowids: NDArray[np.int64], vectors: NDArray[np.float32], *, threads: int = 1
@@ -330,9 +330,7 @@ def catch_up(
 
     def work() -> AnnGraph:
         graph.remove(removed)
-        for start in range(0, len(rowids), CHUNK):
-            stop = min(start + CHUNK, len(rowids))
-            graph.add(rowids[start:stop], gather(start, stop), threads=settings.build_threads)
+        graph.add_gathered(rowids, gather)
         return graph
 
     return _submit(work)
