@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from memvault.errors import MemoryConfigError
+from memvault.maintenance.config import MaintenanceConfig
 from memvault.models import (
     DEFAULT_MAX_CONTENT_CHARS,
     ConsolidationInterval,
@@ -356,6 +357,7 @@ class MemvaultConfig(BaseModel):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
     org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
 
     def resolved_url(self) -> str:
         """The storage URL implied by level, backend, url and data_dir."""
