@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault._ids import utc_now
-from memvault.models import MemoryCategory
+from memvault.models import MemoryCategory, MemoryEntry
 
 if TYPE_CHECKING:
     from memvault.injection.memory_api import MemoryAPI
@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 __all__ = [
     "DISTILLATION_TAG",
     "DistillationRequest",
+    "TRIGGER_KEY",
     "TurnRecord",
     "capture_distillation",
     "capture_episode",
+    "episode_trigger",
 ]
 
 logger = logging.getLogger(__name__)
 
 DISTILLATION_TAG = "distillation"
+TRIGGER_KEY = "trigger_type"
+"""The metadata key of what started a captured run (InitRunner's name)."""
+_OLD_TRIGGER_KEY = "trigger"  # what memvault wrote before it followed InitRunner's name
 MEMORY_TOOL_NAMES = frozenset(
     {
         "search_memory",
@@ -60,21 +65,24 @@ async def capture_episode(
     *,
     agent_id: str,
     summary: str,
-    trigger: str | None = None,
+    trigger_type: str | None = None,
     category: str = "autonomous_run",
     metadata: Mapping[str, Any] | None = None,
+    trigger: str | None = None,
 ) -> str | None:
     """Store a run's result summary as an episodic memory; its id, or None on any failure.
 
-    ``trigger`` names what started the run (``cron``, ``file_watch``, ``webhook`` ...) and goes
-    into the metadata; ``category`` is the episode's label (``autonomous_run`` by default).
-    Admission control runs (automatic capture is where low-value text comes from); a rejected
-    summary also returns None.
+    ``trigger_type`` names what started the run (``cron``, ``file_watch``, ``webhook`` ...) and
+    goes into the metadata under InitRunner's key ``trigger_type``; ``category`` is the
+    episode's label (``autonomous_run`` by default). ``trigger`` is the former name of
+    ``trigger_type``, still accepted. Admission control runs, but a run summary is always
+    admitted (:data:`memvault.write.admission.RUN_SUMMARY_SOURCES`): every run leaves one.
     """
     try:
         extra = dict(metadata or {})
-        if trigger is not None:
-            extra["trigger"] = trigger
+        kind = trigger_type if trigger_type is not None else trigger
+        if kind is not None:
+            extra[TRIGGER_KEY] = kind
         outcome = await memory.write(
             summary,
             agent_id=agent_id,
@@ -92,6 +100,20 @@ async def capture_episode(
     if outcome.id is None:
         logger.info("episode not captured for agent %s: %s", agent_id, outcome.decision.reason)
     return outcome.id
+
+
+def episode_trigger(entry: MemoryEntry) -> str | None:
+    """What started the run a captured episode records (``trigger_type``), or None.
+
+    Episodes captured before memvault used InitRunner's key carry ``trigger`` instead; both
+    are read, the new key first.
+    """
+    extra = entry.metadata.extra
+    for key in (TRIGGER_KEY, _OLD_TRIGGER_KEY):
+        value = extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 class TurnRecord(BaseModel):

@@ -36,6 +36,14 @@ in [0, 1], and admits it when the weighted mean reaches ``threshold``:
 
 Scoring never blocks a write: any exception while scoring admits the candidate
 (reason ``"scoring failed: ..."``) and logs WARNING ``memory.admission.failed`` (fail-open).
+
+Run summaries are always admitted. Automatic capture (``capture_episode``: an autonomous run's
+or a trigger's result summary; ``capture_distillation``: a task's trajectory) records that a run
+happened, and the design documents promise that every run leaves one. Such a summary is often
+short and entity-poor ("Done.", "No new files."), exactly what the factors score low, so
+before this rule a controller could drop it silently. A candidate whose metadata ``source`` is
+one of :data:`RUN_SUMMARY_SOURCES` is still scored (the score is reported) but admitted with
+reason ``"run summary: always admitted ..."``.
 Admission is off for explicit ``add`` calls by default (``apply_to_explicit_add``) and meant for
 automatic capture, where the caller passes the controller to
 :func:`memvault.write.pipeline.plan_write`.
@@ -64,12 +72,17 @@ __all__ = [
     "AdmissionDecision",
     "AdmissionScore",
     "EntityMemory",
+    "RUN_SUMMARY_SOURCES",
     "extract_entities",
+    "is_run_summary",
 ]
 
 logger = logging.getLogger(__name__)
 
 FACTORS = ("recency", "relevance", "tool_use", "entity_density", "length", "frequency")
+
+RUN_SUMMARY_SOURCES = frozenset({"auto_capture", "distillation"})
+"""Metadata ``source`` values of run summaries, which admission control never rejects."""
 
 _ENTITY_SATURATION = 0.3
 _LONG_FLOOR = 0.7
@@ -383,6 +396,13 @@ def _recency_score(created_at: datetime | None, now: datetime, half_life: timede
     return float(0.5 ** ((now - created_at) / half_life))
 
 
+def is_run_summary(metadata: MemoryMetadata | None) -> bool:
+    """True if ``metadata`` marks a run summary (its ``source`` is a capture source)."""
+    if metadata is None or metadata.source is None:
+        return False
+    return metadata.source.strip().lower() in RUN_SUMMARY_SOURCES
+
+
 def _clip01(value: float) -> float:
     if not math.isfinite(value):
         msg = f"factor is not a finite number: {value!r}"
@@ -491,6 +511,17 @@ class AdmissionController:
                 admitted=True,
                 score=score,
                 reason=f"score {score.total:.3f} >= threshold {cfg.threshold:.3f}",
+            )
+        if is_run_summary(ctx.metadata):
+            # Every run leaves its summary (see the module docstring), however it scores.
+            self.entity_memory(ctx.agent_id).record(score.entities, ctx.created_at or now)
+            return AdmissionDecision(
+                admitted=True,
+                score=score,
+                reason=(
+                    f"run summary: always admitted (score {score.total:.3f} < threshold "
+                    f"{cfg.threshold:.3f})"
+                ),
             )
         weakest = sorted(
             ((v, k) for k, v in score.factors().items() if v is not None and cfg.weights()[k] > 0)

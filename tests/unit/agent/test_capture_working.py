@@ -32,13 +32,15 @@ async def test_capture_episode_stores_summary_with_trigger(mem: AsyncMemory) -> 
         mem,
         agent_id="bot",
         summary="Nightly sync imported 1,204 invoices from Acme's SFTP; 3 were rejected.",
-        trigger="cron",
+        trigger_type="cron",
     )
     assert mid is not None
     entry = await mem.get(mid, agent_id="bot")
     assert entry is not None
     assert entry.category.value == "episodic" and entry.metadata.label == "autonomous_run"
-    assert entry.metadata.extra["trigger"] == "cron"
+    # InitRunner's metadata key (issue 17); the old "trigger" key is no longer written.
+    assert entry.metadata.extra["trigger_type"] == "cron"
+    assert "trigger" not in entry.metadata.extra
     assert entry.metadata.source == "auto_capture"
 
 
@@ -50,9 +52,15 @@ async def test_capture_never_raises(mem: AsyncMemory, caplog: pytest.LogCaptureF
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
 
 
-async def test_capture_rejects_low_value_chatter(mem: AsyncMemory) -> None:
-    assert await capture_episode(mem, agent_id="bot", summary="ok") is None
-    assert await mem.count(agent_id="bot") == 0
+async def test_capture_keeps_even_a_low_value_run_summary(mem: AsyncMemory) -> None:
+    # Issue 17: admission control never drops a run summary (it used to reject "ok"), since
+    # every autonomous run or trigger execution must leave its episode.
+    mid = await capture_episode(mem, agent_id="bot", summary="ok")
+    assert mid is not None
+    assert await mem.count(agent_id="bot") == 1
+    # The same text written as plain automatic chatter is still rejected.
+    outcome = await mem.write("ok", agent_id="bot", category="episodic", admission=True)
+    assert outcome.id is None
 
 
 async def test_distillation_records_the_trajectory(mem: AsyncMemory) -> None:
