@@ -93,6 +93,7 @@ class ConsolidationInterval(StrEnum):
     WEEKLY = "weekly"
     NEVER = "never"
     AFTER_SESSION = "after_session"
+    AFTER_AUTONOMOUS = "after_autonomous"
     MANUAL = "manual"
 
 

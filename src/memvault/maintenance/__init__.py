@@ -1,5 +1,79 @@
-"""Background maintenance: consolidation, retention sweeps and the skill evolver on a schedule."""
+"""Background maintenance: consolidation, retention sweeps and the skill evolver on a schedule.
+
+:class:`MaintenanceScheduler` runs passes over one memory's store (``memvault maintain``, and
+``memvault serve`` through :class:`ServiceMaintenance` for every tenant it serves); last-run
+times and the one-runner lease live in the store (:mod:`memvault.maintenance.state`).
+:func:`consolidate_on` is the ``after_session`` / ``after_autonomous`` trigger.
+
+The names load lazily: ``memvault.config`` imports :mod:`memvault.maintenance.config`, and the
+scheduler sits above the memory itself, so importing it here eagerly would be a cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from memvault.maintenance.config import MaintenanceConfig
 
-__all__ = ["MaintenanceConfig"]
+if TYPE_CHECKING:
+    from memvault.maintenance.scheduler import (
+        ConsolidationRun,
+        EvolverRun,
+        MaintenanceReport,
+        MaintenanceScheduler,
+        ServiceMaintenance,
+        SweepRun,
+    )
+    from memvault.maintenance.state import (
+        InMemoryMaintenanceState,
+        Lease,
+        MaintenanceState,
+        PostgresMaintenanceState,
+        SQLiteMaintenanceState,
+        open_maintenance_state,
+    )
+    from memvault.maintenance.triggers import consolidate_on
+
+__all__ = [
+    "ConsolidationRun",
+    "EvolverRun",
+    "InMemoryMaintenanceState",
+    "Lease",
+    "MaintenanceConfig",
+    "MaintenanceReport",
+    "MaintenanceScheduler",
+    "MaintenanceState",
+    "PostgresMaintenanceState",
+    "SQLiteMaintenanceState",
+    "ServiceMaintenance",
+    "SweepRun",
+    "consolidate_on",
+    "open_maintenance_state",
+]
+
+_HOME = {
+    "ConsolidationRun": "scheduler",
+    "EvolverRun": "scheduler",
+    "MaintenanceReport": "scheduler",
+    "MaintenanceScheduler": "scheduler",
+    "ServiceMaintenance": "scheduler",
+    "SweepRun": "scheduler",
+    "InMemoryMaintenanceState": "state",
+    "Lease": "state",
+    "MaintenanceState": "state",
+    "PostgresMaintenanceState": "state",
+    "SQLiteMaintenanceState": "state",
+    "open_maintenance_state": "state",
+    "consolidate_on": "triggers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -7,6 +7,8 @@ the skill evolver have their own intervals here. ``memvault serve`` runs a sched
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.models import ConsolidationInterval
@@ -29,3 +31,6 @@ class MaintenanceConfig(BaseModel):
     """The skill evolver, when ``procedural.evolver.enabled``."""
     lease_seconds: float = Field(default=600.0, ge=1.0)
     """How long one runner holds the store's maintenance lease before another may take over."""
+    consolidation_strategy: Literal["simple", "dual_mode", "llm", "extract"] = "simple"
+    """The strategy of scheduled and triggered consolidation (``simple`` needs no LLM; the
+    others need the memory's LLM and fail, logged, without one)."""
