@@ -994,6 +994,104 @@ class AsyncMemory:
         except ValidationError as exc:
             raise model_error(exc) from None
 
+    # Read-time retention: an entry older than its category's age rule is expired even before a
+    # sweep archives it, so no read returns it. The rule becomes a ``since`` cutoff inside the
+    # query the backend runs (before its top-N cut, so a page is never short of live entries);
+    # categories with different cutoffs are queried separately and merged.
+
+    def _expired(self, entry: MemoryEntry, now: datetime) -> bool:
+        """True if the agent's retention rules have expired ``entry`` (private entries only)."""
+        if entry.scope is not MemoryScope.PRIVATE:
+            return False
+        age = self._retention.max_age(entry.agent_id, entry.category)
+        return age is not None and now - entry.created_at > age
+
+    def _retention_parts(
+        self, agent: str, q: MemoryQuery, now: datetime
+    ) -> builtins.list[MemoryQuery]:
+        """``q`` as queries that each carry one retention cutoff (``[q]`` when no rule applies).
+
+        Categories are grouped by their cutoff (``now`` minus the agent's maximum age for the
+        category); each group's query asks for those categories created at or after the cutoff
+        (and after ``q.since``). A group whose cutoff passes ``q.until`` is left out.
+        """
+        policy = self._retention
+        if not policy.has_rules:
+            return [q]
+        wanted = q.categories if q.categories is not None else frozenset(MemoryCategory)
+        groups: dict[datetime | None, set[MemoryCategory]] = {}
+        for category in wanted:
+            age = policy.max_age(agent, category)
+            groups.setdefault(None if age is None else now - age, set()).add(category)
+        if set(groups) == {None}:
+            return [q]
+        parts: builtins.list[MemoryQuery] = []
+        for cutoff, cats in sorted(groups.items(), key=lambda g: (g[0] is not None, g[0] or now)):
+            since = cutoff
+            if cutoff is None or (q.since is not None and q.since > cutoff):
+                since = q.since
+            if since is not None and q.until is not None and since > q.until:
+                continue
+            whole = q.categories is None and len(groups) == 1
+            parts.append(
+                q.model_copy(
+                    update={"since": since, "categories": None if whole else frozenset(cats)}
+                )
+            )
+        return parts
+
+    async def _retained_search(
+        self,
+        backend: MemoryStore,
+        agent: str,
+        q: MemoryQuery,
+        cfg: RetrievalConfig,
+        *,
+        include_shared: bool,
+    ) -> builtins.list[MemoryEntry]:
+        """``hybrid_search`` under the agent's retention rules (see :meth:`_retention_parts`).
+
+        One query when one cutoff covers every category; otherwise one search per cutoff (and
+        one of the shared knowledge, which retention rules do not cover) merged by relevance,
+        best first, at most ``q.limit``.
+        """
+        now = q.as_of or utc_now()
+        parts = self._retention_parts(agent, q, utc_now())
+        if len(parts) == 1 and parts[0] is q:
+            return await hybrid_search(
+                backend, agent, q, cfg, now=now, include_shared=include_shared
+            )
+        searches = [hybrid_search(backend, agent, part, cfg, now=now) for part in parts]
+        if include_shared:
+            searches.append(hybrid_search(backend, None, q, cfg, now=now, include_shared=True))
+        found = [e for batch in await asyncio.gather(*searches) for e in batch]
+        found.sort(key=lambda e: e.relevance_score or 0.0, reverse=True)
+        return found[: q.limit]
+
+    async def _retained_list(
+        self, backend: MemoryStore, agent: str, q: MemoryQuery, offset: int
+    ) -> builtins.list[MemoryEntry]:
+        """``list_entries`` under the agent's retention rules: each cutoff's query gives its
+        newest ``offset + limit`` entries, merged newest first (the backends' order)."""
+        parts = self._retention_parts(agent, q, utc_now())
+        if len(parts) == 1:
+            return await backend.list_entries(agent, parts[0], offset=offset)
+        need = offset + q.limit
+        merged: builtins.list[MemoryEntry] = []
+        for part in parts:
+            got = 0
+            while got < need:
+                page = min(need - got, 1000)
+                rows = await backend.list_entries(
+                    agent, part.model_copy(update={"limit": page}), offset=got
+                )
+                merged.extend(rows)
+                got += len(rows)
+                if len(rows) < page:
+                    break
+        merged.sort(key=lambda e: (e.created_at, e.id), reverse=True)
+        return merged[offset:need]
+
     async def search(
         self,
         query: str,
@@ -1032,6 +1130,10 @@ class AsyncMemory:
         ``include_shared=True`` also searches the store's shared knowledge (:meth:`publish`, any
         author, the agent's own publications included) and ranks it together with the agent's
         memories; shared entries get no personal boost.
+
+        Retention age rules (``options.retention_days``, ``retention_by_category``,
+        ``agent_retention``) apply at read time: an expired memory is never returned, even
+        before a sweep moves it to the archive.
         """
         agent = check_agent(agent_id)
         if not isinstance(query, str) or not query.strip():
@@ -1062,10 +1164,8 @@ class AsyncMemory:
             else await self._ready(settle=False)
         )
         # A search as of a past moment ranks from that moment too ("last week" means the week
-        # before it, and recency counts back from it).
-        results = await hybrid_search(
-            backend, agent, q, cfg, now=q.as_of or utc_now(), include_shared=include_shared
-        )
+        # before it, and recency counts back from it). Retention rules apply at read time.
+        results = await self._retained_search(backend, agent, q, cfg, include_shared=include_shared)
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]
         # Only the agent's own private memories count accesses: shared rows are append-only.
@@ -1087,14 +1187,18 @@ class AsyncMemory:
     async def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
         """One memory of the agent.
 
+        A memory its retention rule has expired is not found, even before a sweep archives it
+        (``archived()`` and ``restore()`` reach it once it is in the archive).
+
         Raises:
-            MemoryNotFoundError: no such id for this agent (another agent's id looks the same).
+            MemoryNotFoundError: no such id for this agent (another agent's id looks the same),
+                or the memory has expired.
         """
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         backend = await self._ready()
         entry = await backend.get(agent, mid)
-        if entry is None:
+        if entry is None or self._expired(entry, utc_now()):
             msg = f"memory {mid} not found for agent {agent!r}"
             raise MemoryNotFoundError(msg)
         return entry
@@ -1219,7 +1323,8 @@ class AsyncMemory:
     ) -> builtins.list[MemoryEntry]:
         """The agent's memories, newest first, filtered by category, label, tags and metadata.
 
-        ``filters`` and the scope ids work as in :meth:`search`.
+        ``filters`` and the scope ids work as in :meth:`search`; expired memories (retention
+        age rules) are left out, as in :meth:`search`.
         """
         agent = check_agent(agent_id)
         if offset < 0:
@@ -1241,7 +1346,7 @@ class AsyncMemory:
             ),
         )
         backend = await self._ready()
-        return await backend.list_entries(agent, q, offset=offset)
+        return await self._retained_list(backend, agent, q, offset)
 
     async def context(
         self,
