@@ -26,6 +26,7 @@ from memvault.server.rest.guards import (
     McpEndpoint,
 )
 from memvault.server.rest.routes import operation_routers
+from memvault.server.ui import mount_ui
 from memvault.service import MemoryService
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ def create_app(
     app.include_router(_ops_router(metrics))
     for router in operation_routers(service, ops):
         app.include_router(router)
+    mount_ui(app, service, metrics=metrics, open_access=keys is None)
 
     if mcp_http is not None:
         # A Route, not a Mount: "/mcp" itself answers (a mount would redirect it to "/mcp/").
