@@ -213,6 +213,9 @@ class MaintenanceScheduler:
         self._now = now
         self._holder = holder or new_holder_id()
         self._lease_until: datetime | None = None
+        # The lease keeps other runners out; this keeps this runner's own passes apart (its
+        # holder id renews its own lease, so two overlapping passes of it would both run).
+        self._running = asyncio.Lock()
 
     def __repr__(self) -> str:
         """Show the store and the holder id."""
@@ -242,6 +245,10 @@ class MaintenanceScheduler:
 
         Never raises (cancellation aside): failures are logged and listed in ``errors``.
         """
+        async with self._running:
+            return await self._pass(force=force)
+
+    async def _pass(self, *, force: bool) -> MaintenanceReport:
         started = self._now()
         clock = time.perf_counter()
         location = self._state.location

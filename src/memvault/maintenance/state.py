@@ -34,8 +34,8 @@ __all__ = [
     "open_maintenance_state",
 ]
 
-LEASE_JOB = "\x00lease"
-"""The job name of the lease row (never a real job's name)."""
+LEASE_JOB = "lease"
+"""The job name of the lease row (no job is named so; PostgreSQL text cannot hold NUL)."""
 
 _WHAT = "maintenance state"
 _TABLE = """
