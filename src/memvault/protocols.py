@@ -9,7 +9,7 @@ listing and bulk operations. Every built-in backend implements all of them; the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +37,7 @@ __all__ = [
     "MemoryCapabilities",
     "MemoryInjectionStrategy",
     "MemoryStore",
+    "ReindexableStore",
     "RowTableStore",
     "SharedKnowledgeStore",
     "SharedMemoryStore",
@@ -358,6 +359,57 @@ class RowTableStore(Protocol):
 
     async def count_rows(self, table: str) -> int:
         """Number of rows in ``table``."""
+        ...
+
+
+@runtime_checkable
+class ReindexableStore(Protocol):
+    """A store whose vectors can be re-embedded with another model (``memvault reindex``).
+
+    New vectors go to a staging area keyed by memory and target model id, committed batch by
+    batch (so an interrupted run resumes where it stopped); the stored vectors, and the model id
+    and dimension the store records, change only in :meth:`reindex_swap`, in one transaction.
+    The engine is :func:`memvault.reindex.reindex`.
+    """
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this store indexes with now."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the data lives."""
+        ...
+
+    def reindex_use_embedder(self, embedder: Embedder) -> None:
+        """Index with ``embedder`` from now on (before ``connect``: open a store built with it)."""
+        ...
+
+    async def reindex_status(self, model_id: str) -> tuple[int, int]:
+        """``(memories, memories with a staged vector of model_id)``; writes nothing."""
+        ...
+
+    async def reindex_begin(self, model_id: str) -> None:
+        """Create the staging area; vectors staged for ``model_id`` are kept (a resumed run),
+        those of any other model dropped."""
+        ...
+
+    async def reindex_pending(self, model_id: str, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(memory id, text to embed)`` of memories with no staged vector of
+        ``model_id``, in storage order."""
+        ...
+
+    async def reindex_stage(self, model_id: str, vectors: Mapping[str, Vectors]) -> int:
+        """Stage vectors by memory id in one transaction (ids deleted meanwhile are skipped);
+        returns how many were staged."""
+        ...
+
+    async def reindex_swap(self, embedder: Embedder, embed: Callable[[list[str]], Vectors]) -> int:
+        """In one transaction: embed (with ``embed``) and stage the memories still missing a
+        vector of ``embedder``'s model, replace every stored vector by its staged one, record the
+        model id and dimension, and drop the staging area. Returns how many were embedded here;
+        the store indexes with ``embedder`` afterwards."""
         ...
 
 

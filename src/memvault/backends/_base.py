@@ -125,6 +125,15 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         """True between ``connect()`` and ``disconnect()``."""
         return self._connected
 
+    def reindex_use_embedder(self, embedder: Embedder) -> None:
+        """Index with ``embedder`` from now on (``memvault reindex``: see
+        :class:`~memvault.protocols.ReindexableStore`).
+
+        Before ``connect`` it opens a store built with that model; the reindex swap calls it
+        once the store holds the new model's vectors. Nothing is re-embedded here.
+        """
+        self._embedder = embedder
+
     @property
     def supported_categories(self) -> frozenset[MemoryCategory]:
         """Every category is stored."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ from memvault.backends._base import (
     check_agent,
     check_id,
     check_times,
+    embedding_text,
     lexical_text,
 )
 from memvault.backends._common import check_filters, with_filters
@@ -39,6 +40,7 @@ from memvault.models import (
     StoreStats,
     filters_match,
 )
+from memvault.protocols import Embedder
 from memvault.retrieval.bm25 import ROW_EXTRA_TOKENS, bm25_scores, prune_common_terms
 from memvault.retrieval.text import tokenize
 
@@ -64,6 +66,8 @@ class InMemoryBackend(BaseBackend):
         self._shared_order: list[str] = []
         self._audit: list[AuditRecord] = []
         self._archive: list[ArchivedEntry] = []
+        # Vectors staged by `memvault reindex`, by (memory id, target model id).
+        self._staged: dict[tuple[str, str], Vectors] = {}
         self._lock = asyncio.Lock()
 
     @property
@@ -477,3 +481,52 @@ class InMemoryBackend(BaseBackend):
     async def _archive_drop(self, archive_id: str) -> None:
         async with self._lock:
             self._archive = [r for r in self._archive if r.archive_id != archive_id]
+
+    # -- reindex (ReindexableStore) -------------------------------------------------------------
+
+    async def reindex_status(self, model_id: str) -> tuple[int, int]:
+        """``(memories, memories with a staged vector of model_id)``."""
+        self._require_connected()
+        staged = sum(1 for mid in self._entries if (mid, model_id) in self._staged)
+        return len(self._entries), staged
+
+    async def reindex_begin(self, model_id: str) -> None:
+        """Drop vectors staged for another model (nothing to create in process)."""
+        self._require_connected()
+        self._staged = {k: v for k, v in self._staged.items() if k[1] == model_id}
+
+    async def reindex_pending(self, model_id: str, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` memories (id, text to embed) with no staged vector, oldest first."""
+        self._require_connected()
+        out: list[tuple[str, str]] = []
+        for mid, entry in self._entries.items():
+            if (mid, model_id) not in self._staged:
+                out.append((mid, embedding_text(entry)))
+                if len(out) >= limit:
+                    break
+        return out
+
+    async def reindex_stage(self, model_id: str, vectors: Mapping[str, Vectors]) -> int:
+        """Stage vectors by memory id; ids deleted meanwhile are skipped."""
+        self._require_connected()
+        async with self._lock:
+            fresh = {mid: v for mid, v in vectors.items() if mid in self._entries}
+            for mid, vector in fresh.items():
+                self._staged[(mid, model_id)] = np.array(vector, dtype=np.float32)
+            return len(fresh)
+
+    async def reindex_swap(self, embedder: Embedder, embed: Callable[[list[str]], Vectors]) -> int:
+        """Embed what is missing, then swap every vector and the embedder in one step."""
+        self._require_connected()
+        model = embedder.model_id
+        async with self._lock:
+            missing = [e for mid, e in self._entries.items() if (mid, model) not in self._staged]
+            if missing:
+                matrix = embed([embedding_text(e) for e in missing])
+                for e, vector in zip(missing, matrix, strict=True):
+                    self._staged[(e.id, model)] = np.array(vector, dtype=np.float32)
+            # No await from here on: a search sees the old vectors and model or the new ones.
+            self._vectors = {mid: self._staged[(mid, model)] for mid in self._entries}
+            self._staged = {}
+            self._embedder = embedder
+            return len(missing)

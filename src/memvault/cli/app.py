@@ -15,6 +15,7 @@ from typer.exceptions import TyperException
 import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
 import memvault.cli.mcp_cmd as mcp_cmd
+import memvault.cli.reindex as reindex_cmd
 import memvault.cli.serve as serve_cmd
 from memvault.cli import keys, learning, lifecycle, memories, migrate, sessions, transfer
 from memvault.cli._common import close_memory, err_console, state
@@ -71,6 +72,7 @@ serve_cmd.register(app)
 keys.register(app)
 api_cmd.register(app)
 learning.register(app)
+reindex_cmd.register(app)
 
 
 def _error(text: str) -> None:

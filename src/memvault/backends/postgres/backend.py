@@ -54,6 +54,7 @@ from memvault.backends.postgres._driver import (
 from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
 from memvault.backends.postgres._export import PostgresExportMixin
 from memvault.backends.postgres._migrate import PostgresMigrateMixin
+from memvault.backends.postgres._reindex import PostgresReindexMixin
 from memvault.backends.postgres._rows import (
     _AGENT_DELTAS,
     _COLUMNS,
@@ -112,6 +113,7 @@ def _is_connection_error(exc: psycopg.Error) -> bool:
 
 
 class PostgresBackend(
+    PostgresReindexMixin,
     PostgresSideMixin,
     PostgresExportMixin,
     PostgresCandidatesMixin,

@@ -69,6 +69,8 @@ class SQLiteCandidatesMixin(_MixinBase):
         @property
         def _db(self) -> sqlite3.Connection: ...
 
+        def _check_model(self, conn: sqlite3.Connection) -> None: ...
+
     # -- change tracking ------------------------------------------------------------------------
 
     @staticmethod
@@ -87,14 +89,17 @@ class SQLiteCandidatesMixin(_MixinBase):
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
             return
-        self._data_version = version
         generation = self._read_generation(conn)
         if generation != self._generation:
+            # A `memvault reindex` swap bumps the generation too: refuse (before noting the
+            # version, so every later call refuses as well) to go on with the old model.
+            self._check_model(conn)
             self._generation = generation
             if self._indexes:
                 logger.debug("memory.sqlite.refresh", extra={"path": str(self._path)})
             self._indexes.clear()
             self._cache.clear()
+        self._data_version = version
 
     def _index_for(self, agent_id: str) -> AgentIndex:
         """The vector matrix of an agent's private memories, or of shared knowledge (SHARED_KEY)."""

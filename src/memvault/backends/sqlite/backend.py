@@ -44,6 +44,7 @@ from memvault.backends._common import check_filters, metadata_json, with_filters
 from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
+from memvault.backends.sqlite._reindex import SQLiteReindexMixin
 from memvault.backends.sqlite._rows import (
     _CATEGORY_CODE,
     _COLUMNS,
@@ -84,7 +85,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, BaseBackend):
+class SQLiteBackend(
+    SQLiteReindexMixin, SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, BaseBackend
+):
     """memvault's embedded store in one SQLite file (WAL mode).
 
     A path that is surely wrong is refused when connecting instead of silently starting a new
@@ -163,6 +166,10 @@ class SQLiteBackend(SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, B
         conn = self._db
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if conn.execute("PRAGMA data_version").fetchone()[0] != self._data_version:
+                # Another connection committed since this one last looked: if that was a
+                # `memvault reindex` swap, vectors of the old model must not be written now.
+                self._check_model(conn)
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
