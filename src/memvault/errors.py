@@ -13,8 +13,10 @@ caller can catch the whole family with one ``except`` clause::
     ├── MemoryConfigError            configuration is invalid or a dependency is missing
     │   ├── EmbeddingModelChangedError   the store was built with another embedding model
     │   │   └── DimensionMismatchError   ... whose vectors have another dimension
-    │   └── EmbedderUnavailableError     the embedding model cannot be loaded (not installed)
+    │   ├── EmbedderUnavailableError     the embedding model cannot be loaded (not installed)
+    │   └── FineTuneDependencyError      fine-tuning needs ML packages that are not installed
     ├── MemoryCapabilityError        the backend does not support the operation
+    ├── FineTuneCancelledError       an embedding fine-tune run was cancelled
     ├── MemoryAuthenticationError    no credentials, or an unknown/revoked API key
     └── MemoryPermissionError        the actor may not do this (scope, another agent's data)
 
@@ -37,6 +39,8 @@ __all__ = [
     "DimensionMismatchError",
     "EmbedderUnavailableError",
     "EmbeddingModelChangedError",
+    "FineTuneCancelledError",
+    "FineTuneDependencyError",
     "MemoryAuthenticationError",
     "MemoryCapabilityError",
     "MemoryConfigError",
@@ -115,6 +119,27 @@ class DimensionMismatchError(EmbeddingModelChangedError):
 
 class EmbedderUnavailableError(MemoryConfigError):
     """The embedding model cannot be loaded (package missing or files unreadable)."""
+
+
+class FineTuneDependencyError(MemoryConfigError):
+    """Embedding fine-tuning needs ML packages (torch) that are not installed.
+
+    ``install_command`` holds the exact command that fixes it, also quoted in the message.
+    """
+
+    def __init__(self, message: str, *, missing: str, install_command: str) -> None:
+        super().__init__(message)
+        self.missing = missing
+        self.install_command = install_command
+
+
+class FineTuneCancelledError(MemoryError):
+    """An embedding fine-tune run was cancelled; its finished stages stay on disk for resume."""
+
+    def __init__(self, message: str, *, run_id: str, stage: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.stage = stage
 
 
 class MemoryCapabilityError(MemoryError):

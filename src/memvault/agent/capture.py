@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault._ids import utc_now
-from memvault.models import MemoryCategory, MemoryEntry
+from memvault.maintenance.triggers import consolidate_on
+from memvault.models import ConsolidationInterval, MemoryCategory, MemoryEntry
 
 if TYPE_CHECKING:
     from memvault.injection.memory_api import MemoryAPI
@@ -77,6 +78,8 @@ async def capture_episode(
     episode's label (``autonomous_run`` by default). ``trigger`` is the former name of
     ``trigger_type``, still accepted. Admission control runs, but a run summary is always
     admitted (:data:`memvault.write.admission.RUN_SUMMARY_SOURCES`): every run leaves one.
+    With ``consolidation_interval: after_autonomous`` the agent is consolidated after the
+    capture (best-effort too).
     """
     try:
         extra = dict(metadata or {})
@@ -99,6 +102,10 @@ async def capture_episode(
         return None
     if outcome.id is None:
         logger.info("episode not captured for agent %s: %s", agent_id, outcome.decision.reason)
+        return None
+    # consolidation.interval: after_autonomous consolidates when an autonomous run has
+    # finished; consolidate_on logs a failure and never raises into the run.
+    await consolidate_on(memory, ConsolidationInterval.AFTER_AUTONOMOUS, agent_id=agent_id)
     return outcome.id
 
 

@@ -14,6 +14,8 @@ from typer.exceptions import TyperException
 
 import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
+import memvault.cli.config_cmd as config_cmd
+import memvault.cli.embedders as embedders
 import memvault.cli.mcp_cmd as mcp_cmd
 import memvault.cli.reindex as reindex_cmd
 import memvault.cli.serve as serve_cmd
@@ -72,7 +74,9 @@ serve_cmd.register(app)
 keys.register(app)
 api_cmd.register(app)
 learning.register(app)
+config_cmd.register(app)
 reindex_cmd.register(app)
+embedders.register(app)
 
 
 def _error(text: str) -> None:

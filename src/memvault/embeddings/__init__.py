@@ -95,7 +95,7 @@ def shared_minilm_l3_embedder() -> OnnxMiniLML3Embedder:
 
 _SPEC_HELP = (
     "use 'default' (or 'minilm'), 'minilm-l3', 'minilm-numpy', 'hashing', "
-    "'hashing:<dimension>' or 'openai:<model>'"
+    "'hashing:<dimension>', 'openai:<model>', 'auto' or 'finetuned:<checkpoint dir>'"
 )
 
 
@@ -108,7 +108,11 @@ def create_embedder(spec: str | None = None) -> Embedder:
     is missing); ``"minilm-numpy"`` a :class:`NumpyMiniLMEmbedder`; ``"hashing"`` or
     ``"hashing:<dim>"`` a :class:`HashingEmbedder`; ``"openai:<model>"`` an
     :class:`OpenAICompatibleEmbedder` talking to ``$MEMVAULT_EMBEDDINGS_BASE_URL`` (default
-    ``https://api.openai.com/v1``) with the key in ``$OPENAI_API_KEY``.
+    ``https://api.openai.com/v1``) with the key in ``$OPENAI_API_KEY``; ``"auto"`` whatever
+    :func:`memvault.embeddings.selection.auto_select_from_env` picks for the declared hardware
+    and provider; ``"finetuned:<dir>"`` (or ``"minilm+adapter:<dir>"``) a fine-tuned checkpoint,
+    or the deployed checkpoint of a fine-tune registry directory
+    (:func:`memvault.embeddings.adapter.load_checkpoint_embedder`).
     Anything else raises :class:`~memvault.errors.MemoryConfigError`.
     """
     text = (spec or "").strip()
@@ -117,6 +121,16 @@ def create_embedder(spec: str | None = None) -> Embedder:
     arg = arg.strip()
     if kind in ("", "default", "minilm") and not sep:
         return default_embedder()
+    if kind == "auto" and not sep:
+        from memvault.embeddings.selection import auto_select_from_env
+
+        return create_embedder(auto_select_from_env().spec)
+    if kind in ("finetuned", "minilm+adapter") and sep:
+        if not arg:
+            raise MemoryConfigError(f"invalid embedder spec {spec!r}: it needs a directory")
+        from memvault.embeddings.adapter import load_checkpoint_embedder
+
+        return load_checkpoint_embedder(arg)
     if kind in ("minilm-l3", "paraphrase-minilm-l3") and not sep:
         return shared_minilm_l3_embedder()
     if kind == "minilm-numpy" and not sep:
