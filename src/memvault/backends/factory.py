@@ -2,7 +2,12 @@
 
 URL forms: a plain path or ``sqlite:///path.db`` (SQLite), ``memory://`` (in process),
 ``postgresql://user@host/db`` (PostgreSQL, extra ``memvault[postgres]``), ``composite://``
-(children by category from ``memory.composite`` in the configuration).
+(children by category from ``memory.composite`` in the configuration), ``qdrant://DIR`` (local
+on-disk Qdrant, extra ``memvault[qdrant]``), ``qdrant+http://host:port`` and
+``qdrant+https://host:port`` (a Qdrant server), ``mem0://DIR`` (mem0's local store, extra
+``memvault[mem0]``). For ``qdrant://`` and ``mem0://`` everything after ``//`` is the directory,
+so ``qdrant:///abs/dir`` is absolute and ``qdrant://rel/dir`` relative; ``?collection=NAME``
+picks the collection prefix (default ``memvault``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ __all__ = [
 
 
 def parse_url(url: str) -> tuple[str, str]:
-    """Split a storage URL into ``(kind, target)``: sqlite, memory, postgresql or composite.
+    """Split a storage URL into ``(kind, target)``: sqlite, memory, postgresql, composite,
+    qdrant or mem0.
+
+    The target of ``qdrant`` is a directory or an ``http(s)://host:port`` server URL, that of
+    ``mem0`` a directory; either may end in ``?collection=NAME``.
 
     Raises:
         MemoryConfigError: an unknown scheme (http URLs are for the remote client).
@@ -51,9 +60,15 @@ def parse_url(url: str) -> tuple[str, str]:
         return "postgresql", text
     if "://" in text:
         scheme = text.split("://", 1)[0]
+    if text.startswith(("qdrant+http://", "qdrant+https://")):
+        return "qdrant", _adapter_target(url, text[len("qdrant+") :])
+    for scheme in ("qdrant", "mem0"):
+        if text.startswith(f"{scheme}://"):
+            return scheme, _adapter_target(url, text[len(scheme) + 3 :])
         msg = (
             f"unsupported storage URL scheme {scheme!r} in {url!r}: use a file path, "
-            "sqlite:///path.db, memory:// or postgresql://..."
+            "sqlite:///path.db, memory://, postgresql://..., qdrant:///dir, "
+            "qdrant+http://host:port or mem0:///dir"
         )
         raise MemoryConfigError(msg)
     return "sqlite", text
@@ -61,6 +76,31 @@ def parse_url(url: str) -> tuple[str, str]:
 
 def open_backend(
     url: str,
+def _adapter_target(url: str, target: str) -> str:
+    """The target of a qdrant/mem0 URL, checked: a directory or server, with an optional
+    ``?collection=NAME`` (the only query parameter)."""
+    where, _, query = target.partition("?")
+    if not where.strip("/"):
+        msg = f"storage URL {url!r} names no directory or server"
+        raise MemoryConfigError(msg)
+    if query:
+        params = [p.partition("=") for p in query.split("&") if p]
+        unknown = sorted({unquote(k) for k, _, _ in params} - {"collection"})
+        if unknown:
+            msg = f"unknown parameter {unknown[0]!r} in storage URL {url!r}: only collection="
+            raise MemoryConfigError(msg)
+    return target
+
+
+def _split_collection(target: str) -> tuple[str, dict[str, str]]:
+    """``(directory or server, {"collection": NAME} if given)`` of a qdrant/mem0 target."""
+    where, _, query = target.partition("?")
+    extra: dict[str, str] = {}
+    for key, _, value in (p.partition("=") for p in query.split("&") if p):
+        extra[unquote(key)] = unquote(value)
+    return where, extra
+
+
     *,
     embedder: Embedder | None = None,
     config: MemvaultConfig | None = None,
@@ -88,6 +128,8 @@ def open_backend(
         return _open_composite(cfg, embedder, kwargs)
     if kind == "memory":
         from memvault.backends.inmemory import InMemoryBackend
+    if kind in ("qdrant", "mem0"):
+        return _open_adapter(kind, target, embedder, cfg, opts)
 
         return InMemoryBackend(embedder, **opts)
     if kind == "sqlite":
@@ -110,6 +152,28 @@ def open_backend(
 
 def _managed_dir(path: Path, cfg: MemvaultConfig) -> bool:
     """True if ``path`` lies directly in a directory memvault creates on demand.
+def _open_adapter(
+    kind: str, target: str, embedder: Embedder, cfg: MemvaultConfig, opts: dict[str, Any]
+) -> MemoryStore:
+    """A Qdrant or mem0 store; their packages are optional extras, imported only here (the
+    import raises a MemoryConfigError naming ``memvault[qdrant]`` / ``memvault[mem0]``)."""
+    where, extra = _split_collection(target)
+    collection = extra.get("collection", "memvault")
+    if kind == "qdrant":
+        from memvault.backends.qdrant import QdrantBackend
+
+        if where.startswith(("http://", "https://")):
+            return QdrantBackend(where, embedder, collection=collection, **opts)
+        path = Path(where).expanduser()
+        managed = _managed_dir(path, cfg)
+        return QdrantBackend(path, embedder, collection=collection, create_dirs=managed, **opts)
+    from memvault.backends.mem0 import Mem0Backend
+
+    path = Path(where).expanduser()
+    managed = _managed_dir(path, cfg)
+    return Mem0Backend(path, embedder, collection=collection, create_dirs=managed, **opts)
+
+
 
     Those are ``~/.memvault`` and ``./.memvault`` (the default stores, their tenant files
     beside them) and the configured ``storage.data_dir``. Any other missing directory means a
@@ -159,7 +223,12 @@ def create_memory_backend(
 
 
 def tenant_url(url: str, tenant: str) -> str:
-    """``url`` for one tenant: its own SQLite file or PostgreSQL schema (memory:// is fresh)."""
+    """``url`` for one tenant: its own SQLite file or PostgreSQL schema (memory:// is fresh).
+
+    A local Qdrant or mem0 store gets its own directory beside the configured one
+    (``<dir>.<tenant slug>``: Qdrant locks a directory per client, and mem0's history is per
+    directory); a Qdrant server store its own collections (``<prefix>_<tenant slug>``).
+    """
     kind, target = parse_url(url)
     if kind == "postgresql":
         return _tenant_postgres_url(target, tenant)
@@ -217,11 +286,23 @@ def tenant_schema(tenant: str, base: str | None = None) -> str:
     """
     prefix = base if base is not None else "t"
     budget = 63 - len(prefix.encode()) - 12  # two underscores and ten hex digits
+    if kind in ("qdrant", "mem0"):
+        return _tenant_adapter_url(kind, target, tenant)
     if budget < 1:
         msg = f"PostgreSQL schema {prefix!r} is too long to derive tenant schemas from"
         raise MemoryConfigError(msg)
     clean = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in tenant.lower())
     return f"{prefix}_{clean[:budget]}_{_tenant_hash(tenant)}"
+
+def _tenant_adapter_url(kind: str, target: str, tenant: str) -> str:
+    where, extra = _split_collection(target)
+    slug = tenant_slug(tenant)
+    if where.startswith(("http://", "https://")):
+        base = extra.get("collection", "memvault")
+        return f"qdrant+{where}?collection={quote(f'{base}_{slug}', safe='')}"
+    query = f"?collection={quote(extra['collection'], safe='')}" if "collection" in extra else ""
+    return f"{kind}://{where.rstrip('/')}.{slug}{query}"
+
 
 
 def _tenant_postgres_url(url: str, tenant: str) -> str:

@@ -8,9 +8,11 @@ Typical REPL loop::
     while True:
         history = manager.trim([*history, user_message, *agent_reply])
         await manager.save_turn(session_id, history)   # never raises on storage failure
+    await manager.end_session(session_id, history)     # on REPL exit: after_session trigger
 
 Saving is best-effort by design: losing one turn's history is far better than crashing an
-interactive agent because the disk is full or the database is down.
+interactive agent because the disk is full or the database is down. So is the consolidation
+that ``end_session`` triggers under ``consolidation_interval: after_session``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Sequence
+from typing import Any
 
 from memvault.errors import MemoryError
-from memvault.models import ChatMessage
+from memvault.maintenance.triggers import consolidate_on
+from memvault.models import ChatMessage, ConsolidationInterval
 from memvault.sessions.models import SessionConfig
 from memvault.sessions.store import (
     MessageLike,
@@ -48,14 +52,24 @@ def conversation_start(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 
 class SessionManager:
-    """An agent's sessions in ``store``, under the limits of ``config``."""
+    """An agent's sessions in ``store``, under the limits of ``config``.
+
+    ``memory`` (an :class:`~memvault.AsyncMemory`, optional) is what :meth:`end_session`
+    consolidates when its ``options.consolidation_interval`` is ``after_session``.
+    """
 
     def __init__(
-        self, store: SessionStore, agent_id: str, config: SessionConfig | None = None
+        self,
+        store: SessionStore,
+        agent_id: str,
+        config: SessionConfig | None = None,
+        *,
+        memory: Any | None = None,
     ) -> None:
         self._store = store
         self._agent_id = check_agent_id(agent_id)
         self._config = config or SessionConfig()
+        self._memory = memory
 
     @property
     def store(self) -> SessionStore:
@@ -114,6 +128,29 @@ class SessionManager:
         except Exception as exc:
             self._warn("session.prune.failed", sid, exc)
         return True
+
+    async def end_session(
+        self, session_id: str, messages: Sequence[MessageLike] | None = None
+    ) -> Any | None:
+        """The session is over (the REPL exits): save its last history, fire ``after_session``.
+
+        ``messages``, when given, are saved first as by :meth:`save_turn`. Then, if the manager
+        has a ``memory`` whose ``consolidation_interval`` is ``after_session``, the agent's
+        memories are consolidated; the :class:`~memvault.consolidation.ConsolidationResult` is
+        returned (None when nothing ran). Never raises for a storage or consolidation failure:
+        both are logged, as for saves.
+
+        Raises:
+            MemoryValidationError: ``session_id`` or an item of ``messages`` is invalid.
+        """
+        sid = check_session_id(session_id)
+        if messages is not None:
+            await self.save_turn(sid, messages)
+        if self._memory is None:
+            return None
+        return await consolidate_on(
+            self._memory, ConsolidationInterval.AFTER_SESSION, agent_id=self._agent_id
+        )
 
     def _warn(self, event: str, session_id: str, exc: Exception) -> None:
         logger.warning(
