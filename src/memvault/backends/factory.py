@@ -58,13 +58,13 @@ def parse_url(url: str) -> tuple[str, str]:
         return "sqlite", text[len("sqlite://") :]
     if text.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         return "postgresql", text
-    if "://" in text:
-        scheme = text.split("://", 1)[0]
     if text.startswith(("qdrant+http://", "qdrant+https://")):
         return "qdrant", _adapter_target(url, text[len("qdrant+") :])
     for scheme in ("qdrant", "mem0"):
         if text.startswith(f"{scheme}://"):
             return scheme, _adapter_target(url, text[len(scheme) + 3 :])
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
         msg = (
             f"unsupported storage URL scheme {scheme!r} in {url!r}: use a file path, "
             "sqlite:///path.db, memory://, postgresql://..., qdrant:///dir, "
@@ -74,8 +74,6 @@ def parse_url(url: str) -> tuple[str, str]:
     return "sqlite", text
 
 
-def open_backend(
-    url: str,
 def _adapter_target(url: str, target: str) -> str:
     """The target of a qdrant/mem0 URL, checked: a directory or server, with an optional
     ``?collection=NAME`` (the only query parameter)."""
@@ -101,6 +99,8 @@ def _split_collection(target: str) -> tuple[str, dict[str, str]]:
     return where, extra
 
 
+def open_backend(
+    url: str,
     *,
     embedder: Embedder | None = None,
     config: MemvaultConfig | None = None,
@@ -126,10 +126,10 @@ def _split_collection(target: str) -> tuple[str, dict[str, str]]:
     kind, target = parse_url(url)
     if kind == "composite":
         return _open_composite(cfg, embedder, kwargs)
-    if kind == "memory":
-        from memvault.backends.inmemory import InMemoryBackend
     if kind in ("qdrant", "mem0"):
         return _open_adapter(kind, target, embedder, cfg, opts)
+    if kind == "memory":
+        from memvault.backends.inmemory import InMemoryBackend
 
         return InMemoryBackend(embedder, **opts)
     if kind == "sqlite":
@@ -150,8 +150,6 @@ def _split_collection(target: str) -> tuple[str, dict[str, str]]:
     return PostgresBackend(target, embedder, **opts)
 
 
-def _managed_dir(path: Path, cfg: MemvaultConfig) -> bool:
-    """True if ``path`` lies directly in a directory memvault creates on demand.
 def _open_adapter(
     kind: str, target: str, embedder: Embedder, cfg: MemvaultConfig, opts: dict[str, Any]
 ) -> MemoryStore:
@@ -174,6 +172,8 @@ def _open_adapter(
     return Mem0Backend(path, embedder, collection=collection, create_dirs=managed, **opts)
 
 
+def _managed_dir(path: Path, cfg: MemvaultConfig) -> bool:
+    """True if ``path`` lies directly in a directory memvault creates on demand.
 
     Those are ``~/.memvault`` and ``./.memvault`` (the default stores, their tenant files
     beside them) and the configured ``storage.data_dir``. Any other missing directory means a
@@ -232,10 +232,22 @@ def tenant_url(url: str, tenant: str) -> str:
     kind, target = parse_url(url)
     if kind == "postgresql":
         return _tenant_postgres_url(target, tenant)
+    if kind in ("qdrant", "mem0"):
+        return _tenant_adapter_url(kind, target, tenant)
     if kind != "sqlite":
         return url
     p = Path(target).expanduser()
     return str(p.with_name(f"{p.stem}.{tenant_slug(tenant)}{p.suffix or '.db'}"))
+
+
+def _tenant_adapter_url(kind: str, target: str, tenant: str) -> str:
+    where, extra = _split_collection(target)
+    slug = tenant_slug(tenant)
+    if where.startswith(("http://", "https://")):
+        base = extra.get("collection", "memvault")
+        return f"qdrant+{where}?collection={quote(f'{base}_{slug}', safe='')}"
+    query = f"?collection={quote(extra['collection'], safe='')}" if "collection" in extra else ""
+    return f"{kind}://{where.rstrip('/')}.{slug}{query}"
 
 
 # -- tenants --------------------------------------------------------------------------------------
@@ -286,23 +298,11 @@ def tenant_schema(tenant: str, base: str | None = None) -> str:
     """
     prefix = base if base is not None else "t"
     budget = 63 - len(prefix.encode()) - 12  # two underscores and ten hex digits
-    if kind in ("qdrant", "mem0"):
-        return _tenant_adapter_url(kind, target, tenant)
     if budget < 1:
         msg = f"PostgreSQL schema {prefix!r} is too long to derive tenant schemas from"
         raise MemoryConfigError(msg)
     clean = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in tenant.lower())
     return f"{prefix}_{clean[:budget]}_{_tenant_hash(tenant)}"
-
-def _tenant_adapter_url(kind: str, target: str, tenant: str) -> str:
-    where, extra = _split_collection(target)
-    slug = tenant_slug(tenant)
-    if where.startswith(("http://", "https://")):
-        base = extra.get("collection", "memvault")
-        return f"qdrant+{where}?collection={quote(f'{base}_{slug}', safe='')}"
-    query = f"?collection={quote(extra['collection'], safe='')}" if "collection" in extra else ""
-    return f"{kind}://{where.rstrip('/')}.{slug}{query}"
-
 
 
 def _tenant_postgres_url(url: str, tenant: str) -> str:

@@ -194,7 +194,8 @@ class AsyncMemory:
             self._config = config or MemvaultConfig()
         else:
             self._config = config if config is not None else load_config(url=url)
-            target = url or self._config.resolved_url()
+            # A given URL wins unless the configuration sets level session/none explicitly.
+            target = self._config.resolved_url(url)
             from memvault.backends.factory import open_backend
 
             self._backend = open_backend(target, embedder=embedder, config=self._config)
@@ -810,13 +811,15 @@ class AsyncMemory:
         self,
         *,
         agent_id: str,
-        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        strategy: ConsolidationStrategy | str | None = None,
         llm: LLMProvider | None = None,
         dry_run: bool = False,
         config: ConsolidationConfig | None = None,
     ) -> ConsolidationResult:
         """Merge the agent's older memories into fewer ones; the originals go to the archive.
 
+        ``strategy`` and ``config`` default to the configuration's ``consolidation`` section
+        (strategy ``simple`` unless it says otherwise).
         ``strategy``: ``simple`` (concatenation), ``dual_mode`` (density routing: extractive
         for dense groups, LLM summary for sparse ones), ``llm`` (LLM synthesis) or ``extract``
         (episodes -> semantic facts; episodes are marked consolidated, not archived). ``llm``
@@ -831,6 +834,10 @@ class AsyncMemory:
             MemoryConfigError: ``llm`` or ``dual_mode`` with no LLM available.
         """
         agent = check_agent(agent_id)
+        if strategy is None:
+            strategy = self._config.consolidation.strategy
+        if config is None:
+            config = self._config.consolidation.consolidation_config()
         try:
             kind = ConsolidationStrategy(strategy)
         except ValueError:
