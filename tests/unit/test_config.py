@@ -60,7 +60,8 @@ def design_file(tmp_path: Path) -> Path:
 def test_defaults() -> None:
     cfg = load_config(env={})
     assert cfg == MemvaultConfig()
-    assert cfg.level is MemoryLevel.PERSISTENT
+    # The seed: "default: session" (the library keeps memories in the process).
+    assert cfg.level is MemoryLevel.SESSION
     assert cfg.backend is None
     assert cfg.storage.url is None
     assert cfg.options.retention_days is None
@@ -71,7 +72,9 @@ def test_defaults() -> None:
     assert cfg.embedder == "default"
     assert cfg.retrieval.preset == "default"
     assert cfg.retrieval.strategy is InjectionStrategyName.CONTEXT
-    assert cfg.resolved_url() == DEFAULT_DB_PATH == "~/.memvault/memvault.db"
+    assert cfg.resolved_url() == "memory://"
+    persistent = load_config(env={}, default_level="persistent")
+    assert persistent.resolved_url() == DEFAULT_DB_PATH == "~/.memvault/memvault.db"
 
 
 @pytest.mark.parametrize(

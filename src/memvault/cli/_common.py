@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from memvault.config import load_config
+from memvault.config import MemvaultConfig, load_config
 from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.memory import Memory
-from memvault.models import MemoryEntry
+from memvault.models import MemoryEntry, MemoryLevel
 from memvault.protocols import LLMProvider
 from memvault.service import Actor, MemoryService
 
@@ -29,6 +29,7 @@ __all__ = [
     "emit_json",
     "err_console",
     "extra_requirements",
+    "load_cli_config",
     "missing_extra",
     "open_memory",
     "open_service",
@@ -56,10 +57,19 @@ class State:
 state = State()
 
 
+def load_cli_config() -> MemvaultConfig:
+    """The configuration of ``--db`` / ``--config`` / the environment, as the CLI reads it.
+
+    With no level and no store configured, the CLI (and ``memvault serve``) uses the durable
+    default store ``~/.memvault/memvault.db``, where the library's default is in process.
+    """
+    return load_config(state.config, url=state.db, default_level=MemoryLevel.PERSISTENT)
+
+
 def open_memory() -> Memory:
     """The store named by ``--db`` / ``--config`` / the environment (opened once per run)."""
     if state.memory is None:
-        cfg = load_config(state.config, url=state.db)
+        cfg = load_cli_config()
         state.memory = Memory(state.db, config=cfg, api_key=state.api_key)
     return state.memory
 
