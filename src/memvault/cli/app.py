@@ -16,6 +16,7 @@ import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
 import memvault.cli.config_cmd as config_cmd
 import memvault.cli.embedders as embedders
+import memvault.cli.maintain as maintain_cmd
 import memvault.cli.mcp_cmd as mcp_cmd
 import memvault.cli.reindex as reindex_cmd
 import memvault.cli.serve as serve_cmd
@@ -77,6 +78,7 @@ learning.register(app)
 config_cmd.register(app)
 reindex_cmd.register(app)
 embedders.register(app)
+maintain_cmd.register(app)
 
 
 def _error(text: str) -> None:
