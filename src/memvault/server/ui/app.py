@@ -313,6 +313,34 @@ def mount_ui(
     )
     app.state.memvault_ui = ui
     app.include_router(_router(ui))
+    # Innermost middleware (create_app adds its own after this call): the security headers on
+    # every answer under /ui, also the ones no UI route produced (404, 405, 413).
+    app.add_middleware(_UiHeaders)
+
+
+class _UiHeaders:
+    """ASGI middleware: :data:`SECURITY_HEADERS` on every response to a path under ``/ui``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or not (path == UI_PREFIX or path.startswith(UI_PREFIX + "/")):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                present = {name.lower() for name, _ in headers}
+                for name, value in SECURITY_HEADERS.items():
+                    if name.lower().encode() not in present:
+                        headers.append((name.lower().encode(), value.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_secured)
 
 
 def _router(ui: _Ui) -> APIRouter:
@@ -685,6 +713,11 @@ def _router(ui: _Ui) -> APIRouter:
             bench=bench,
             bench_env=BENCH_REPORT_ENV,
         )
+
+    @router.get("/{rest:path}")
+    async def not_found(rest: str) -> Response:
+        # Unknown pages under /ui get the dashboard's HTML error page, not the API's JSON.
+        raise MemoryNotFoundError(f"no dashboard page /ui/{rest}")
 
     return router
 
