@@ -235,7 +235,7 @@ def _load(options: dict[str, Any]) -> MemvaultConfig:
 
 
 def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
-    """The REST app for ``serve``'s options (the store, auth, limits)."""
+    """The REST app for ``serve``'s options (the store, auth, limits, the maintenance task)."""
     from memvault.server.rest import ServerSettings, create_app
     from memvault.service import MemoryService
 
@@ -245,7 +245,15 @@ def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
         max_body_bytes=int(options.get("max_body_bytes") or DEFAULT_MAX_BODY),
         cors_origins=tuple(options.get("cors_origins") or ()),
     )
-    return create_app(MemoryService(config), keys=keys, settings=settings)
+    service = MemoryService(config)
+    app = create_app(service, keys=keys, settings=settings)
+    if config.maintenance.enabled:
+        # The app's lifespan runs it: consolidation, sweeps and the evolver when due, for every
+        # tenant served; the store's lease lets one worker (or server) at a time run a pass.
+        from memvault.maintenance import ServiceMaintenance
+
+        app.state.memvault_maintenance = ServiceMaintenance(service)
+    return app
 
 
 def app_factory() -> Any:

@@ -91,13 +91,33 @@ def create_app(
             mcp_http = create_mcp_http_app(service, operations=ops)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(started: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             if mcp_http is not None:
                 await stack.enter_async_context(mcp_http.lifespan())
+            # The maintenance scheduler ``memvault serve`` attaches (app.state) when
+            # maintenance.enabled: one task for the app's life, stopped before the stores close.
+            maintenance = getattr(started.state, "memvault_maintenance", None)
+            stop = asyncio.Event()
+            task = (
+                None
+                if maintenance is None
+                else asyncio.create_task(maintenance.run_forever(stop), name="memvault-maintenance")
+            )
             try:
                 yield
             finally:
+                if maintenance is not None and task is not None:
+                    stop.set()
+                    try:
+                        # A pass in progress finishes (its steps are ordered so that none loses
+                        # data); one that runs too long is cancelled.
+                        await asyncio.wait_for(task, timeout=30)
+                    except TimeoutError:
+                        logger.warning("maintenance pass cancelled at shutdown")
+                    except Exception:
+                        logger.exception("maintenance task failed")
+                    await maintenance.close()
                 await service.close()
                 if keys is not None:
                     await asyncio.to_thread(keys.close)
