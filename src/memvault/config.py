@@ -455,6 +455,11 @@ class EmbeddingsConfig(BaseModel):
     api_key_env: str = Field(default="", pattern=r"^(|[A-Za-z_][A-Za-z0-9_]*)$")
     dims: int | None = Field(default=None, ge=1)
 
+    @model_validator(mode="after")
+    def _servable(self) -> Self:
+        self.spec()  # a provider memvault cannot serve is refused when the file is read
+        return self
+
     @property
     def remote(self) -> bool:
         """True if the vectors come from an OpenAI-compatible HTTP endpoint."""
@@ -965,7 +970,7 @@ def _from_synthorg(data: dict[str, Any], origins: Origins) -> None:
         if "rules" in retention:
             rules = _rules_to_mapping(retention["rules"], "consolidation.retention.rules")
             for category, days in rules.items():
-                where = "consolidation.retention.rules"
+                where = f"consolidation.retention.rules.{category}"
                 _put(data, ("options", "retention_by_category", category), days, where, origins)
         if "default_retention_days" in retention:
             where = "consolidation.retention.default_retention_days"
@@ -1127,7 +1132,8 @@ def _config_error(
 ) -> MemoryConfigError:
     """The error of the first invalid value, naming its key path and where it came from."""
     first = exc.errors()[0]
-    loc = tuple(str(p) for p in first["loc"])
+    # "[key]" marks an invalid mapping key, which the path already ends with.
+    loc = tuple(str(p) for p in first["loc"] if p != "[key]")
     where = ".".join(loc)
     source = ""
     named = [v for v in variables if loc[: len(_env_path(v))] == _env_path(v)]
@@ -1240,15 +1246,16 @@ def _read_yaml(file: Path) -> tuple[dict[str, Any], str, bool]:
     if not isinstance(loaded, dict):
         msg = f"configuration file {file} must hold a mapping with a 'memory:' key"
         raise MemoryConfigError(msg)
-    if "spec" in loaded and ("apiVersion" in loaded or "kind" in loaded):
-        # An InitRunner role file: the memory settings are spec.memory.
+    spec_memory = isinstance(loaded.get("spec"), dict) and "memory" in loaded["spec"]
+    if "spec" in loaded and ("apiVersion" in loaded or "kind" in loaded or spec_memory):
+        # An InitRunner role file (or its spec excerpt): the memory settings are spec.memory.
         spec = loaded["spec"]
         if not isinstance(spec, dict):
             msg = f"'spec' in {file} must be a mapping"
             raise MemoryConfigError(msg)
         section = spec.get("memory")
-        if section is None:
-            return {}, "spec.memory", True
+        if section is None:  # no memory in InitRunner: nothing of its defaults applies
+            return {}, "spec.memory", False
         if not isinstance(section, dict):
             msg = f"'spec.memory' in {file} must be a mapping"
             raise MemoryConfigError(msg)
