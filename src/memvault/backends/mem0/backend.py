@@ -26,9 +26,8 @@ from typing import Any
 
 from memvault._ids import utc_now
 from memvault.backends.mem0._driver import Mem0Memory, MemvaultEmbedding, NoLLM
-from memvault.backends.qdrant._driver import QdrantClient
 from memvault.backends.qdrant._mirror import QdrantMirrorBackend
-from memvault.backends.qdrant._points import PointStore, point_id
+from memvault.backends.qdrant._points import PointStore, open_local_client, point_id
 from memvault.backends.qdrant.backend import DEFAULT_COLLECTION, check_collection
 from memvault.errors import MemoryConfigError, MemoryConnectionError
 from memvault.models import MemoryEntry
@@ -105,12 +104,7 @@ class Mem0Backend(QdrantMirrorBackend):
         if not path.parent.exists() and not self._create_dirs:
             msg = f"cannot create mem0 store {path}: directory {path.parent} does not exist"
             raise MemoryConfigError(msg)
-        path.mkdir(parents=True, exist_ok=True)
-        try:
-            client = QdrantClient(path=str(path / "qdrant"))
-        except RuntimeError as exc:
-            msg = f"mem0 store {path} is in use by another client: {exc}"
-            raise MemoryConnectionError(msg) from exc
+        client = open_local_client(path / "qdrant", "mem0 store")
         points = PointStore(client, self._collection)
         dim = self._embedder.dimension
         try:

@@ -74,6 +74,17 @@ class QdrantMirrorBackend(InMemoryBackend):
         # Insertion sequence number of every memory (the order the mirror is rebuilt in).
         self._seqs: dict[str, int] = {}
 
+    # -- reindex: not supported -----------------------------------------------------------------
+    # The in-memory backend stages and swaps re-embedded vectors in process only; inherited
+    # here, a reindex would change the mirror but not Qdrant. ``None`` marks the methods as not
+    # implemented, so ``isinstance(store, ReindexableStore)`` is False and ``memvault reindex``
+    # refuses the store with its MemoryCapabilityError (export and import into a new store).
+    reindex_status = None  # type: ignore[assignment]
+    reindex_begin = None  # type: ignore[assignment]
+    reindex_pending = None  # type: ignore[assignment]
+    reindex_stage = None  # type: ignore[assignment]
+    reindex_swap = None  # type: ignore[assignment]
+
     # -- to be provided by the concrete backend -------------------------------------------------
 
     @abstractmethod

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memvault.backends.qdrant._driver import QdrantClient, models
+from memvault.errors import MemoryConnectionError
 
-__all__ = ["DENSE", "MEM0_SPARSE", "PointStore", "point_id"]
+__all__ = ["DENSE", "MEM0_SPARSE", "PointStore", "open_local_client", "point_id"]
 
 DENSE = ""
 """The name of the dense vector (unnamed, as mem0 writes it)."""
@@ -43,6 +45,35 @@ def point_id(key: str) -> str:
         return str(uuid.UUID(key))
     except ValueError:
         return str(uuid.uuid5(_NAMESPACE, key))
+
+
+def open_local_client(path: Path, what: str) -> QdrantClient:
+    """A local on-disk Qdrant client on ``path`` (created if missing).
+
+    Raises:
+        MemoryConnectionError: another client holds the directory (Qdrant's local mode locks
+            it). Checked before qdrant-client tries, because its own failed attempt leaves the
+            lock file open.
+    """
+    import portalocker
+
+    path.mkdir(parents=True, exist_ok=True)
+    lock = path / ".lock"
+    in_use = f"{what} {path} is in use by another client (a local Qdrant directory is opened by "
+    in_use += "one client at a time; use a Qdrant server for concurrent access)"
+    if lock.exists():
+        with open(lock, "r+") as f:
+            try:
+                portalocker.lock(
+                    f, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+                )
+            except portalocker.exceptions.LockException:
+                raise MemoryConnectionError(in_use) from None
+            portalocker.unlock(f)
+    try:
+        return QdrantClient(path=str(path))
+    except RuntimeError as exc:  # taken in between
+        raise MemoryConnectionError(in_use) from exc
 
 
 class PointStore:

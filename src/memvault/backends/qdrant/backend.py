@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from memvault.backends.qdrant._driver import QdrantClient
 from memvault.backends.qdrant._mirror import QdrantMirrorBackend
-from memvault.backends.qdrant._points import PointStore
+from memvault.backends.qdrant._points import PointStore, open_local_client
 from memvault.errors import MemoryConfigError, MemoryConnectionError
 from memvault.protocols import Embedder
 
@@ -100,20 +100,15 @@ class QdrantBackend(QdrantMirrorBackend):
     def _open_points(self) -> PointStore:
         if self._url is not None:
             key = self._api_key or os.environ.get("QDRANT_API_KEY") or None
-            client = QdrantClient(url=self._url, api_key=key)
+            # No background version probe: its thread would outlive a failed connect.
+            client = QdrantClient(url=self._url, api_key=key, check_compatibility=False)
         else:
             assert self._path is not None
             path = self._path
             if not path.parent.exists() and not self._create_dirs:
                 msg = f"cannot create qdrant store {path}: directory {path.parent} does not exist"
                 raise MemoryConfigError(msg)
-            path.mkdir(parents=True, exist_ok=True)
-            try:
-                client = QdrantClient(path=str(path))
-            except RuntimeError as exc:
-                # Qdrant's local mode takes an exclusive lock on the directory.
-                msg = f"qdrant store {path} is in use by another client: {exc}"
-                raise MemoryConnectionError(msg) from exc
+            client = open_local_client(path, "qdrant store")
         points = PointStore(client, self._collection)
         try:
             points.ensure_collections(self._embedder.dimension)
