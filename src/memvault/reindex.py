@@ -326,12 +326,13 @@ async def reindex(
     for leaf in leaves:
         await _open(leaf)
     model, dim = embedder.model_id, embedder.dimension
-    source = leaves[0].embedder if leaves else embedder
     todo = [
         leaf
         for leaf in leaves
         if force or leaf.embedder.model_id != model or leaf.embedder.dimension != dim
     ]
+    # A composite's children may differ here (an in-process child made with the new model).
+    source = (todo or leaves)[0].embedder if leaves else embedder
     counts = [await leaf.reindex_status(model) for leaf in todo]
     total = sum(t for t, _ in counts)
     staged_before = sum(s for _, s in counts)

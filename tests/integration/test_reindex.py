@@ -421,6 +421,25 @@ async def test_a_composite_store_is_reindexed_child_by_child(
     await store.disconnect()
 
 
+async def test_a_composite_opened_with_the_new_model_reindexes_its_old_child(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    """What a Memory configured with the new model holds: an in-process child already on it,
+    and a durable child built with the old model."""
+    path = tmp_path / "store.db"
+    old = SQLiteBackend(path, OLD)
+    await _fill(old, per_agent=3)
+    await old.disconnect()
+    durable = SQLiteBackend(path, minilm)
+    store = CompositeBackend({MemoryCategory.WORKING: InMemoryBackend(minilm)}, durable)
+    report = await reindex(store, minilm)
+    assert (report.source_model, report.target_model) == (OLD.model_id, minilm.model_id)
+    assert report.stores == (durable.location,)
+    assert report.total == 7
+    await _check_new_model(durable, minilm, 7)
+    await store.disconnect()
+
+
 def test_a_sync_memory_is_reindexed_and_keeps_working(tmp_path: Path, minilm: Embedder) -> None:
     mem = Memory(str(tmp_path / "m.db"), embedder=OLD)
     try:
