@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck unit venv bench clean
+.PHONY: demo test lint typecheck unit venv bench clean browser screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,27 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy src
 
-unit: venv
+# The dashboard's browser tests drive Debian's chromium (never a Playwright download). Installed
+# here when missing and apt-get can (root, or sudo without a password); never fails the build:
+# without a browser those tests skip with a loud reason and the rest runs.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -n)
+browser:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the dashboard's browser tests"; \
+		$(SUDO) apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update >/dev/null 2>&1 && \
+		  $(SUDO) apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; } || \
+		echo "warning: chromium could not be installed; the browser tests will skip"; \
+	fi
+
+unit: venv browser
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# A screenshot of every dashboard page, from the browser tests, into build/screenshots/.
+screenshots: venv browser
+	rm -rf build/screenshots
+	MEMVAULT_SCREENSHOTS=build/screenshots $(BIN)/pytest -q -p no:cacheprovider tests/ui/test_ui_browser.py
+	@ls build/screenshots
 
 test: lint typecheck unit
 

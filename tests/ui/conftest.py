@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,11 @@ import uvicorn
 
 from memvault.api.auth import Actor
 from memvault.config import load_config
-from memvault.learning.models import ApprovalItem, ProceduralMemoryProposal
+from memvault.learning.models import (
+    ApprovalItem,
+    ProceduralMemoryProposal,
+    ProceduralMemoryScope,
+)
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder
 from memvault.server.keys import KeyStore, open_key_store
@@ -193,6 +198,7 @@ async def seed(service: MemoryService) -> dict[str, str]:
                 condition="a network call times out",
                 action="retry with backoff",
                 confidence=0.9,
+                scope=ProceduralMemoryScope.ORG,
             ),
             pattern_key=f"error:e{n}",
         )
@@ -211,7 +217,9 @@ def start_server(db: Path, minilm: Embedder) -> tuple[UiServer, Callable[[], Non
         finally:
             await service.close()
 
-    ids = asyncio.run(seeded())
+    # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        ids = pool.submit(asyncio.run, seeded()).result()
     keys = open_key_store(str(db))
     secrets = {name: keys.create(name=name, **spec)[1] for name, spec in KEYS.items()}
     service = MemoryService(load_config(url=str(db)), embedder=minilm)

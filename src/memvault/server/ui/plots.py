@@ -162,7 +162,8 @@ def bar_chart(
     body = _y_axis(top, plot_h)
     slot = plot_w / len(labels)
     width = max(2.0, slot * 0.7)
-    every = max(1, len(labels) // 8)
+    # At most ~6 x labels, each at most 10 characters wide: enough to place the bars in time.
+    every = max(1, -(-len(labels) // 6))
     legend = [(name, PALETTE[n % len(PALETTE)]) for n, name in enumerate(stacks)]
     for i, label in enumerate(labels):
         x = _LEFT + slot * i + (slot - width) / 2
