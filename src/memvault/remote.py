@@ -48,6 +48,7 @@ from memvault._inputs import item_request as _item_request
 from memvault._inputs import load_export as _load_export
 from memvault._inputs import store_request as _request
 from memvault._version import __version__
+from memvault.agent.working import WorkingMemory
 from memvault.api.operations import Operation, operation_table
 from memvault.config import MemvaultConfig
 from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
@@ -81,6 +82,7 @@ from memvault.learning.models import (
     TaskOutcome,
 )
 from memvault.memory import AsyncMemory, register_remote
+from memvault.memory._async import WriteResult
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -99,7 +101,6 @@ from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.server.errors import ERROR_TABLE
 from memvault.validation import check_agent, check_id, model_error
-from memvault.write.executor import WriteOutcome
 from memvault.write.pipeline import WriteDecision
 from memvault.write.retention import RetentionPolicy, RetentionReport
 
@@ -504,10 +505,11 @@ class RemoteAsyncMemory(AsyncMemory):
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
-    ) -> WriteOutcome:
+    ) -> WriteResult:
         """Store one memory and report what the write did (``POST /v1/memories``).
 
-        The server sends its whole decision (kind, reason, duplicate_of, old_id, scores).
+        The server sends its whole decision (kind, reason, duplicate_of, old_id, scores) and
+        its advisories (``warnings``).
         """
         agent = check_agent(agent_id)
         request = _request(
@@ -537,7 +539,8 @@ class RemoteAsyncMemory(AsyncMemory):
         with self._decoding("write"):
             mid = data["id"]
             decision = WriteDecision.model_validate(data["detail"])
-            return WriteOutcome(None if mid is None else str(mid), decision)
+            warnings = tuple(str(w) for w in data.get("warnings", ()))
+            return WriteResult(None if mid is None else str(mid), decision, warnings=warnings)
 
     async def add_messages(
         self,
@@ -656,7 +659,7 @@ class RemoteAsyncMemory(AsyncMemory):
         self,
         *,
         agent_id: str,
-        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        strategy: ConsolidationStrategy | str | None = None,
         llm: LLMProvider | None = None,
         dry_run: bool = False,
         config: ConsolidationConfig | None = None,
@@ -668,17 +671,18 @@ class RemoteAsyncMemory(AsyncMemory):
             MemoryValidationError: unknown strategy.
         """
         agent = check_agent(agent_id)
-        try:
-            kind = ConsolidationStrategy(strategy)
-        except ValueError:
-            names = ", ".join(s.value for s in ConsolidationStrategy)
-            msg = f"unknown consolidation strategy {strategy!r} (choose from {names})"
-            raise MemoryValidationError(msg) from None
+        body: dict[str, Any] = {"agent_id": agent, "dry_run": bool(dry_run)}
+        if strategy is not None:  # None: the server's configured strategy
+            try:
+                body["strategy"] = ConsolidationStrategy(strategy).value
+            except ValueError:
+                names = ", ".join(s.value for s in ConsolidationStrategy)
+                msg = f"unknown consolidation strategy {strategy!r} (choose from {names})"
+                raise MemoryValidationError(msg) from None
         if llm is not None:
             raise _not_remote("choosing the consolidation LLM (the server uses its own)")
         if config is not None:
             raise _not_remote("a consolidation config (the server uses its own)")
-        body = {"agent_id": agent, "strategy": kind.value, "dry_run": bool(dry_run)}
         data = await self._send("consolidate", body)
         with self._decoding("write"):
             return ConsolidationResult.model_validate(data)
@@ -1049,6 +1053,83 @@ class RemoteAsyncMemory(AsyncMemory):
                 ),
             )
 
+    async def search_and_ask(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 5,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        llm: LLMProvider | None = None,
+        max_rounds: int = 2,
+    ) -> builtins.list[MemoryEntry]:
+        """Search-and-Ask with the server's LLM (``POST /v1/search/ask``).
+
+        With ``llm`` given, the loop runs here instead, over the server's search.
+        """
+        if llm is not None:
+            return await super().search_and_ask(
+                query,
+                agent_id=agent_id,
+                limit=limit,
+                categories=categories,
+                llm=llm,
+                max_rounds=max_rounds,
+            )
+        cats = _categories(categories)
+        body: dict[str, Any] = {
+            "agent_id": check_agent(agent_id),
+            "query": query,
+            "limit": limit,
+            "max_rounds": max_rounds,
+        }
+        if cats is not None:
+            body["categories"] = sorted(c.value for c in cats)
+        data = await self._send("search_and_ask", body)
+        with self._decoding("read"):
+            return [_entry(row) for row in data["results"]]
+
+    # -- working memory: kept by the server -------------------------------------------------
+
+    def working_memory(
+        self, task_id: str, *, agent_id: str, token_budget: int | None = None
+    ) -> WorkingMemory:
+        """Not available over HTTP: the scratchpad lives in the server's process.
+
+        Raises:
+            MemoryCapabilityError: always (use :meth:`working_note`, :meth:`working` and
+                :meth:`clear_working`, which reach it).
+        """
+        raise _not_remote("a live working memory object (use working_note/working)")
+
+    async def working_note(
+        self, task_id: str, content: str, *, agent_id: str, token_budget: int | None = None
+    ) -> str:
+        """Add a note to the agent's working memory on the server (``POST /v1/working/...``)."""
+        body: dict[str, Any] = {
+            "task_id": task_id,
+            "agent_id": check_agent(agent_id),
+            "content": content,
+        }
+        if token_budget is not None:
+            body["token_budget"] = token_budget
+        data = await self._send("working_note", body)
+        with self._decoding("write"):
+            return str(data["id"])
+
+    async def working(self, task_id: str, *, agent_id: str) -> WorkingMemory:
+        """A detached copy of the agent's working memory on the server for ``task_id``."""
+        data = await self._send("working", {"task_id": task_id, "agent_id": check_agent(agent_id)})
+        with self._decoding("read"):
+            return WorkingMemory.from_json(data)
+
+    async def clear_working(self, task_id: str, *, agent_id: str) -> int:
+        """Forget the agent's working memory on the server for ``task_id``."""
+        fields = {"task_id": task_id, "agent_id": check_agent(agent_id)}
+        data = await self._send("clear_working", fields)
+        with self._decoding("write"):
+            return int(data["cleared"])
+
     # -- learning ---------------------------------------------------------------------------
 
     @property
@@ -1060,6 +1141,11 @@ class RemoteAsyncMemory(AsyncMemory):
                 ``approvals``, ``approve``, ``org_search`` ...).
         """
         raise _not_remote("the learning engine (call the learning operations instead)")
+
+    def _shares_knowledge(self) -> bool:
+        # The server's context operation adds shared knowledge by its own configuration; a
+        # client-side pipeline (a filter_strategy) cannot know whether the server keeps it.
+        return False
 
     async def _pooled(self, agent_id: str, text: str) -> builtins.list[MemoryEntry]:
         # The server's context operation adds pooled skills itself; a client-side strategy

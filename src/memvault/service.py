@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from memvault._actor import acting_as
 from memvault._inputs import CategoryLike
+from memvault.agent.working import WorkingMemory
 from memvault.api.auth import (
     DEFAULT_TENANT,
     Actor,
@@ -41,7 +43,13 @@ from memvault.api.auth import (
 )
 from memvault.api.operations import Operation, get_operation
 from memvault.api.requests import Request
-from memvault.backends.factory import check_tenant, create_memory_backend, tenant_url
+from memvault.backends.factory import (
+    check_tenant,
+    create_memory_backend,
+    keep_working_in_process,
+    tenant_url,
+    working_routed,
+)
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
@@ -82,6 +90,12 @@ from memvault.validation import check_agent, model_error
 from memvault.write.executor import WriteOutcome
 from memvault.write.retention import RetentionReport
 
+LLM_URL_ENV = "MEMVAULT_LLM_BASE_URL"
+"""The OpenAI-compatible base URL of the LLM a service uses when it was given none."""
+LLM_MODEL_ENV = "MEMVAULT_LLM_MODEL"
+"""The model of that LLM (default :data:`DEFAULT_LLM_MODEL`)."""
+DEFAULT_LLM_MODEL = "gpt-4o-mini"
+
 __all__ = [
     "DEFAULT_TENANT",
     "Actor",
@@ -113,6 +127,7 @@ class MemoryService:
         self._config = config if config is not None else load_config()
         self._embedder = embedder
         self._llm = llm
+        self._env_llm: LLMProvider | None = None
         self._memories: dict[str, AsyncMemory] = {}
         self._sessions: dict[str, SessionStore] = {}
         self._single_tenant = False
@@ -158,10 +173,15 @@ class MemoryService:
                     from memvault.embeddings import create_embedder
 
                     self._embedder = create_embedder(self._config.embedder)
-                backend = create_memory_backend(
+                # WORKING memories stay in the server's process unless the configuration
+                # routes them to a store (memvault.backends.working).
+                backend = keep_working_in_process(
+                    create_memory_backend(
+                        working_routed(self._config),
+                        embedder=self._embedder,
+                        tenant=None if name == DEFAULT_TENANT else name,
+                    ),
                     self._config,
-                    embedder=self._embedder,
-                    tenant=None if name == DEFAULT_TENANT else name,
                 )
                 found = AsyncMemory(
                     backend=backend,
@@ -442,6 +462,123 @@ class MemoryService:
             namespace=namespace,
         )
 
+    async def search_and_ask(
+        self,
+        actor: Actor,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 5,
+        categories: Iterable[CategoryLike] | None = None,
+        max_rounds: int = 2,
+    ) -> builtins.list[MemoryEntry]:
+        """Search-and-Ask over the agent's memories with the server's LLM.
+
+        The LLM is the service's (``MemoryService(llm=...)``), else the memory's, else an
+        OpenAI-compatible one named by ``MEMVAULT_LLM_BASE_URL`` and ``MEMVAULT_LLM_MODEL``
+        (the variables every LLM option of the CLI reads).
+
+        Raises:
+            MemoryConfigError: no LLM is configured anywhere.
+        """
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.search_and_ask(
+            query,
+            agent_id=agent,
+            limit=limit,
+            categories=None if categories is None else list(categories),
+            llm=self._ask_llm(),
+            max_rounds=max_rounds,
+        )
+
+    def _ask_llm(self) -> LLMProvider | None:
+        if self._llm is not None:
+            return self._llm
+        if self._env_llm is None and os.environ.get(LLM_URL_ENV):
+            from memvault.llm import OpenAICompatibleLLM
+
+            model = os.environ.get(LLM_MODEL_ENV) or DEFAULT_LLM_MODEL
+            self._env_llm = OpenAICompatibleLLM(os.environ[LLM_URL_ENV], model)
+        return self._env_llm
+
+    # -- automatic capture and working memory -----------------------------------------------
+
+    async def capture_episode(
+        self,
+        actor: Actor,
+        summary: str,
+        *,
+        agent_id: str,
+        trigger_type: str | None = None,
+        category: str = "autonomous_run",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Capture a run's summary as an episode (see :meth:`AsyncMemory.capture_episode`)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        with acting_as(actor.label):
+            return await memory.capture_episode(
+                summary,
+                agent_id=agent,
+                trigger_type=trigger_type,
+                category=category,
+                metadata=metadata,
+            )
+
+    async def capture_distillation(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        task_id: str,
+        outcome: str,
+        turns: Sequence[Any] = (),
+        error: str | None = None,
+        created_at: datetime | None = None,
+    ) -> str | None:
+        """Capture a task's trajectory (see :meth:`AsyncMemory.capture_distillation`)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        plain = [t.model_dump() if hasattr(t, "model_dump") else dict(t) for t in turns]
+        with acting_as(actor.label):
+            return await memory.capture_distillation(
+                agent_id=agent,
+                task_id=task_id,
+                outcome=outcome,
+                turns=plain,
+                error=error,
+                created_at=created_at,
+            )
+
+    async def working_note(
+        self,
+        actor: Actor,
+        task_id: str,
+        content: str,
+        *,
+        agent_id: str,
+        token_budget: int | None = None,
+    ) -> str:
+        """Add a note to the agent's working memory for a task (in the server's process)."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.working_note(
+            task_id, content, agent_id=agent, token_budget=token_budget
+        )
+
+    async def working(self, actor: Actor, task_id: str, *, agent_id: str) -> WorkingMemory:
+        """The agent's working memory for a task."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.working(task_id, agent_id=agent)
+
+    async def clear_working(self, actor: Actor, task_id: str, *, agent_id: str) -> int:
+        """Forget the agent's working memory for a task; how many notes it held."""
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        memory = await self.memory(actor.tenant)
+        return await memory.clear_working(task_id, agent_id=agent)
+
     async def get(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryEntry:
         """One memory of the agent (MemoryNotFoundError when absent or another agent's)."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -628,11 +765,14 @@ class MemoryService:
         actor: Actor,
         *,
         agent_id: str,
-        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        strategy: ConsolidationStrategy | str | None = None,
         dry_run: bool = False,
         reason: str | None = None,
     ) -> ConsolidationResult:
-        """Consolidate the agent's memories (originals archived); needs ``admin``."""
+        """Consolidate the agent's memories (originals archived); needs ``admin``.
+
+        ``strategy`` None follows the configuration (see :meth:`AsyncMemory.consolidate`).
+        """
         agent = self._agent(actor, Scope.ADMIN, agent_id)
         why = check_reason(reason)
         memory = await self.memory(actor.tenant)

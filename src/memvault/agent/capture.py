@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DISTILLATION_TAG",
-    "DistillationRequest",
     "TRIGGER_KEY",
+    "DistillationRequest",
     "TurnRecord",
     "capture_distillation",
     "capture_episode",

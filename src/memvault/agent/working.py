@@ -8,15 +8,20 @@ memory, so ``render()`` always fits the prompt space given to it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from memvault._ids import new_id, utc_now
 from memvault.errors import MemoryValidationError
 from memvault.models import check_content
 from memvault.retrieval.packing import estimate_tokens
 
-__all__ = ["WorkingMemory", "WorkingNote"]
+__all__ = ["DEFAULT_WORKING_BUDGET", "WorkingMemory", "WorkingNote"]
+
+DEFAULT_WORKING_BUDGET = 1000
+"""Tokens a scratchpad holds unless told otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +37,13 @@ class WorkingNote:
 class WorkingMemory:
     """A task's scratchpad (WORKING category), in process only, bounded by ``token_budget``."""
 
-    def __init__(self, task_id: str, *, token_budget: int = 1000) -> None:
+    def __init__(self, task_id: str, *, token_budget: int = DEFAULT_WORKING_BUDGET) -> None:
         """Start an empty scratchpad for ``task_id``."""
-        if not task_id.strip():
-            msg = "task_id must not be blank"
+        if not isinstance(task_id, str) or not task_id.strip():
+            msg = "task_id must be a non-blank string"
             raise MemoryValidationError(msg)
-        if token_budget < 1:
-            msg = "token_budget must be >= 1"
+        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+            msg = "token_budget must be an integer >= 1"
             raise MemoryValidationError(msg)
         self.task_id = task_id
         self.token_budget = token_budget
@@ -88,3 +93,46 @@ class WorkingMemory:
             return ""
         lines = [f"- {n.content}" for n in self._notes]
         return "\n".join([f"## Working memory (task {self.task_id})", *lines])
+
+    def to_json(self) -> dict[str, Any]:
+        """The scratchpad as JSON: task, budget, tokens, dropped count, notes and rendering."""
+        return {
+            "task_id": self.task_id,
+            "token_budget": self.token_budget,
+            "tokens": self.tokens,
+            "dropped": self.dropped,
+            "notes": [
+                {
+                    "id": n.id,
+                    "content": n.content,
+                    "created_at": n.created_at.isoformat(),
+                    "tokens": n.tokens,
+                }
+                for n in self._notes
+            ],
+            "text": self.render(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkingMemory:
+        """A detached copy of a scratchpad from :meth:`to_json` (e.g. one a server keeps).
+
+        Raises:
+            MemoryValidationError: the data is not a scratchpad.
+        """
+        try:
+            pad = cls(str(data["task_id"]), token_budget=int(data["token_budget"]))
+            pad._notes = [
+                WorkingNote(
+                    str(n["id"]),
+                    str(n["content"]),
+                    datetime.fromisoformat(str(n["created_at"])),
+                    int(n["tokens"]),
+                )
+                for n in data["notes"]
+            ]
+            pad.dropped = int(data.get("dropped", 0))
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"not a working memory: {exc}"
+            raise MemoryValidationError(msg) from None
+        return pad

@@ -174,7 +174,12 @@ def _stored(outcome: Any, _req: Any) -> dict[str, Any]:
         "decision": decision.kind.value,
         "reason": decision.reason,
         "detail": decision.model_dump(mode="json"),
+        "warnings": list(getattr(outcome, "warnings", ())),
     }
+
+
+def _captured(memory_id: str | None, _req: Any) -> dict[str, Any]:
+    return {"id": memory_id, "captured": memory_id is not None}
 
 
 def _deleted(done: bool, req: Any) -> dict[str, Any]:
@@ -400,6 +405,27 @@ OPERATIONS: tuple[Operation, ...] = (
         "context", rq.ContextBody, Scope.READ, "Relevant memories packed into a token budget",
         _context,
         http=Http("POST", "/v1/context", "retrieval", response=rs.ContextOut),
+        tool=Tool(
+            "memory_context", "Memory context",
+            "The memories relevant to a task (the agent's own and the organisation's shared "
+            "knowledge, marked as such), packed into a token budget as one prompt message.",
+            fields=("query", "agent_id", "token_budget", "limit", "categories"),
+            limits={"query": {"maxLength": 2000}, "token_budget": {"maximum": 8000}},
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "search_and_ask", rq.AskBody, Scope.READ,
+        "Search, and search again reformulated while the server's LLM finds the memories "
+        "insufficient (Search-and-Ask)",
+        _entries("results"),
+        http=Http("POST", "/v1/search/ask", "retrieval", response=rs.EntriesOut),
+        tool=Tool(
+            "search_and_ask", "Search memories and ask",
+            "Search the agent's memories for a question; while the memories found do not "
+            "answer it, search again with a reformulated query. Best first.",
+            limits={"query": {"maxLength": 2000}, "limit": {"maximum": 20}}, read_only=True,
+        ),
     ),
     # bulk and lifecycle
     Operation(
@@ -475,6 +501,58 @@ OPERATIONS: tuple[Operation, ...] = (
         "retract", rq.RetractParams, Scope.WRITE, "Retract shared knowledge the agent published",
         _field("retracted"),
         http=Http("DELETE", "/v1/shared/{memory_id}", "shared", response=rs.RetractedOut),
+    ),
+    # automatic capture and working memory
+    Operation(
+        "capture_episode", rq.EpisodeBody, Scope.WRITE,
+        "Capture a run's result summary as an episode (never fails the run)", _captured,
+        http=Http("POST", "/v1/episodes", "capture", response=rs.CapturedOut),
+        tool=Tool(
+            "capture_episode", "Capture a run episode",
+            "Record what an autonomous run or a triggered run (cron, file_watch, webhook) "
+            "achieved, as an episodic memory labelled autonomous_run. Returns its id.",
+        ),
+    ),
+    Operation(
+        "capture_distillation", rq.DistillationBody, Scope.WRITE,
+        "Capture a finished task's trajectory (turns, tokens, tools) as a distillation episode",
+        _captured,
+        http=Http("POST", "/v1/distillations", "capture", response=rs.CapturedOut),
+        tool=Tool(
+            "capture_distillation", "Capture a task trajectory",
+            "Record how a finished task went (outcome, turns with tokens and tool calls, "
+            "error) as an episodic memory tagged distillation, for later consolidation.",
+        ),
+    ),
+    Operation(
+        "working_note", rq.WorkingNoteBody, Scope.WRITE,
+        "Add a note to an agent's working memory for a task (in process, never persisted)",
+        lambda note_id, req: {"id": note_id, "task_id": req.task_id},
+        http=Http(
+            "POST", "/v1/working/{task_id}/notes", "working", 201, rs.NoteIdOut,
+            body="WorkingNoteBody",
+        ),
+        tool=Tool(
+            "working_memory_note", "Note in working memory",
+            "Jot down something to keep in mind while working on a task (plan, intermediate "
+            "result, open question). Never persisted; the oldest notes go first when full.",
+        ),
+    ),
+    Operation(
+        "working", rq.WorkingParams, Scope.READ, "An agent's working memory for a task",
+        lambda pad, _req: pad.to_json(),
+        http=Http("GET", "/v1/working/{task_id}", "working", response=rs.WorkingOut),
+        tool=Tool(
+            "working_memory", "Read working memory",
+            "The notes of the agent's working memory for a task, oldest first, and their "
+            "rendering for a prompt.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "clear_working", rq.WorkingParams, Scope.WRITE,
+        "Forget an agent's working memory for a task", _field("cleared"),
+        http=Http("DELETE", "/v1/working/{task_id}", "working", response=rs.ClearedOut),
     ),
     # sessions
     Operation(

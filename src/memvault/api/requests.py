@@ -34,6 +34,7 @@ __all__ = [
     "ApprovalsParams",
     "ArchiveBody",
     "ArchivedParams",
+    "AskBody",
     "AuditParams",
     "ClearParams",
     "ConsolidateBody",
@@ -42,6 +43,8 @@ __all__ = [
     "DecideBody",
     "DeleteParams",
     "DeleteSessionParams",
+    "DistillationBody",
+    "EpisodeBody",
     "EvolveBody",
     "ExportParams",
     "GetParams",
@@ -70,7 +73,10 @@ __all__ = [
     "SkillsParams",
     "StatsParams",
     "SweepBody",
+    "TurnIn",
     "UpdateBody",
+    "WorkingNoteBody",
+    "WorkingParams",
 ]
 
 _AGENT = "The agent whose memories to use."
@@ -465,8 +471,12 @@ class ConsolidateBody(Request):
     """Consolidate one agent's memories (originals go to the archive)."""
 
     agent_id: str = AgentId
-    strategy: ConsolidationStrategy = Field(
-        default=ConsolidationStrategy.SIMPLE, description="How to consolidate."
+    strategy: ConsolidationStrategy | None = Field(
+        default=None,
+        description=(
+            "How to consolidate (extract: InitRunner's episodes -> facts); default: the "
+            "configured strategy."
+        ),
     )
     dry_run: bool = Field(default=False, description="Plan only; change nothing.")
     reason: str | None = Field(default=None, max_length=500, description=_REASON)
@@ -740,3 +750,102 @@ class SkillsParams(Request):
     include_superseded: bool = Field(
         default=False, description="Include superseded skills (tombstones)."
     )
+
+
+# -- Search-and-Ask, automatic capture, working memory ----------------------------------------
+
+_TASK_ID = "The task whose scratchpad this is (working memory is per agent and task)."
+
+
+class AskBody(Request):
+    """A search that asks the server's LLM whether the memories answer it, and searches again."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"agent_id": "dev-1", "query": "which database did we pick?"}]
+        },
+    )
+
+    agent_id: str = AgentId
+    query: str = Field(min_length=1, max_length=2000, description="The question.")
+    limit: int = Field(default=5, ge=1, le=100, description="Results to return at most.")
+    categories: list[MemoryCategory] | None = Field(
+        default=None, description="Only memories of these kinds (default: all)."
+    )
+    max_rounds: int = Field(
+        default=2, ge=1, le=5, description="Reformulated searches after the first, at most."
+    )
+
+
+class EpisodeBody(Request):
+    """A run's result summary to capture as an episode (InitRunner's auto-capture)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "ops-bot",
+                    "summary": "Nightly sync imported 1,204 invoices; 3 were rejected.",
+                    "trigger_type": "cron",
+                }
+            ]
+        },
+    )
+
+    agent_id: str = AgentId
+    summary: str = Field(min_length=1, max_length=32_000, description="What the run achieved.")
+    trigger_type: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="What started the run: cron, file_watch, webhook ... (metadata key).",
+    )
+    category: str = Field(
+        default="autonomous_run",
+        min_length=1,
+        max_length=100,
+        description="The episode's label (InitRunner's category).",
+    )
+    metadata: dict[str, Any] | None = Field(default=None, description="Extra metadata.")
+
+
+class TurnIn(Request):
+    """One turn of a task: its tokens and the tools it called."""
+
+    tokens: int = Field(default=0, ge=0, description="Tokens the turn used.")
+    tool_calls: list[str] = Field(
+        default_factory=list, max_length=500, description="Tool names called, in order."
+    )
+
+
+class DistillationBody(Request):
+    """A finished task's trajectory, captured as a ``distillation`` episode."""
+
+    agent_id: str = AgentId
+    task_id: str = Field(min_length=1, max_length=200, description="The task's id.")
+    outcome: str = Field(
+        min_length=1, max_length=200, description="How it ended: completed, error, timeout ..."
+    )
+    turns: list[TurnIn] = Field(default_factory=list, max_length=10_000, description="Turns.")
+    error: str | None = Field(default=None, max_length=8000, description="The error, if any.")
+    created_at: datetime | None = Field(default=None, description="When the task ended.")
+
+
+class WorkingNoteBody(Request):
+    """A note for an agent's working memory (in process, never persisted)."""
+
+    task_id: str = Field(min_length=1, max_length=200, description=_TASK_ID)
+    agent_id: str = AgentId
+    content: str = Field(min_length=1, max_length=32_000, description="The note.")
+    token_budget: int | None = Field(
+        default=None, ge=1, le=100_000, description="Budget of a new scratchpad (tokens)."
+    )
+
+
+class WorkingParams(Request):
+    """An agent's working memory for one task."""
+
+    task_id: str = Field(min_length=1, max_length=200, description=_TASK_ID)
+    agent_id: str = AgentId

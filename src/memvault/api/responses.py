@@ -20,6 +20,8 @@ __all__ = [
     "ArchiveOut",
     "ArchivedOut",
     "AuditOut",
+    "CapturedOut",
+    "ClearedOut",
     "ContextOut",
     "CountOut",
     "DeletedOut",
@@ -31,6 +33,7 @@ __all__ = [
     "IdsOut",
     "ImportOut",
     "MemoriesOut",
+    "NoteIdOut",
     "OrgFactsOut",
     "ProfilesOut",
     "RetractedOut",
@@ -39,6 +42,8 @@ __all__ = [
     "SkillsOut",
     "StoredOut",
     "SweepOut",
+    "WorkingNoteOut",
+    "WorkingOut",
 ]
 
 
@@ -79,6 +84,10 @@ class StoredOut(BaseModel):
     detail: dict[str, Any] = Field(
         default_factory=dict,
         description="The whole write decision (duplicate_of, old_id, detected, scores...).",
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Advisories that never block a write (e.g. a missing non-inferable tag).",
     )
 
 
@@ -218,3 +227,43 @@ class SkillsOut(BaseModel):
     """Skills of the org pool with their lifecycle (application_count, superseded_by...)."""
 
     skills: list[dict[str, Any]]
+
+
+class CapturedOut(BaseModel):
+    """The captured episode's id; ``captured`` false (id null) when nothing was stored."""
+
+    id: str | None
+    captured: bool
+
+
+class WorkingNoteOut(BaseModel):
+    """One note of a working memory."""
+
+    id: str
+    content: str
+    created_at: datetime
+    tokens: int
+
+
+class WorkingOut(BaseModel):
+    """An agent's working memory for one task, and its rendering for a prompt."""
+
+    task_id: str
+    token_budget: int
+    tokens: int
+    dropped: int = Field(description="Notes dropped (oldest first) to stay within the budget.")
+    notes: list[WorkingNoteOut]
+    text: str
+
+
+class NoteIdOut(BaseModel):
+    """The id of a new working-memory note."""
+
+    id: str
+    task_id: str
+
+
+class ClearedOut(BaseModel):
+    """How many working-memory notes were forgotten."""
+
+    cleared: int

@@ -19,17 +19,20 @@ from urllib.parse import quote, unquote
 
 from memvault.config import COMPOSITE_URL, DEFAULT_DB_PATH, PROJECT_DB_PATH, MemvaultConfig
 from memvault.errors import MemoryConfigError
-from memvault.models import MemoryLevel
+from memvault.models import MemoryCategory, MemoryLevel
 from memvault.protocols import Embedder, MemoryStore
 
 __all__ = [
     "check_tenant",
     "create_memory_backend",
+    "keep_working_in_process",
     "open_backend",
+    "open_memory_store",
     "parse_url",
     "tenant_schema",
     "tenant_slug",
     "tenant_url",
+    "working_routed",
 ]
 
 
@@ -220,6 +223,60 @@ def create_memory_backend(
             )
         url = tenant_url(url, tenant)
     return open_backend(url, embedder=embedder, config=config)
+
+
+def open_memory_store(
+    url: str, *, embedder: Embedder | None = None, config: MemvaultConfig | None = None
+) -> MemoryStore:
+    """The store a memory (``AsyncMemory``, a service tenant) uses at ``url``.
+
+    That is :func:`open_backend`'s store with WORKING memories kept in process
+    (:func:`keep_working_in_process`). Tools that copy stores as they are (``memvault
+    migrate``) use :func:`open_backend` directly.
+    """
+    cfg = config or MemvaultConfig()
+    store = open_backend(url, embedder=embedder, config=working_routed(cfg))
+    return keep_working_in_process(store, cfg)
+
+
+def working_routed(config: MemvaultConfig) -> MemvaultConfig:
+    """``config`` with WORKING routed to ``memory://`` in a composite that does not route it.
+
+    A composite the user did not route WORKING in gets an in-process child for it, like every
+    other durable store gets one from :func:`keep_working_in_process`. Any other
+    configuration is returned as it is.
+    """
+    if config.backend != "composite" or MemoryCategory.WORKING in config.composite.routes:
+        return config
+    routes = {**config.composite.routes, MemoryCategory.WORKING: "memory://"}
+    composite = config.composite.model_copy(update={"routes": routes})
+    return config.model_copy(update={"composite": composite})
+
+
+def keep_working_in_process(store: MemoryStore, config: MemvaultConfig) -> MemoryStore:
+    """``store`` with its WORKING memories kept in process, never persisted.
+
+    The design documents give WORKING memory (the current task's context) no persistence. A
+    store that already lives in process (``memory://``) or a composite (whose routes say where
+    WORKING goes) is returned as it is; any other store is wrapped in a
+    :class:`~memvault.backends.working.WorkingOverlay` with a fresh in-process child of its own,
+    so each memory object has its own working memory. To persist WORKING memories, route them
+    explicitly: ``backend: composite`` with ``composite.routes: {working: <url>}``.
+    """
+    from memvault.backends.composite import CompositeBackend
+    from memvault.backends.inmemory import InMemoryBackend
+    from memvault.backends.working import WorkingOverlay
+
+    if isinstance(store, (InMemoryBackend, CompositeBackend)):
+        return store
+    scratch = InMemoryBackend(
+        store.embedder,
+        max_content_chars=config.options.max_content_chars,
+        max_memories_per_agent=config.options.max_memories_per_agent,
+        preset=config.retrieval.preset,
+        shared_knowledge=config.options.shared_knowledge_base,
+    )
+    return WorkingOverlay(store, scratch, preset=config.retrieval.preset)
 
 
 def tenant_url(url: str, tenant: str) -> str:

@@ -1,4 +1,5 @@
-"""Commands on the lifecycle of memories: the archive, the audit log, and retention sweeps."""
+"""Commands on the lifecycle of memories: the archive, the audit log, retention sweeps and
+consolidation (``memvault consolidate``, ``--facts`` for InitRunner's episodes -> facts)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.cli._common import AgentOption, JsonOption, emit_json, entry_json, open_service, out
-from memvault.consolidation import ConsolidationStrategy
+from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
+from memvault.errors import MemoryValidationError
 
 __all__ = ["register"]
 
@@ -117,10 +119,29 @@ def consolidate(
     agent: Annotated[
         str | None, typer.Option("--agent", "-a", help="Only this agent (default: all).")
     ] = None,
+    facts: Annotated[
+        bool,
+        typer.Option(
+            "--facts",
+            help=(
+                "InitRunner's `memory consolidate`: extract semantic facts from the "
+                "unconsolidated episodes (the episodes are kept, marked consolidated). "
+                "Same as --strategy extract."
+            ),
+        ),
+    ] = False,
     strategy: Annotated[
-        str,
-        typer.Option("--strategy", "-s", help=f"{_STRATEGIES} (extract: episodes -> facts)."),
-    ] = "simple",
+        str | None,
+        typer.Option(
+            "--strategy",
+            "-s",
+            help=(
+                f"{_STRATEGIES}: simple concatenates older memories, extract turns episodes "
+                "into facts (see --facts). Default: memory.consolidation.strategy of the "
+                "configuration (simple unless it says otherwise)."
+            ),
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would be merged; write nothing.")
     ] = False,
@@ -137,7 +158,21 @@ def consolidate(
     ] = "gpt-4o-mini",
     as_json: bool = JsonOption,
 ) -> None:
-    """Merge older memories into fewer ones; the originals go to the archive."""
+    """Consolidate memories: merge older ones (archived), or with --facts turn episodes into facts.
+
+    Two meanings share this name. The SynthOrg design documents consolidate by merging an
+    agent's older memories into fewer ones (strategies simple, dual_mode, llm; the originals go
+    to the archive); InitRunner's ``memory consolidate`` extracts durable semantic facts from
+    unconsolidated episodes (strategy extract). Changing what the bare command does would
+    silently change existing scripts, so the bare command keeps following the configured
+    strategy, and InitRunner's meaning gets one obvious flag of its own: ``--facts``. With an
+    LLM (``--llm-url``) the facts are extracted by the model, else the key-fact sentences of
+    each episode are kept verbatim.
+    """
+    if facts and strategy is not None and strategy != ConsolidationStrategy.EXTRACT.value:
+        msg = f"--facts means --strategy extract; it cannot be combined with --strategy {strategy}"
+        raise MemoryValidationError(msg)
+    chosen = ConsolidationStrategy.EXTRACT.value if facts else strategy
     llm = None
     if llm_url:
         from memvault.llm import OpenAICompatibleLLM
@@ -146,7 +181,7 @@ def consolidate(
     svc = open_service(llm)
     agents = [agent] if agent is not None else svc.run(svc.service.agents(svc.actor))
     results = [
-        svc.run(svc.service.consolidate(svc.actor, agent_id=a, strategy=strategy, dry_run=dry_run))
+        svc.run(svc.service.consolidate(svc.actor, agent_id=a, strategy=chosen, dry_run=dry_run))
         for a in agents
     ]
     if as_json:
@@ -154,6 +189,9 @@ def consolidate(
         return
     verb = "would merge" if dry_run else "merged"
     for r in results:
+        if r.strategy is ConsolidationStrategy.EXTRACT:
+            out.print(escape(_facts_line(r, dry_run=dry_run)))
+            continue
         groups = [g for g in r.groups if g.consolidated_ids]
         merged = sum(len(g.consolidated_ids) for g in groups)
         out.print(
@@ -163,6 +201,18 @@ def consolidate(
                 f"marked {len(r.marked_ids)}" + (f", {len(r.errors)} errors" if r.errors else "")
             )
         )
+
+
+def _facts_line(result: ConsolidationResult, *, dry_run: bool) -> str:
+    """One line for an episodes-to-facts run: episodes read, facts stored."""
+    episodes = sum(len(g.consolidated_ids) for g in result.groups)
+    if dry_run:
+        return f"{result.agent_id}: would extract facts from {episodes} episodes"
+    errors = f", {len(result.errors)} errors" if result.errors else ""
+    return (
+        f"{result.agent_id}: {len(result.created_ids)} facts from {len(result.marked_ids)} "
+        f"episodes (marked consolidated){errors}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,12 @@ and the task. Pipeline (design documents, "Memory Injection Strategies"):
 4. greedy token-budget packing,
 5. formatting as one delimited message with the configured role.
 
+Shared knowledge (entries other agents published, scope ``shared``) takes part when the search
+callable returns it, as :meth:`memvault.AsyncMemory.context_strategy`'s does unless
+``options.shared_knowledge_base`` is off. It competes on relevance without the personal boost
+(the search leaves shared entries out of it) and is rendered with a ``(shared knowledge)``
+mark, so the model can tell the organisation's facts from its own memories.
+
 The strategy depends on a search callable rather than a backend, so :class:`memvault.AsyncMemory`
 can hand it its own (hybrid, ranked) search.
 """
@@ -17,6 +23,7 @@ can hand it its own (hybrid, ranked) search.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -29,13 +36,19 @@ from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.injection.dispatch import ToolRegistry
 from memvault.injection.policies import PolicySource, message_tokens, policy_message
 from memvault.injection.tools import ToolDefinition
-from memvault.models import ChatMessage, MemoryEntry
+from memvault.models import ChatMessage, MemoryEntry, MemoryScope
 from memvault.protocols import Embedder
 from memvault.retrieval.diversity import SimilarityFn, mmr
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.packing import MemoryContext, build_context
 
-__all__ = ["ContextInjectionConfig", "ContextInjectionStrategy", "InjectedFn", "SearchFn"]
+__all__ = [
+    "SHARED_MARK",
+    "ContextInjectionConfig",
+    "ContextInjectionStrategy",
+    "InjectedFn",
+    "SearchFn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +58,9 @@ SearchFn = Callable[[str, str, int], Awaitable[Sequence[MemoryEntry]]]
 InjectedFn = Callable[[str, Sequence[MemoryEntry]], None]
 """``on_injected(agent_id, entries)``: what a prepared context put in front of the agent."""
 
+
+SHARED_MARK = "(shared knowledge) "
+"""What precedes a shared entry's content in a rendered context."""
 
 CONTEXT_MIN_RELEVANCE = 0.01
 """Default gate of context injection: nothing is injected unless the best memory's calibrated
@@ -212,7 +228,7 @@ class ContextInjectionStrategy:
             ranked = await self._diversify(visible)
         else:
             ranked = visible[: cfg.max_memories]
-        context = build_context(ranked, token_budget=token_budget, role=cfg.role)
+        context = _render(ranked, token_budget=token_budget, role=cfg.role)
         logger.debug(
             "memory.inject.context",
             extra={
@@ -247,6 +263,27 @@ class ContextInjectionStrategy:
             similarity="cosine",
             vectors=vectors,
         )
+
+
+def _render(
+    entries: Sequence[MemoryEntry], *, token_budget: int, role: Literal["system", "user"]
+) -> MemoryContext:
+    """Pack and format ``entries``, shared ones marked as such in the text.
+
+    The mark is part of what is packed (it costs tokens like the content), but the context's
+    ``entries`` are the entries as stored.
+    """
+    if not any(e.scope is MemoryScope.SHARED for e in entries):
+        return build_context(entries, token_budget=token_budget, role=role)
+    originals = {e.id: e for e in entries}
+    marked = [
+        e.model_copy(update={"content": SHARED_MARK + e.content})
+        if e.scope is MemoryScope.SHARED
+        else e
+        for e in entries
+    ]
+    context = build_context(marked, token_budget=token_budget, role=role)
+    return dataclasses.replace(context, entries=tuple(originals[e.id] for e in context.entries))
 
 
 def _check_request(agent_id: str, query_text: str, token_budget: int) -> None:

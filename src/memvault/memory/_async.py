@@ -8,6 +8,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -33,7 +34,14 @@ from memvault._inputs import load_export as _load_export
 from memvault._inputs import publish_scope as _publish_scope
 from memvault._inputs import store_request as _request
 from memvault._search import hybrid_search
+from memvault.agent.capture import (
+    DistillationRequest,
+    TurnRecord,
+    capture_distillation,
+    capture_episode,
+)
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
+from memvault.agent.working import DEFAULT_WORKING_BUDGET, WorkingMemory
 from memvault.config import COMPOSITE_URL, InjectionStrategyName, MemvaultConfig, load_config
 from memvault.consolidation import (
     ConsolidationConfig,
@@ -58,8 +66,9 @@ from memvault.injection.context import (
     ContextInjectionConfig,
     ContextInjectionStrategy,
 )
+from memvault.injection.reformulation import LLMQueryReformulator, LLMSufficiencyChecker
 from memvault.injection.self_editing import SelfEditingMemoryStrategy
-from memvault.injection.tool_based import ToolBasedInjectionStrategy
+from memvault.injection.tool_based import ToolBasedInjectionConfig, ToolBasedInjectionStrategy
 from memvault.learning.engine import LearningEngine
 from memvault.learning.models import (
     AgentProfile,
@@ -78,6 +87,7 @@ from memvault.models import (
     MemoryCategory,
     MemoryEntry,
     MemoryHistory,
+    MemoryLevel,
     MemoryQuery,
     MemoryScope,
     MemoryStoreRequest,
@@ -85,7 +95,7 @@ from memvault.models import (
     StoreStats,
 )
 from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryStore
-from memvault.retrieval.filters import MemoryFilterStrategy
+from memvault.retrieval.filters import MemoryFilterStrategy, check_non_inferable_tag
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.validation import check_agent, check_id, model_error
@@ -102,11 +112,28 @@ from memvault.write.retention import (
     select_evictions,
 )
 
-__all__ = ["AsyncMemory", "register_remote"]
+__all__ = ["LEVEL_NONE_REASON", "AsyncMemory", "WriteResult", "register_remote"]
+
+LEVEL_NONE_REASON = "memory level 'none' stores nothing: the write was dropped"
+"""The reason of every write outcome under ``level: none``."""
 
 logger = logging.getLogger("memvault.memory")
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult(WriteOutcome):
+    """What one write did (:class:`~memvault.write.executor.WriteOutcome`), plus advisories.
+
+    ``warnings`` are notes for the writer that never block a write, e.g. the non-inferable
+    tag reminder (design document 003, "non-inferable filter").
+    """
+
+    warnings: tuple[str, ...] = ()
+
+
+_MAX_WORKING_PADS = 1_000  # scratchpads one memory object keeps (see working_memory)
 
 _EVOLVER_RUN = "\x00evolver"  # the scheduler's key for the evolver (never an agent id)
 
@@ -196,9 +223,11 @@ class AsyncMemory:
             self._config = config if config is not None else load_config(url=url)
             # A given URL wins unless the configuration sets level session/none explicitly.
             target = self._config.resolved_url(url)
-            from memvault.backends.factory import open_backend
+            from memvault.backends.factory import open_memory_store
 
-            self._backend = open_backend(target, embedder=embedder, config=self._config)
+            # WORKING memories stay in process unless the configuration routes them (see
+            # memvault.backends.working); level none stores nothing (see _write_planned).
+            self._backend = open_memory_store(target, embedder=embedder, config=self._config)
             self._learning_url = target
         name = preset if preset is not None else self._config.retrieval.preset
         try:
@@ -222,6 +251,8 @@ class AsyncMemory:
             max_per_category=dict(opts.max_per_category),
         )
         self._admission: AdmissionController | None = None
+        # Scratchpads by (agent, task), least recently used first (see working_memory).
+        self._working_pads: dict[tuple[str, str], WorkingMemory] = {}
         self._connect_lock: asyncio.Lock | None = None
         self._closed = False
         # Access counts of searches, written behind in batches (see _note_access).
@@ -576,11 +607,13 @@ class AsyncMemory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
-    ) -> WriteOutcome:
+    ) -> WriteResult:
         """Like :meth:`add`, but report what the write did (stored, confirmed, superseded...).
 
         ``admission=True`` runs admission control: a low-value text is rejected (``id`` None,
-        ``decision.reason`` says why), never raised as an error.
+        ``decision.reason`` says why), never raised as an error. The result's ``warnings``
+        carry advisories that never block a write: a stored memory without the
+        ``non-inferable`` tag gets the design documents' reminder about it.
         """
         agent = check_agent(agent_id)
         request = _request(
@@ -610,15 +643,47 @@ class AsyncMemory:
         *,
         dedup: bool | None,
         admission: bool,
-    ) -> list[WriteOutcome]:
+    ) -> list[WriteResult]:
         """Store ``requests`` through the write planner (or straight, with dedup off).
 
         A request longer than the store's ``max_content_chars`` is stored as linked chunks
         (:mod:`memvault.write.chunking`); its outcome is the first chunk's.
         """
+        originals = requests
         requests, heads = self._chunked(requests)
         outcomes = await self._write_planned(agent, requests, dedup=dedup, admission=admission)
-        return [outcomes[i] for i in heads]
+        return self._advised(agent, originals, [outcomes[i] for i in heads])
+
+    def _advised(
+        self,
+        agent: str,
+        requests: Sequence[MemoryStoreRequest],
+        outcomes: Sequence[WriteOutcome],
+    ) -> list[WriteResult]:
+        """The outcomes with the non-inferable advisory of each stored request (never a block).
+
+        Design document 003 (non-inferable filter, D23): a store warns when a memory lacks the
+        ``non-inferable`` tag, which an injection filter keys on, but goes ahead. The advice is
+        logged (INFO ``memory.non_inferable.advisory``, once per batch: a warning level would
+        print on every plain ``memvault add``) and carried in each result's ``warnings``.
+        WORKING memories are transient context, not candidates for the filter, so they get none.
+        """
+        results: list[WriteResult] = []
+        advised = 0
+        for request, outcome in zip(requests, outcomes, strict=True):
+            note = None
+            if outcome.stored and request.category is not MemoryCategory.WORKING:
+                note = check_non_inferable_tag(request)
+            advised += note is not None
+            results.append(
+                WriteResult(outcome.id, outcome.decision, warnings=() if note is None else (note,))
+            )
+        if advised:
+            logger.info(
+                "memory.non_inferable.advisory",
+                extra={"agent_id": agent, "untagged": advised, "stored": len(results)},
+            )
+        return results
 
     def _chunked(
         self, requests: Sequence[MemoryStoreRequest]
@@ -657,6 +722,8 @@ class AsyncMemory:
         dedup: bool | None,
         admission: bool,
     ) -> list[WriteOutcome]:
+        if self._config.level is MemoryLevel.NONE:
+            return self._dropped(agent, requests)
         backend = await self._ready()
         use_dedup = self._config.options.dedup if dedup is None else dedup
         if not use_dedup and not admission:
@@ -678,6 +745,18 @@ class AsyncMemory:
         if any(o.stored for o in outcomes):
             await self._enforce_caps(backend, agent)
         return outcomes
+
+    def _dropped(self, agent: str, requests: Sequence[MemoryStoreRequest]) -> list[WriteOutcome]:
+        """Level ``none``: every write is accepted and dropped, and says so.
+
+        The design documents call ``none`` "no persistence": an agent configured with it keeps
+        running its usual memory calls, so writes are not errors; but nothing pretends to be
+        stored either. Each outcome is a REJECT with no id (``add`` returns ``""``, as for a
+        write admission control rejects), its reason naming the level.
+        """
+        decision = WriteDecision(kind=WriteKind.REJECT, reason=LEVEL_NONE_REASON)
+        logger.info("memory.level_none.dropped", extra={"agent_id": agent, "count": len(requests)})
+        return [WriteOutcome(None, decision) for _ in requests]
 
     async def add_many(
         self,
@@ -1379,6 +1458,10 @@ class AsyncMemory:
         when the best hit's relevance is below ``min_relevance``) -> ``filter_strategy`` (e.g.
         ``NonInferableFilter()``; fails closed) -> optional MMR diversity -> greedy packing ->
         one chat message (``role``) with the memories between delimiters.
+
+        Shared knowledge of the store (what agents :meth:`publish`) is included, marked
+        ``(shared knowledge)`` and ranked without the personal boost, unless
+        ``options.shared_knowledge_base`` is false.
         """
         strategy = self.context_strategy(
             categories=categories,
@@ -1398,7 +1481,11 @@ class AsyncMemory:
         return await strategy.prepare_context(agent_id, query, token_budget)
 
     def injection_strategy(
-        self, name: InjectionStrategyName | str | None = None
+        self,
+        name: InjectionStrategyName | str | None = None,
+        *,
+        llm: LLMProvider | None = None,
+        max_rounds: int = 2,
     ) -> ContextInjectionStrategy | ToolBasedInjectionStrategy | SelfEditingMemoryStrategy:
         """The injection strategy named by ``retrieval.strategy`` (or ``name``) over this memory.
 
@@ -1406,8 +1493,13 @@ class AsyncMemory:
         ``search_memory``/``recall_memory`` tools; ``self_editing`` keeps core memories in the
         system prompt and offers the six MemGPT-style tools.
 
+        ``llm`` (else the memory's own ``llm``) turns on the Search-and-Ask loop of the
+        tool-based strategy: ``search_memory`` checks whether the memories found answer the
+        question and, if not, searches again with a reformulated query, up to ``max_rounds``
+        extra searches. Without any LLM the tool searches once.
+
         Raises:
-            MemoryConfigError: unknown strategy name.
+            MemoryConfigError: unknown strategy name, or ``max_rounds`` outside 1-5.
         """
         raw = self._config.retrieval.strategy if name is None else name
         try:
@@ -1418,10 +1510,59 @@ class AsyncMemory:
             raise MemoryConfigError(msg) from None
         policies = self._policies
         if kind is InjectionStrategyName.TOOL_BASED:
-            return ToolBasedInjectionStrategy(self, policies=policies)
+            return self._tool_strategy(llm if llm is not None else self._llm, max_rounds)
         if kind is InjectionStrategyName.SELF_EDITING:
             return SelfEditingMemoryStrategy(self, policies=policies)
         return self.context_strategy()
+
+    def _tool_strategy(
+        self, llm: LLMProvider | None, max_rounds: int
+    ) -> ToolBasedInjectionStrategy:
+        """The tool-based strategy; with ``llm``, its search runs the Search-and-Ask loop."""
+        if llm is None:
+            return ToolBasedInjectionStrategy(self, policies=self._policies)
+        try:
+            config = ToolBasedInjectionConfig(
+                query_reformulation_enabled=True, max_reformulation_rounds=max_rounds
+            )
+        except ValidationError as exc:
+            raise MemoryConfigError(model_error(exc).args[0]) from None
+        return ToolBasedInjectionStrategy(
+            self,
+            config,
+            reformulator=LLMQueryReformulator(llm),
+            sufficiency_checker=LLMSufficiencyChecker(llm),
+            policies=self._policies,
+        )
+
+    async def search_and_ask(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 5,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        llm: LLMProvider | None = None,
+        max_rounds: int = 2,
+    ) -> builtins.list[MemoryEntry]:
+        """Search, and while an LLM finds the memories insufficient, search again reformulated.
+
+        The tool-based strategy's Search-and-Ask loop (design document 003): retrieve -> ask
+        ``llm`` (else the memory's own) whether the memories answer ``query`` -> reformulate ->
+        re-retrieve, at most ``max_rounds`` extra searches; results of every round merged by
+        id, best first, at most ``limit``. An LLM failure ends the loop with what was found.
+
+        Raises:
+            MemoryConfigError: no LLM here or on the memory, or ``max_rounds`` outside 1-5.
+            MemoryValidationError: blank query or agent, ``limit`` < 1, unknown category.
+        """
+        model = llm if llm is not None else self._llm
+        if model is None:
+            msg = "Search-and-Ask needs an LLM: pass llm= here or to the memory"
+            raise MemoryConfigError(msg)
+        cats = _categories(categories)
+        strategy = self._tool_strategy(model, max_rounds)
+        return await strategy.search(check_agent(agent_id), query, limit=limit, categories=cats)
 
     def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:
         """InitRunner's memory tools (remember, recall, ...) over this memory."""
@@ -1452,6 +1593,9 @@ class AsyncMemory:
                 text,
                 agent_id=agent_id,
                 limit=limit,
+                # Shared knowledge competes with the agent's own memories, without the personal
+                # boost (hybrid_search exempts it); other agents' private memories never do.
+                include_shared=self._shares_knowledge(),
                 categories=cats,
                 filters=filters,
                 user_id=user_id,
@@ -1470,6 +1614,125 @@ class AsyncMemory:
         return ContextInjectionStrategy(
             search, config, policies=self._policies, on_injected=self._note_injected
         )
+
+    def _shares_knowledge(self) -> bool:
+        """True if injected contexts include shared knowledge.
+
+        ``options.shared_knowledge_base`` decides (false: never), and the store must keep
+        shared knowledge (every built-in one does).
+        """
+        if not self._config.options.shared_knowledge_base:
+            return False
+        backend = self._backend
+        return isinstance(backend, SharedMemoryStore) and backend.supports_shared_access
+
+    # -- automatic capture and working memory --------------------------------------------------
+
+    async def capture_episode(
+        self,
+        summary: str,
+        *,
+        agent_id: str,
+        trigger_type: str | None = None,
+        category: str = "autonomous_run",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Record an autonomous run's or a trigger's result summary as an episodic memory.
+
+        InitRunner's episodic auto-capture: the episode's label is ``category``
+        (``autonomous_run`` by default), ``trigger_type`` (``cron``, ``file_watch``,
+        ``webhook`` ...) goes into the metadata under that key, and the source is
+        ``auto_capture``. Admission control never drops a run summary. Never raises (a failure
+        is logged): returns the id, or None when nothing was stored.
+        """
+        return await capture_episode(
+            self,
+            agent_id=agent_id,
+            summary=summary,
+            trigger_type=trigger_type,
+            category=category,
+            metadata=metadata,
+        )
+
+    async def capture_distillation(
+        self,
+        *,
+        agent_id: str,
+        task_id: str,
+        outcome: str,
+        turns: Sequence[TurnRecord | Mapping[str, Any]] = (),
+        error: str | None = None,
+        created_at: datetime | None = None,
+    ) -> str | None:
+        """Record a finished task's trajectory as an episodic memory tagged ``distillation``.
+
+        ``turns`` are the task's turns (:class:`~memvault.agent.TurnRecord` or dicts with
+        ``tokens`` and ``tool_calls``); ``outcome`` is how it ended (``completed``, ``error``,
+        ``timeout`` ...). Fires for every outcome; never raises: returns the id, or None when
+        nothing was stored (the failure is logged).
+        """
+        try:
+            request = DistillationRequest(
+                agent_id=agent_id,
+                task_id=task_id,
+                outcome=outcome,
+                turns=tuple(
+                    t if isinstance(t, TurnRecord) else TurnRecord.model_validate(dict(t))
+                    for t in turns
+                ),
+                error=error,
+                created_at=created_at,
+            )
+        except (ValidationError, TypeError, ValueError) as exc:
+            logger.warning("distillation capture failed for agent %s: %s", agent_id, exc)
+            return None
+        return await capture_distillation(self, request)
+
+    def working_memory(
+        self, task_id: str, *, agent_id: str, token_budget: int | None = None
+    ) -> WorkingMemory:
+        """The agent's scratchpad for ``task_id``: the same object on every call, in process.
+
+        Working memory is never persisted (design documents: WORKING is in-context): the
+        scratchpad lives as long as this memory object, or until :meth:`clear_working`.
+        ``token_budget`` sizes a new scratchpad (default 1000 tokens); an existing one keeps
+        its own. At most 1,000 scratchpads are kept, the least recently used dropped first.
+
+        Raises:
+            MemoryValidationError: blank agent or task id, or ``token_budget`` < 1.
+        """
+        key = (check_agent(agent_id), task_id)
+        pads = self._working_pads
+        pad = pads.pop(key, None)
+        if pad is None:
+            pad = WorkingMemory(task_id, token_budget=token_budget or DEFAULT_WORKING_BUDGET)
+        pads[key] = pad  # most recently used last
+        while len(pads) > _MAX_WORKING_PADS:
+            pads.pop(next(iter(pads)))
+        return pad
+
+    async def working_note(
+        self, task_id: str, content: str, *, agent_id: str, token_budget: int | None = None
+    ) -> str:
+        """Add a note to the agent's scratchpad for ``task_id``; returns the note's id.
+
+        The oldest notes are dropped while the scratchpad exceeds its token budget.
+
+        Raises:
+            MemoryValidationError: blank content, a note bigger than the budget, bad ids.
+        """
+        return self.working_memory(task_id, agent_id=agent_id, token_budget=token_budget).add(
+            content
+        )
+
+    async def working(self, task_id: str, *, agent_id: str) -> WorkingMemory:
+        """The agent's scratchpad for ``task_id`` (an empty one if nothing was noted)."""
+        return self.working_memory(task_id, agent_id=agent_id)
+
+    async def clear_working(self, task_id: str, *, agent_id: str) -> int:
+        """Forget the agent's scratchpad for ``task_id`` (the task is done); notes dropped."""
+        pad = self._working_pads.pop((check_agent(agent_id), task_id), None)
+        return 0 if pad is None else len(pad.notes)
 
     # -- learning -------------------------------------------------------------------------------
 
@@ -1612,6 +1875,10 @@ class AsyncMemory:
         if kind is not None:
             msg = "kind is for org facts (scope='org'), not shared knowledge"
             raise MemoryValidationError(msg)
+        if self._config.level is MemoryLevel.NONE:
+            # An id is the only answer publish has, so it cannot report a dropped write.
+            msg = "memory level 'none' stores nothing: shared knowledge cannot be published"
+            raise MemoryCapabilityError(msg)
         backend = await self._shared_store()
         return await backend.publish(agent, request)
 
@@ -1690,6 +1957,9 @@ class AsyncMemory:
                 detail = model_error(exc).args[0] if isinstance(exc, ValidationError) else exc
                 msg = f"import item {i}: {detail}"
                 raise MemoryValidationError(msg) from None
+        if self._config.level is MemoryLevel.NONE:
+            logger.info("memory.level_none.dropped", extra={"count": len(entries)})
+            return 0  # level none: nothing is added (see _dropped)
         backend = await self._ready()
         added = 0
         # Batches bound memory and embedding time per transaction; importing is idempotent

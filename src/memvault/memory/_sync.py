@@ -21,7 +21,9 @@ from typing import Any, Literal, TypeVar, cast, overload
 from memvault._inputs import (
     CategoryLike,
 )
+from memvault.agent.capture import TurnRecord
 from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
+from memvault.agent.working import WorkingMemory
 from memvault.config import InjectionStrategyName, MemvaultConfig
 from memvault.consolidation import (
     ConsolidationConfig,
@@ -56,7 +58,7 @@ from memvault.learning.models import (
     Seniority,
     TaskOutcome,
 )
-from memvault.memory._async import AsyncMemory
+from memvault.memory._async import AsyncMemory, WriteResult
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -73,7 +75,6 @@ from memvault.protocols import Embedder, LLMProvider, MemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig
-from memvault.write.executor import WriteOutcome
 from memvault.write.retention import (
     RetentionPolicy,
     RetentionReport,
@@ -566,7 +567,7 @@ class Memory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
-    ) -> WriteOutcome:
+    ) -> WriteResult:
         """Store one memory and report what the write did (see :meth:`AsyncMemory.write`)."""
         return self._run(
             self._core.write(
@@ -654,7 +655,7 @@ class Memory:
         self,
         *,
         agent_id: str,
-        strategy: ConsolidationStrategy | str = ConsolidationStrategy.SIMPLE,
+        strategy: ConsolidationStrategy | str | None = None,
         llm: LLMProvider | None = None,
         dry_run: bool = False,
         config: ConsolidationConfig | None = None,
@@ -904,10 +905,112 @@ class Memory:
         )
 
     def injection_strategy(
-        self, name: InjectionStrategyName | str | None = None
+        self,
+        name: InjectionStrategyName | str | None = None,
+        *,
+        llm: LLMProvider | None = None,
+        max_rounds: int = 2,
     ) -> ContextInjectionStrategy | ToolBasedInjectionStrategy | SelfEditingMemoryStrategy:
-        """The configured async injection strategy (see :meth:`AsyncMemory.injection_strategy`)."""
-        return self._core.injection_strategy(name)
+        """The configured async injection strategy (see :meth:`AsyncMemory.injection_strategy`).
+
+        ``llm`` turns on the tool-based strategy's Search-and-Ask loop.
+        """
+        return self._core.injection_strategy(name, llm=llm, max_rounds=max_rounds)
+
+    def search_and_ask(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 5,
+        categories: CategoryLike | Iterable[CategoryLike] | None = None,
+        llm: LLMProvider | None = None,
+        max_rounds: int = 2,
+    ) -> builtins.list[MemoryEntry]:
+        """Search, re-searching reformulated while an LLM finds the memories insufficient.
+
+        See :meth:`AsyncMemory.search_and_ask`.
+        """
+        return self._run(
+            self._core.search_and_ask(
+                query,
+                agent_id=agent_id,
+                limit=limit,
+                categories=categories,
+                llm=llm,
+                max_rounds=max_rounds,
+            )
+        )
+
+    def capture_episode(
+        self,
+        summary: str,
+        *,
+        agent_id: str,
+        trigger_type: str | None = None,
+        category: str = "autonomous_run",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Capture a run's result summary as an episode; id or None (never raises).
+
+        See :meth:`AsyncMemory.capture_episode`.
+        """
+        return self._run(
+            self._core.capture_episode(
+                summary,
+                agent_id=agent_id,
+                trigger_type=trigger_type,
+                category=category,
+                metadata=metadata,
+            )
+        )
+
+    def capture_distillation(
+        self,
+        *,
+        agent_id: str,
+        task_id: str,
+        outcome: str,
+        turns: Sequence[TurnRecord | Mapping[str, Any]] = (),
+        error: str | None = None,
+        created_at: datetime | None = None,
+    ) -> str | None:
+        """Capture a finished task's trajectory; id or None (never raises).
+
+        See :meth:`AsyncMemory.capture_distillation`.
+        """
+        return self._run(
+            self._core.capture_distillation(
+                agent_id=agent_id,
+                task_id=task_id,
+                outcome=outcome,
+                turns=turns,
+                error=error,
+                created_at=created_at,
+            )
+        )
+
+    def working_memory(
+        self, task_id: str, *, agent_id: str, token_budget: int | None = None
+    ) -> WorkingMemory:
+        """The agent's in-process scratchpad for a task (see :meth:`AsyncMemory.working_memory`)."""
+        return self._core.working_memory(task_id, agent_id=agent_id, token_budget=token_budget)
+
+    def working_note(
+        self, task_id: str, content: str, *, agent_id: str, token_budget: int | None = None
+    ) -> str:
+        """Add a note to the agent's scratchpad for a task; the note's id."""
+        return self._run(
+            self._core.working_note(task_id, content, agent_id=agent_id, token_budget=token_budget)
+        )
+
+    def working(self, task_id: str, *, agent_id: str) -> WorkingMemory:
+        """The agent's scratchpad for a task (see :meth:`AsyncMemory.working`)."""
+        return self._run(self._core.working(task_id, agent_id=agent_id))
+
+    def clear_working(self, task_id: str, *, agent_id: str) -> int:
+        """Forget the agent's scratchpad for a task; how many notes it held."""
+        return self._run(self._core.clear_working(task_id, agent_id=agent_id))
 
     def memory_tools(self, config: MemoryToolsConfig | None = None) -> SyncMemoryTools:
         """The memory tools (remember, recall, ...) over this store, as blocking calls.
