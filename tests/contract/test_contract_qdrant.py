@@ -177,7 +177,7 @@ async def test_reindex_is_declared_unsupported(tmp_path: Path, minilm: Embedder)
 
 async def test_an_unreachable_server_is_a_connection_error(minilm: Embedder) -> None:
     store = QdrantBackend("http://127.0.0.1:9", minilm, collection="t1")
-    assert store.location == "http://127.0.0.1:9?collection=t1"
+    assert store.location == "qdrant+http://127.0.0.1:9?collection=t1"
     with pytest.raises(MemoryConnectionError, match=r"127\.0\.0\.1:9"):
         await store.connect()
     assert not store.is_connected
@@ -197,9 +197,9 @@ def test_storage_urls(tmp_path: Path, minilm: Embedder) -> None:
             parse_url(bad)
     store = open_backend(f"qdrant://{tmp_path}/q?collection=team.a", embedder=minilm)
     assert isinstance(store, QdrantBackend)
-    assert store.location == f"{tmp_path}/q?collection=team.a"
+    assert store.location == f"qdrant://{tmp_path}/q?collection=team.a"
     server = open_backend("qdrant+https://qd.example:6333/", embedder=minilm)
-    assert server.location == "https://qd.example:6333?collection=memvault"
+    assert server.location == "qdrant+https://qd.example:6333?collection=memvault"
     with pytest.raises(MemoryConfigError, match="collection"):
         open_backend(f"qdrant://{tmp_path}/q?collection=a%2Fb", embedder=minilm)
     # Tenants: a directory of their own beside a local store, collections of their own on a

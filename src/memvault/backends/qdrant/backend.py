@@ -90,12 +90,13 @@ class QdrantBackend(QdrantMirrorBackend):
 
     @property
     def location(self) -> str:
-        """The directory, or the server URL with the collection prefix."""
+        """The store as a URL that opens it again: ``qdrant:///abs/dir`` (with ``?collection=``
+        unless it is the default) or ``qdrant+http(s)://host:port?collection=NAME``."""
         if self._url is not None:
-            return f"{self._url}?collection={self._collection}"
+            return f"qdrant+{self._url}?collection={self._collection}"
         assert self._path is not None
         suffix = "" if self._collection == DEFAULT_COLLECTION else f"?collection={self._collection}"
-        return f"{self._path.absolute()}{suffix}"
+        return f"qdrant://{self._path.absolute()}{suffix}"
 
     def _open_points(self) -> PointStore:
         if self._url is not None:
