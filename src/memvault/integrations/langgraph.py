@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memvault.errors import MemoryValidationError
+from memvault.injection.memory_api import CategoryLike
 from memvault.integrations._common import require
 from memvault.memory import Memory
-from memvault.injection.memory_api import CategoryLike
 from memvault.models import MemoryCategory, MemoryEntry
 
 require("langgraph.store.base", "langgraph")
