@@ -62,7 +62,8 @@ class UiServer:
     """A running server with the dashboard: its URL, store file, keys and seeded ids."""
 
     url: str
-    db: Path
+    db: str
+    """The storage URL (a SQLite path or a postgresql:// URL)."""
     keys: KeyStore
     secrets: dict[str, str]
     ids: dict[str, str] = field(default_factory=dict)
@@ -207,8 +208,10 @@ async def seed(service: MemoryService) -> dict[str, str]:
     return ids
 
 
-def start_server(db: Path, minilm: Embedder) -> tuple[UiServer, Callable[[], None]]:
-    """Seed ``db``, create the test keys, and serve it; returns the server and its stop."""
+def start_server(db: Path | str, minilm: Embedder) -> tuple[UiServer, Callable[[], None]]:
+    """Seed the store ``db`` names, create the test keys, and serve it; returns the server
+    and its stop function."""
+    db = str(db)
 
     async def seeded() -> dict[str, str]:
         service = MemoryService(load_config(url=str(db)), embedder=minilm)
