@@ -34,14 +34,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ui.conftest import run_app  # noqa: E402  (the test suite's real-port runner)
-
 from memvault.api.auth import Actor  # noqa: E402
 from memvault.config import load_config  # noqa: E402
 from memvault.embeddings import default_embedder  # noqa: E402
 from memvault.server.keys import open_key_store  # noqa: E402
 from memvault.server.rest import create_app  # noqa: E402
 from memvault.service import MemoryService  # noqa: E402
+from ui.conftest import run_app  # noqa: E402  (the test suite's real-port runner)
 
 FLAGS = [
     "--headless",
