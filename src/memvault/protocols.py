@@ -395,9 +395,13 @@ class ReindexableStore(Protocol):
         those of any other model dropped."""
         ...
 
-    async def reindex_pending(self, model_id: str, limit: int) -> list[tuple[str, str]]:
+    async def reindex_pending(
+        self, model_id: str, limit: int, *, after: str | None = None
+    ) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(memory id, text to embed)`` of memories with no staged vector of
-        ``model_id``, in storage order."""
+        ``model_id``, in storage order; with ``after``, only memories stored after that one
+        (an id the previous page ended with: a page costs the same at the end of a big store
+        as at its start). An ``after`` that no longer exists may give an empty page."""
         ...
 
     async def reindex_stage(self, model_id: str, vectors: Mapping[str, Vectors]) -> int:

@@ -367,7 +367,17 @@ async def reindex(
         progress(done, total)
     for leaf in todo:
         await leaf.reindex_begin(model)
-        while batch := await leaf.reindex_pending(model, batch_size):
+        after: str | None = None
+        while True:
+            batch = await leaf.reindex_pending(model, batch_size, after=after)
+            if not batch:
+                if after is None:
+                    break
+                # The end of the pages: one more pass from the start finds what was written
+                # meanwhile behind the cursor (or a cursor memory deleted meanwhile).
+                after = None
+                continue
+            after = batch[-1][0]
             matrix = await asyncio.to_thread(embed, [text for _, text in batch])
             staged = await leaf.reindex_stage(
                 model, {mid: matrix[i] for i, (mid, _) in enumerate(batch)}

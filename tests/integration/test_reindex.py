@@ -278,6 +278,24 @@ async def test_the_swap_embeds_what_was_written_after_the_last_batch(
     await _check_new_model(store, minilm, (await store.stats()).total)
 
 
+async def test_pending_pages_walk_on_from_the_last_id(make_store: Any, minilm: Embedder) -> None:
+    store = await _store_with_data(make_store)
+    assert isinstance(store, ReindexableStore)
+    order = [e.id async for e in store.export_in_storage_order()]
+    for begun in (False, True):  # before and after the staging area exists
+        if begun:
+            await store.reindex_begin(minilm.model_id)
+        first = await store.reindex_pending(minilm.model_id, 5)
+        assert [i for i, _ in first] == order[:5]
+        second = await store.reindex_pending(minilm.model_id, 5, after=first[-1][0])
+        assert [i for i, _ in second] == order[5:10]
+    # A cursor that is gone ends the pages (the engine then starts over from the beginning).
+    await store.delete("alice", order[4])
+    assert await store.reindex_pending(minilm.model_id, 5, after=order[4]) == []
+    report = await reindex(store, minilm, batch_size=5)
+    assert report.total == len(order) - 1
+
+
 async def test_a_dry_run_writes_nothing_and_estimates_the_time(
     make_store: Any, minilm: Embedder
 ) -> None:

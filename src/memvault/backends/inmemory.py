@@ -495,11 +495,18 @@ class InMemoryBackend(BaseBackend):
         self._require_connected()
         self._staged = {k: v for k, v in self._staged.items() if k[1] == model_id}
 
-    async def reindex_pending(self, model_id: str, limit: int) -> list[tuple[str, str]]:
-        """Up to ``limit`` memories (id, text to embed) with no staged vector, oldest first."""
+    async def reindex_pending(
+        self, model_id: str, limit: int, *, after: str | None = None
+    ) -> list[tuple[str, str]]:
+        """Up to ``limit`` memories (id, text to embed) with no staged vector, oldest first
+        (after memory ``after``; an unknown ``after`` gives an empty page)."""
         self._require_connected()
         out: list[tuple[str, str]] = []
+        started = after is None
         for mid, entry in self._entries.items():
+            if not started:
+                started = mid == after
+                continue
             if (mid, model_id) not in self._staged:
                 out.append((mid, embedding_text(entry)))
                 if len(out) >= limit:

@@ -110,15 +110,28 @@ class PostgresReindexMixin(_MixinBase):
 
         await self._write("reindex", run)
 
-    async def reindex_pending(self, model_id: str, limit: int) -> list[tuple[str, str]]:
-        """Up to ``limit`` memories (id, text to embed) with no staged vector, by rowid."""
+    async def reindex_pending(
+        self, model_id: str, limit: int, *, after: str | None = None
+    ) -> list[tuple[str, str]]:
+        """Up to ``limit`` memories (id, text to embed) with no staged vector, by rowid (after
+        the rowid of memory ``after``)."""
         self._require_connected()
+        # A missing `after` row makes the bound NULL: an empty page, and the engine starts over.
+        bound = "(SELECT rowid FROM memories WHERE id = %s)" if after is not None else "0"
+        params: list[Any] = [] if after is None else [after]
         async with self._connection("read") as conn:
             if await self._has_staging(conn):
-                cur = await conn.execute(_MISSING, [model_id, limit])
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories m WHERE NOT EXISTS (SELECT 1"
+                    " FROM reindex_vectors r WHERE r.memory_rowid = m.rowid AND r.model = %s)"
+                    f" AND m.rowid > {bound} ORDER BY m.rowid LIMIT %s",
+                    [model_id, *params, limit],
+                )
             else:
                 cur = await conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories m ORDER BY m.rowid LIMIT %s", [limit]
+                    f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid > {bound}"
+                    " ORDER BY m.rowid LIMIT %s",
+                    [*params, limit],
                 )
             entries = [_row_entry(r) for r in await cur.fetchall()]
         return [(e.id, embedding_text(e)) for e in entries]

@@ -60,6 +60,11 @@ _MISSING = (
     " WHERE r.memory_rowid = m.rowid AND r.model = ?) ORDER BY m.rowid"
 )
 
+_MISSING_AFTER = (
+    f"SELECT {_COLUMNS} FROM memories m WHERE NOT EXISTS (SELECT 1 FROM reindex_vectors r"
+    " WHERE r.memory_rowid = m.rowid AND r.model = ?) AND m.rowid > {bound} ORDER BY m.rowid"
+)
+
 
 def _blob(vector: Any) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
@@ -119,17 +124,28 @@ class SQLiteReindexMixin(_MixinBase):
 
         await self._run(run, write=True)
 
-    async def reindex_pending(self, model_id: str, limit: int) -> list[tuple[str, str]]:
-        """Up to ``limit`` memories (id, text to embed) with no staged vector, by rowid."""
+    async def reindex_pending(
+        self, model_id: str, limit: int, *, after: str | None = None
+    ) -> list[tuple[str, str]]:
+        """Up to ``limit`` memories (id, text to embed) with no staged vector, by rowid (after
+        the rowid of memory ``after``)."""
         self._require_connected()
 
         def run() -> list[tuple[str, str]]:
+            # A missing `after` row makes the bound NULL: an empty page, and the engine starts
+            # over from the beginning.
+            bound = "(SELECT rowid FROM memories WHERE id = ?)" if after is not None else "0"
+            params: list[Any] = [] if after is None else [after]
             if not self._has_staging():
                 rows = self._db.execute(
-                    f"SELECT {_COLUMNS} FROM memories m ORDER BY m.rowid LIMIT ?", (limit,)
+                    f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid > {bound}"
+                    " ORDER BY m.rowid LIMIT ?",
+                    [*params, limit],
                 ).fetchall()
             else:
-                rows = self._db.execute(f"{_MISSING} LIMIT ?", (model_id, limit)).fetchall()
+                rows = self._db.execute(
+                    f"{_MISSING_AFTER.format(bound=bound)} LIMIT ?", [model_id, *params, limit]
+                ).fetchall()
             entries = [_row_entry(r) for r in rows]
             return [(e.id, embedding_text(e)) for e in entries]
 
