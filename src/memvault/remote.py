@@ -48,6 +48,7 @@ from memvault._inputs import item_request as _item_request
 from memvault._inputs import load_export as _load_export
 from memvault._inputs import store_request as _request
 from memvault._version import __version__
+from memvault.agent.capture import TurnRecord
 from memvault.agent.working import WorkingMemory
 from memvault.api.operations import Operation, operation_table
 from memvault.config import MemvaultConfig
@@ -1089,6 +1090,66 @@ class RemoteAsyncMemory(AsyncMemory):
         with self._decoding("read"):
             return [_entry(row) for row in data["results"]]
 
+    # -- automatic capture ------------------------------------------------------------------
+
+    async def capture_episode(
+        self,
+        summary: str,
+        *,
+        agent_id: str,
+        trigger_type: str | None = None,
+        category: str = "autonomous_run",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Capture a run's summary on the server (``POST /v1/episodes``); never raises."""
+        body: dict[str, Any] = {"agent_id": agent_id, "summary": summary, "category": category}
+        if trigger_type is not None:
+            body["trigger_type"] = trigger_type
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        return await self._capture("capture_episode", body, agent_id)
+
+    async def capture_distillation(
+        self,
+        *,
+        agent_id: str,
+        task_id: str,
+        outcome: str,
+        turns: Sequence[TurnRecord | Mapping[str, Any]] = (),
+        error: str | None = None,
+        created_at: datetime | None = None,
+    ) -> str | None:
+        """Capture a task's trajectory on the server (``POST /v1/distillations``); never raises."""
+        try:
+            body: dict[str, Any] = {
+                "agent_id": agent_id,
+                "task_id": task_id,
+                "outcome": outcome,
+                "turns": [
+                    t.model_dump(mode="json") if isinstance(t, TurnRecord) else dict(t)
+                    for t in turns
+                ],
+            }
+        except (TypeError, ValueError) as exc:
+            logger.warning("distillation capture failed for agent %s: %s", agent_id, exc)
+            return None
+        if error is not None:
+            body["error"] = error
+        if created_at is not None:
+            body["created_at"] = _iso(created_at)
+        return await self._capture("capture_distillation", body, agent_id)
+
+    async def _capture(self, operation: str, body: dict[str, Any], agent_id: str) -> str | None:
+        # Capture never fails the agent's run, on any transport (as in memvault.agent.capture).
+        try:
+            data = await self._send(operation, body)
+            with self._decoding("write"):
+                found = data["id"]
+                return None if found is None else str(found)
+        except MemoryError as exc:
+            logger.warning("%s failed for agent %s: %s", operation, agent_id, exc)
+            return None
+
     # -- working memory: kept by the server -------------------------------------------------
 
     def working_memory(
@@ -1141,6 +1202,11 @@ class RemoteAsyncMemory(AsyncMemory):
                 ``approvals``, ``approve``, ``org_search`` ...).
         """
         raise _not_remote("the learning engine (call the learning operations instead)")
+
+    @property
+    def llm(self) -> LLMProvider | None:
+        """None: a remote memory uses the server's LLM."""
+        return None
 
     def _shares_knowledge(self) -> bool:
         # The server's context operation adds shared knowledge by its own configuration; a

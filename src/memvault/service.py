@@ -52,7 +52,12 @@ from memvault.backends.factory import (
 )
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
-from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
+from memvault.errors import (
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryPermissionError,
+    MemoryValidationError,
+)
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.learning.engine import PooledSkill
 from memvault.learning.factory import open_learning_store
@@ -479,10 +484,16 @@ class MemoryService:
         (the variables every LLM option of the CLI reads).
 
         Raises:
-            MemoryConfigError: no LLM is configured anywhere.
+            MemoryCapabilityError: no LLM is configured anywhere (the caller cannot fix that).
         """
         agent = self._agent(actor, Scope.READ, agent_id)
         memory = await self.memory(actor.tenant)
+        if self._ask_llm() is None and memory.llm is None:
+            msg = (
+                f"Search-and-Ask needs an LLM and this server has none (set {LLM_URL_ENV} "
+                f"and {LLM_MODEL_ENV} where it runs)"
+            )
+            raise MemoryCapabilityError(msg)
         return await memory.search_and_ask(
             query,
             agent_id=agent,

@@ -279,6 +279,11 @@ class AsyncMemory:
         """The configuration this memory runs with."""
         return self._config
 
+    @property
+    def llm(self) -> LLMProvider | None:
+        """The LLM this memory was built with (None: no LLM)."""
+        return self._llm
+
     async def _ready(self, *, settle: bool = True) -> MemoryStore:
         if self._closed:
             msg = "this memory is closed"
