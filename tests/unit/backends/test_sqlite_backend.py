@@ -207,7 +207,8 @@ def test_factory_refuses_wrong_paths_but_creates_memvault_directories(
         await store.disconnect()
 
     # The default stores (and a tenant's file beside them) create memvault's own directories.
-    default = create_memory_backend(MemvaultConfig(), embedder=embedder)
+    persistent = MemvaultConfig(level=MemoryLevel.PERSISTENT)  # the default level is session
+    default = create_memory_backend(persistent, embedder=embedder)
     asyncio.run(opens(default))
     assert (tmp_path / "home" / ".memvault" / "memvault.db").is_file()
     project = MemvaultConfig(level=MemoryLevel.PROJECT)
