@@ -237,7 +237,8 @@ class SQLiteReindexMixin(_MixinBase):
         model = self._embedder.model_id
         if row is not None and row[0] != model:
             msg = (
-                f"store {self._path} was reindexed to embedding model {row[0]!r} while this "
-                f"process had it open with {model!r}: reopen it with the new model"
+                f"store {self._path} now holds vectors of embedding model {row[0]!r}, not of "
+                f"{model!r} this process opened it with (it was reindexed meanwhile): reopen "
+                "it with the new model"
             )
             raise EmbeddingModelChangedError(msg, stored_model=str(row[0]), configured_model=model)
