@@ -17,14 +17,19 @@ from memvault.agent.memory_tools import MemoryToolsConfig
 from memvault.errors import MemoryConfigError
 from memvault.memory import AsyncMemory
 from memvault.models import ChatMessage, ToolDefinition
+from memvault.sessions import SessionStore, open_session_store
+from memvault.sessions.store import check_agent_id, check_session_id
 
 __all__ = [
     "LoopThread",
     "MemoryToolCall",
+    "SessionLog",
+    "bridge",
     "decode_foreign",
     "encode_foreign",
     "memory_tool_calls",
     "require",
+    "session_store",
 ]
 
 T = TypeVar("T")
@@ -47,13 +52,14 @@ def require(module: str, extra: str) -> ModuleType:
 class MemoryToolCall:
     """One memvault tool as a framework sees it: a definition and a coroutine that runs it.
 
-    ``call(agent_id, arguments)`` returns the tool's text result; bad arguments come back as an
+    ``call(agent_id, arguments)`` (arguments as the model's JSON text or a decoded mapping)
+    returns the tool's text result; bad arguments come back as an
     ``error: ...`` string (memvault's dispatcher), never as an exception, so the model can fix
     its call.
     """
 
     definition: ToolDefinition
-    call: Callable[[str, Mapping[str, Any]], Awaitable[str]]
+    call: Callable[[str, str | Mapping[str, Any]], Awaitable[str]]
 
 
 def memory_tool_calls(
@@ -94,13 +100,15 @@ def memory_tool_calls(
 
 def _bound(
     handler: Callable[[str, str, Any], Awaitable[str]], definition: ToolDefinition
-) -> Callable[[str, Mapping[str, Any]], Awaitable[str]]:
+) -> Callable[[str, str | Mapping[str, Any]], Awaitable[str]]:
     name = definition.name
 
-    async def call(agent_id: str, arguments: Mapping[str, Any]) -> str:
-        # Arguments the framework already parsed are validated again by memvault's dispatcher
-        # against the same schema: one rule set, whichever framework sent the call.
-        return await handler(agent_id, name, dict(arguments))
+    async def call(agent_id: str, arguments: str | Mapping[str, Any]) -> str:
+        # Whatever the framework did with the arguments, memvault's dispatcher validates them
+        # against the tool's schema: one rule set, whichever framework sent the call.
+        return await handler(
+            agent_id, name, arguments if isinstance(arguments, str) else dict(arguments)
+        )
 
     return call
 
@@ -155,3 +163,64 @@ def decode_foreign(kind: str, message: ChatMessage) -> dict[str, Any] | None:
         return None
     value = json.loads(message.content)
     return value if isinstance(value, dict) else None
+
+
+_BRIDGE: LoopThread | None = None
+_BRIDGE_LOCK = threading.Lock()
+
+
+def bridge() -> LoopThread:
+    """The one private loop every session adapter runs its store calls on.
+
+    A session store may hold connections bound to the loop that opened them (PostgreSQL's
+    pool does), while frameworks call from whatever loop or thread they run on.
+    """
+    global _BRIDGE
+    with _BRIDGE_LOCK:
+        if _BRIDGE is None:
+            _BRIDGE = LoopThread("memvault-integrations")
+        return _BRIDGE
+
+
+class SessionLog:
+    """One saved conversation (agent + session id) edited as an append-only list.
+
+    Every change reads the session, edits the list and saves it back, in one coroutine on the
+    :func:`bridge` loop under a lock, so two writers of this object never lose each other's
+    messages.
+    """
+
+    def __init__(self, store: SessionStore, agent_id: str, session_id: str) -> None:
+        self.store = store
+        self.agent_id = check_agent_id(agent_id)
+        self.session_id = check_session_id(session_id)
+        self._lock: asyncio.Lock | None = None
+
+    async def _locked(self, edit: Callable[[list[ChatMessage]], T]) -> T:
+        if self._lock is None:
+            self._lock = asyncio.Lock()  # created on the bridge loop, its only user
+        async with self._lock:
+            record = await self.store.get(self.agent_id, self.session_id)
+            messages = [] if record is None else list(record.messages)
+            before = list(messages)
+            result = edit(messages)
+            if messages != before:
+                if messages:
+                    await self.store.save(self.agent_id, self.session_id, messages)
+                elif record is not None:
+                    await self.store.delete(self.agent_id, self.session_id)
+            return result
+
+    def edit(self, fn: Callable[[list[ChatMessage]], T]) -> Coroutine[Any, Any, T]:
+        """A coroutine (to run on the bridge) that applies ``fn`` to the messages in place."""
+        return self._locked(fn)
+
+    async def read(self) -> list[ChatMessage]:
+        """The saved messages, oldest first ([] when the session does not exist)."""
+        record = await self.store.get(self.agent_id, self.session_id)
+        return [] if record is None else list(record.messages)
+
+
+def session_store(store: SessionStore | str) -> SessionStore:
+    """``store`` itself, or the session store of a memvault storage URL."""
+    return open_session_store(store) if isinstance(store, str) else store
