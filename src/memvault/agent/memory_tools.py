@@ -239,9 +239,12 @@ class MemoryTools:
 
     async def _store(self, agent_id: str, content: str, category: str, kind: MemoryCategory) -> str:
         label = sanitize_category(category)
-        memory_id = await self._memory.add(content, agent_id=agent_id, category=kind, label=label)
+        outcome = await self._memory.write(content, agent_id=agent_id, category=kind, label=label)
+        if outcome.id is None:
+            # Nothing was stored (e.g. level "none"): the model must not believe otherwise.
+            return f"Not stored: {outcome.decision.reason}."
         await self._prune(agent_id, kind)
-        return f"Stored {kind.value} memory {memory_id} (category: {label})."
+        return f"Stored {kind.value} memory {outcome.id} (category: {label})."
 
     async def _prune(self, agent_id: str, kind: MemoryCategory) -> None:
         """Archive the oldest memories of ``kind`` beyond its cap (InitRunner: oldest removed)."""

@@ -159,3 +159,9 @@ def test_retention_and_audit_still_reach_the_durable_store(
         assert "memory.evict" in actions
         restored = mem.restore(archived[0].entry.id, agent_id="a")
         assert restored.id == archived[0].entry.id
+
+
+async def test_memory_tools_say_when_level_none_stored_nothing(minilm: Embedder) -> None:
+    async with AsyncMemory(config=MemvaultConfig(level=MemoryLevel.NONE), embedder=minilm) as mem:
+        answer = await mem.memory_tools().remember("dev-1", "Prefers dark mode", "preferences")
+    assert answer == f"Not stored: {LEVEL_NONE_REASON}."
