@@ -1515,7 +1515,7 @@ class AsyncMemory:
             raise MemoryConfigError(msg) from None
         policies = self._policies
         if kind is InjectionStrategyName.TOOL_BASED:
-            return self._tool_strategy(llm if llm is not None else self._llm, max_rounds)
+            return self._tool_strategy(llm if llm is not None else self.llm, max_rounds)
         if kind is InjectionStrategyName.SELF_EDITING:
             return SelfEditingMemoryStrategy(self, policies=policies)
         return self.context_strategy()
@@ -1561,7 +1561,7 @@ class AsyncMemory:
             MemoryConfigError: no LLM here or on the memory, or ``max_rounds`` outside 1-5.
             MemoryValidationError: blank query or agent, ``limit`` < 1, unknown category.
         """
-        model = llm if llm is not None else self._llm
+        model = llm if llm is not None else self.llm
         if model is None:
             msg = "Search-and-Ask needs an LLM: pass llm= here or to the memory"
             raise MemoryConfigError(msg)
