@@ -139,6 +139,8 @@ def test_operator_walks_every_page_and_changes_things(
         assert page.evaluate("typeof window.htmx") == "object"  # the vendored htmx loaded
         assert page.locator("#agents").inner_text().count("dev-1") == 1
         assert "human:operator" in page.inner_text("header")
+        # htmx (under the CSP) fetched the fragment after the page rendered.
+        page.wait_for_selector("#maintenance:has-text('admin keys only')")
         s.shot("overview")
 
         # Agent view: filter by category, page through.

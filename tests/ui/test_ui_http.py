@@ -175,6 +175,8 @@ def test_overview_search_detail_and_filters(ui_server: UiServer) -> None:
     with ui_server.login("admin") as client:
         overview = client.get("/ui/").text
         assert "Embedding model" in overview and "procedural" in overview
+        assert client.get("/ui/fragments/maintenance").text == "none recorded"
+        assert "none recorded" in client.get("/ui/?maintenance=1").text
         listing = client.get("/ui/agents/dev-1?category=procedural").text
         assert "rotate secrets" in listing and "Globex" not in listing
         ranged = client.get("/ui/agents/dev-1?since=2026-01-05&until=2026-01-06").text

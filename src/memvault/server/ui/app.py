@@ -444,7 +444,11 @@ def _router(ui: _Ui) -> APIRouter:
         else:
             stats = await p.call("stats", {})
             by_category = dict(stats.by_category)
-        maintenance = await _last_maintenance(p)
+        # The last maintenance run scans the audit log: loaded after the page (htmx), so the
+        # overview renders at once however long the log is.
+        maintenance = None
+        if request.query_params.get("maintenance") == "1":
+            maintenance = await _last_maintenance(p)
         return p.render(
             "overview.html",
             agents=agents,
@@ -457,6 +461,13 @@ def _router(ui: _Ui) -> APIRouter:
         )
 
     # -- one agent -------------------------------------------------------------------------------
+
+    @router.get("/fragments/maintenance")
+    async def maintenance_fragment(request: Request) -> Response:
+        p = await page(request)
+        return HTMLResponse(
+            ui.env.from_string("{{ text }}").render(text=await _last_maintenance(p))
+        )
 
     @router.get("/agents/{agent_id}")
     async def agent_view(request: Request, agent_id: str) -> Response:
@@ -770,12 +781,15 @@ async def _last_maintenance(p: _Page) -> str:
     """When maintenance last archived something (evict, expire, consolidate), if visible."""
     if not p.actor.allows(Scope.ADMIN) or p.actor.kind is ActorKind.AGENT:
         return "visible to admin keys only"
+    # The audit operation answers oldest first, at most 10,000 records, with no action filter:
+    # the newest maintenance record among those is the best the public API can tell.
     records = await p.call("audit", {"limit": 10_000})
     found = [r for r in records if r.action in _MAINTENANCE]
+    capped = " (within the oldest 10,000 audit records)" if len(records) >= 10_000 else ""
     if not found:
-        return "none recorded"
+        return f"none recorded{capped}"
     last = max(found, key=lambda r: r.at)
-    return f"{_when(last.at)} ({last.action.removeprefix('memory.')})"
+    return f"{_when(last.at)} ({last.action.removeprefix('memory.')}){capped}"
 
 
 def _bench_chart() -> Any:
