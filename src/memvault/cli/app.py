@@ -16,6 +16,7 @@ import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
 import memvault.cli.config_cmd as config_cmd
 import memvault.cli.embedders as embedders
+import memvault.cli.finetune as finetune
 import memvault.cli.maintain as maintain_cmd
 import memvault.cli.mcp_cmd as mcp_cmd
 import memvault.cli.reindex as reindex_cmd
@@ -78,6 +79,7 @@ learning.register(app)
 config_cmd.register(app)
 reindex_cmd.register(app)
 embedders.register(app)
+finetune.register(app)
 maintain_cmd.register(app)
 
 

@@ -14,7 +14,6 @@ to the registry's ``audit.jsonl`` and logged as ``memory.fine_tune.admin_op_exec
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,6 +51,7 @@ from memvault.finetune.pipeline import (
     pending_stages,
     resolve_trainer,
     run_stage_async,
+    torch_available,
 )
 from memvault.finetune.runner import InProcessRunner, StageRunner, SubprocessRunner
 from memvault.finetune.state import (
@@ -81,7 +81,9 @@ def _check_guardrail(actor: str, confirm: object, reason: str | None, what: str)
     if not isinstance(actor, str) or not actor.strip():
         raise MemoryValidationError(f"{what} needs a non-blank actor")
     if confirm is not True:
-        raise MemoryValidationError(f"{what} is destructive: pass confirm=True")
+        raise MemoryValidationError(
+            f"{what} is destructive: confirm it (confirm=True; --yes on the command line)"
+        )
     if reason is None or not isinstance(reason, str) or not reason.strip():
         raise MemoryValidationError(f"{what} needs a non-blank reason")
     if len(reason) > 500:
@@ -203,7 +205,7 @@ class FineTuneManager:
             )
         trainer = resolve_trainer(plan)
         if trainer == "biencoder":
-            has_torch = importlib.util.find_spec("torch") is not None
+            has_torch = torch_available()
             from memvault.finetune.torch_trainer import FINETUNE_INSTALL_COMMAND
 
             checks.append(

@@ -70,6 +70,7 @@ __all__ = [
     "run_stage",
     "run_stage_async",
     "run_sync_stages",
+    "torch_available",
     "train",
 ]
 
@@ -495,11 +496,19 @@ def resolve_trainer(plan: FineTunePlan) -> str:
     """``adapter`` or ``biencoder``: what ``trainer="auto"`` means here (torch installed?)."""
     if plan.trainer != "auto":
         return plan.trainer
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is not None and _window_of(plan.base_model) == 256:
+    if torch_available() and _window_of(plan.base_model) == 256:
         return "biencoder"
     return "adapter"
+
+
+def torch_available() -> bool:
+    """True when torch can be imported here (without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a broken install, or torch blocked in sys.modules
+        return False
 
 
 def train(ctx: RunContext, plan: FineTunePlan, trainer: str) -> dict[str, Any]:
