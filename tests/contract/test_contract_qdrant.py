@@ -280,3 +280,20 @@ def test_vectors_are_stored_bit_exactly_in_qdrant(tmp_path: Path, minilm: Embedd
     assert len(points) == 3
     for p in points:
         assert np.asarray(p.vector, dtype=np.float32).tobytes() == vecs[str(p.id)].tobytes()
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "mem0"])
+def test_working_memory_is_never_persisted(kind: str, tmp_path: Path) -> None:
+    # The seed: WORKING memory lives in process unless routed to a durable store explicitly.
+    # The adapters mirror into in-memory structures, but they are durable stores.
+    if kind == "mem0":
+        pytest.importorskip("mem0", reason="the mem0 extra is not installed")
+    from memvault import Memory
+
+    url = f"{kind}://{tmp_path}/store"
+    with Memory(url) as mem:
+        mem.add("the durable fact about Litestar", agent_id="a")
+        mem.add("scratch: current task is step 3", agent_id="a", category="working")
+        assert mem.count(agent_id="a") == 2
+    with Memory(url) as mem:
+        assert [e["content"] for e in mem.export()] == ["the durable fact about Litestar"]

@@ -267,7 +267,9 @@ def keep_working_in_process(store: MemoryStore, config: MemvaultConfig) -> Memor
     from memvault.backends.inmemory import InMemoryBackend
     from memvault.backends.working import WorkingOverlay
 
-    if isinstance(store, (InMemoryBackend, CompositeBackend)):
+    # By location, not by class: the qdrant and mem0 backends are InMemoryBackend subclasses
+    # (their search index is an in-process mirror) but persist everything.
+    if isinstance(store, CompositeBackend) or store.location == "memory://":
         return store
     scratch = InMemoryBackend(
         store.embedder,
