@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import httpx
+import pytest
 from markupsafe import escape
+
+from memvault.server.ui import BENCH_REPORT_ENV
 
 from .conftest import XSS, UiServer, csrf_of
 
@@ -198,3 +204,43 @@ def test_overview_search_detail_and_filters(ui_server: UiServer) -> None:
         assert charts.count("<svg") == 3 and 'data-series="semantic"' in charts
         metrics = client.get("/ui/metrics").text
         assert "Search latency over time" in metrics
+
+
+def test_metrics_page_charts_search_latency_and_a_bench_report(
+    ui_server: UiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = {
+        "benchmark": "locomo",
+        "dataset": "sample.json",
+        "preset": "balanced",
+        "limit": 10,
+        "backend": "sqlite",
+        "embedder": "minilm",
+        "metrics": ["recall@10", "mrr"],
+        "categories": [
+            {"key": "1", "label": "single-hop", "questions": 3, "metrics": {"recall@10": 0.8}},
+            {"key": "2", "label": "<b>multi-hop</b>", "metrics": {"recall@10": 0.5}},
+        ],
+        "overall": {"key": "all", "label": "overall", "metrics": {"recall@10": 0.7}},
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    monkeypatch.setenv(BENCH_REPORT_ENV, str(path))
+    with ui_server.login("admin") as client:
+        client.get("/ui/metrics")  # a first sample of the latency totals
+        api = {"Authorization": f"Bearer {ui_server.secrets['admin']}"}
+        for query in ("deploy pipeline", "billing refactor"):
+            found = client.post(
+                "/v1/search", json={"agent_id": "dev-1", "query": query}, headers=api
+            )
+            assert found.status_code == 200
+        page = client.get("/ui/metrics").text
+        assert 'data-series="POST /v1/search"' in page
+        assert "POST /v1/search: 2 searches since start" in page
+        assert 'id="chart-bench"' in page and "single-hop" in page
+        assert "&lt;b&gt;multi-hop&lt;/b&gt;" in page and "<b>multi-hop" not in page
+        fragment = client.get("/ui/metrics", headers={"HX-Request": "true",
+                                                      "HX-Target": "chart-latency"})  # fmt: skip
+        assert fragment.text.startswith('<figure id="chart-latency"')
+        path.write_text("{not json", encoding="utf-8")
+        assert "cannot read the benchmark report" in client.get("/ui/metrics").text

@@ -13,12 +13,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memvault.config import load_config
 from memvault.embeddings.minilm_onnx import THREADS_ENV
 from memvault.protocols import Embedder
 from memvault.server.keys import open_key_store
+from memvault.server.rest import create_app
+from memvault.service import MemoryService
 from postgres_server import SchemaFactory
 
-from .conftest import UiServer, csrf_of, start_server
+from .conftest import UiServer, csrf_of, run_app, start_server
 
 
 def _free_port() -> int:
@@ -117,3 +120,21 @@ def test_the_dashboard_over_postgresql(pg_server: UiServer) -> None:
         assert charts.count("<svg") == 3
         assert "s-1" in client.get("/ui/agents/dev-1/sessions").text
         assert "log in JSON" in client.get("/ui/shared", params={"q": "logging"}).text
+
+
+def test_without_keys_the_login_only_opens_a_session(tmp_path: Path, minilm: Embedder) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "open.db")), embedder=minilm)
+    url, stop = run_app(create_app(service, keys=None))
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            assert client.get("/ui/").status_code == 303  # still a session (for CSRF) first
+            form = client.get("/ui/login")
+            assert 'name="key"' not in form.text and "--no-auth" in form.text
+            done = client.post("/ui/login", data={"csrf": csrf_of(form.text)})
+            assert done.status_code == 303
+            page = client.get("/ui/")
+            assert page.status_code == 200 and "admin:local" in page.text
+            forged = client.post("/ui/login", data={"csrf": "forged"})
+            assert forged.status_code == 403
+    finally:
+        stop()
