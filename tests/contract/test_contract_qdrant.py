@@ -297,3 +297,16 @@ def test_working_memory_is_never_persisted(kind: str, tmp_path: Path) -> None:
         assert mem.count(agent_id="a") == 2
     with Memory(url) as mem:
         assert [e["content"] for e in mem.export()] == ["the durable fact about Litestar"]
+
+
+def test_side_tables_live_in_a_sqlite_file_in_the_store_directory(tmp_path: Path) -> None:
+    from memvault.backends.factory import side_store_url
+
+    assert side_store_url(f"qdrant://{tmp_path}/q") == f"{tmp_path}/q/memvault-side.db"
+    assert side_store_url(f"mem0://{tmp_path}/m?collection=t") == (
+        f"{tmp_path}/m/memvault-side.t.db"
+    )
+    for url in (f"{tmp_path}/a.db", "memory://", "postgresql://u@h/db"):
+        assert side_store_url(url) == url
+    with pytest.raises(MemoryConfigError, match="server"):
+        side_store_url("qdrant+http://h:6333")

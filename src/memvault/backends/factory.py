@@ -29,6 +29,7 @@ __all__ = [
     "open_backend",
     "open_memory_store",
     "parse_url",
+    "side_store_url",
     "tenant_schema",
     "tenant_slug",
     "tenant_url",
@@ -173,6 +174,37 @@ def _open_adapter(
     path = Path(where).expanduser()
     managed = _managed_dir(path, cfg)
     return Mem0Backend(path, embedder, collection=collection, create_dirs=managed, **opts)
+
+
+SIDE_DB_NAME = "memvault-side.db"
+"""The SQLite file beside a local qdrant or mem0 store for memvault's side tables."""
+
+
+def side_store_url(url: str) -> str:
+    """Where the side tables of the store at ``url`` live (sessions, learning records, API keys,
+    maintenance runs): the store itself for SQLite, PostgreSQL and ``memory://``; for a local
+    ``qdrant://DIR`` or ``mem0://DIR`` store, a SQLite file in that directory
+    (``DIR/memvault-side.db``, one per collection prefix other than the default).
+
+    Raises:
+        MemoryConfigError: a Qdrant server store (it has no directory; keep those tables in a
+            SQLite or PostgreSQL store of their own), or a malformed URL.
+    """
+    kind, target = parse_url(url)
+    if kind not in ("qdrant", "mem0"):
+        return url
+    where, extra = _split_collection(target)
+    if where.startswith(("http://", "https://")):
+        msg = (
+            f"a Qdrant server store ({url!r}) has no directory for memvault's side tables "
+            "(sessions, learning records, API keys, maintenance runs): use a local qdrant:///dir "
+            "or mem0:///dir store, or SQLite/PostgreSQL, for them"
+        )
+        raise MemoryConfigError(msg)
+    name = SIDE_DB_NAME
+    if extra.get("collection", "memvault") != "memvault":
+        name = f"memvault-side.{extra['collection']}.db"
+    return str(Path(where).expanduser() / name)
 
 
 def _managed_dir(path: Path, cfg: MemvaultConfig) -> bool:
