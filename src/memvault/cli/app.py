@@ -14,6 +14,7 @@ from typer.exceptions import TyperException
 
 import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
+import memvault.cli.chat as chat_cmd
 import memvault.cli.config_cmd as config_cmd
 import memvault.cli.embedders as embedders
 import memvault.cli.finetune as finetune
@@ -66,6 +67,7 @@ def _global(
 
 
 memories.register(app)
+chat_cmd.register(app)
 transfer.register(app)
 migrate.register(app)
 bench.register(app)
