@@ -333,6 +333,12 @@ async def migrate_urls(
         if dest_kind == "sqlite" and Path(dest_target).expanduser().resolve() == path.resolve():
             msg = f"source and destination are the same store ({path})"
             raise MemoryConfigError(msg)
+    if kind in ("qdrant", "mem0") and not target.startswith(("http://", "https://")):
+        # A local qdrant/mem0 store is a directory; opening a missing one would create it.
+        directory = Path(target.partition("?")[0]).expanduser()
+        if not directory.is_dir():
+            msg = f"source store {directory} does not exist"
+            raise MemoryConfigError(msg)
     if embedder is None:
         from memvault.embeddings import create_embedder
 

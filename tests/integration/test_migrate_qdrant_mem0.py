@@ -246,3 +246,9 @@ def test_cli_migrates_to_qdrant(
     out, err = capsys.readouterr()
     assert code == 2
     assert err.count("\n") == 1 and "names no directory" in err
+    # A mistyped source directory is refused, not created empty and "migrated".
+    code = main(["migrate", "--from", f"mem0://{tmp_path}/nope", "--to", str(tmp_path / "b.db")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.count("\n") == 1 and "does not exist" in err
+    assert not (tmp_path / "nope").exists()
