@@ -1,9 +1,10 @@
-"""Where each value of a resolved configuration came from: a default, the file, a variable.
+"""The configuration at its edges: where each value came from, and the embedder it names.
 
 :func:`config_sources` loads the configuration exactly as :func:`memvault.config.load_config`
 does and labels every leaf key (``options.retention_days``, ``options.max_per_category.semantic``)
 with its source. ``memvault config show`` prints the result; keeping the computation here keeps
-the CLI a thin printer.
+the CLI a thin printer. :func:`build_embedder` turns the ``embeddings``/``embedder`` keys into
+an embedder (it needs :mod:`memvault.embeddings`, a layer above :mod:`memvault.config`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from memvault.config import MemvaultConfig, _env_path, _load
+from memvault.config import DEFAULT_OPENAI_EMBEDDING_MODEL, MemvaultConfig, _env_path, _load
 from memvault.models import MemoryLevel
+from memvault.protocols import Embedder
 
-__all__ = ["ConfigSources", "Source", "SourceKind", "config_sources", "flatten"]
+__all__ = [
+    "ConfigSources",
+    "Source",
+    "SourceKind",
+    "build_embedder",
+    "config_sources",
+    "flatten",
+]
 
 
 class SourceKind(StrEnum):
@@ -146,3 +155,33 @@ def _written(data: Mapping[str, Any], key: tuple[str, ...]) -> bool:
             return False
         node = node[part]
     return True
+
+
+def build_embedder(config: MemvaultConfig) -> Embedder:
+    """The embedder ``config`` names: ``embeddings`` for an OpenAI-compatible endpoint, else the
+    ``embedder`` spec (:func:`memvault.embeddings.create_embedder`).
+
+    The API key is read here, from the variable ``embeddings.api_key_env`` (default
+    ``OPENAI_API_KEY``), when the store is opened; the configuration never holds it.
+
+    Raises:
+        MemoryConfigError: an unknown spec or an invalid endpoint.
+    """
+    from memvault.embeddings import (
+        BASE_URL_ENV,
+        DEFAULT_OPENAI_BASE_URL,
+        OpenAICompatibleEmbedder,
+        create_embedder,
+    )
+
+    emb = config.embeddings
+    explicit = config.embedder != "default" and config.embedder != emb.spec()
+    if emb.remote and not explicit:
+        base = emb.base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_OPENAI_BASE_URL
+        return OpenAICompatibleEmbedder(
+            base,
+            emb.model.strip() or DEFAULT_OPENAI_EMBEDDING_MODEL,
+            api_key_env=emb.api_key_env or "OPENAI_API_KEY",
+            dimension=emb.dims,
+        )
+    return create_embedder(config.embedder)

@@ -107,8 +107,6 @@ if TYPE_CHECKING:
     from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
     from memvault.consolidation.service import ConsolidationConfig
-    from memvault.protocols import Embedder
-    from memvault.sessions.models import SessionConfig
 
     _EnvSourceFactory = Callable[
         [type[BaseSettings], Mapping[str, str]], PydanticBaseSettingsSource
@@ -144,7 +142,6 @@ __all__ = [
     "PruningStrategyName",
     "RetrievalSettings",
     "SessionsSettings",
-    "build_embedder",
     "load_config",
     "normalize_section",
 ]
@@ -443,8 +440,8 @@ class EmbeddingsConfig(BaseModel):
     key). ``openai`` or a ``base_url`` (any OpenAI-compatible endpoint) use
     :class:`~memvault.embeddings.OpenAICompatibleEmbedder`; memvault's own names (``minilm``,
     ``hashing``, ...) are accepted as providers too. The API key is read from the environment
-    variable ``api_key_env`` (default ``OPENAI_API_KEY``) when the embedder is built, never
-    stored in the configuration.
+    variable ``api_key_env`` (default ``OPENAI_API_KEY``) when the embedder is built
+    (:func:`memvault._config_sources.build_embedder`), never stored in the configuration.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -598,22 +595,14 @@ class SessionsSettings(BaseModel):
 
     ``max_resume_messages`` messages are loaded on resume (an active history is trimmed to
     twice that); only the ``max_sessions`` most recent sessions of an agent are kept. The same
-    fields as :class:`memvault.sessions.SessionConfig`, which :meth:`session_config` builds
-    (the sessions package sits above this module, so it cannot be imported here).
+    fields as :class:`memvault.sessions.SessionConfig` (the sessions package sits above this
+    module): ``SessionConfig(**config.sessions.model_dump())``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_sessions: int = Field(default=10, ge=1)
     max_resume_messages: int = Field(default=20, ge=1)
-
-    def session_config(self) -> SessionConfig:
-        """These limits as the session manager's :class:`~memvault.sessions.SessionConfig`."""
-        from memvault.sessions.models import SessionConfig
-
-        return SessionConfig(
-            max_sessions=self.max_sessions, max_resume_messages=self.max_resume_messages
-        )
 
 
 _DURABLE_BACKENDS = frozenset({"sqlite", "postgresql", "postgres", "composite", "mem0", "qdrant"})
@@ -744,36 +733,6 @@ class MemvaultConfig(BaseModel):
         if self.composite.default:
             return self.composite.default
         return self.model_copy(update={"backend": None}).resolved_url()
-
-
-def build_embedder(config: MemvaultConfig) -> Embedder:
-    """The embedder ``config`` names: ``embeddings`` for an OpenAI-compatible endpoint, else the
-    ``embedder`` spec (:func:`memvault.embeddings.create_embedder`).
-
-    The API key is read here, from the variable ``embeddings.api_key_env`` (default
-    ``OPENAI_API_KEY``), when the store is opened; the configuration never holds it.
-
-    Raises:
-        MemoryConfigError: an unknown spec or an invalid endpoint.
-    """
-    from memvault.embeddings import (
-        BASE_URL_ENV,
-        DEFAULT_OPENAI_BASE_URL,
-        OpenAICompatibleEmbedder,
-        create_embedder,
-    )
-
-    emb = config.embeddings
-    explicit = config.embedder != "default" and config.embedder != emb.spec()
-    if emb.remote and not explicit:
-        base = emb.base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_OPENAI_BASE_URL
-        return OpenAICompatibleEmbedder(
-            base,
-            emb.model.strip() or DEFAULT_OPENAI_EMBEDDING_MODEL,
-            api_key_env=emb.api_key_env or "OPENAI_API_KEY",
-            dimension=emb.dims,
-        )
-    return create_embedder(config.embedder)
 
 
 # -- the seeds' spellings ------------------------------------------------------------------------

@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from memvault import AsyncMemory, Memory
-from memvault._config_sources import SourceKind, config_sources
+from memvault._config_sources import SourceKind, build_embedder, config_sources
 from memvault._ids import utc_now
 from memvault.config import (
     MEMORY_URL,
     MemvaultConfig,
-    build_embedder,
     load_config,
     normalize_section,
 )
@@ -228,7 +227,8 @@ def role(tmp_path: Path, memory: str) -> Path:
 
 def test_role_file_defaults_follow_initrunner(tmp_path: Path) -> None:
     cfg = load_config(role(tmp_path, "max_sessions: 10"), env={})
-    assert cfg.sessions.session_config() == SessionConfig(max_sessions=10, max_resume_messages=20)
+    sessions = SessionConfig(**cfg.sessions.model_dump())  # what the session manager takes
+    assert sessions == SessionConfig(max_sessions=10, max_resume_messages=20)
     assert dict(cfg.options.max_per_category) == {
         "episodic": 500,
         "semantic": 1000,
