@@ -24,8 +24,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.cli._common import emit_json, err_console, out, state
-from memvault.config import COMPOSITE_URL, load_config
+from memvault.cli._common import emit_json, err_console, load_cli_config, out, state
+from memvault.config import COMPOSITE_URL
 from memvault.errors import MemoryValidationError
 from memvault.server.keys import ApiKey, InMemoryKeyStore, KeyStore, SQLiteKeyStore, open_key_store
 
@@ -44,7 +44,7 @@ keys_app = typer.Typer(
 
 def _store_url() -> str:
     """The storage URL the memory commands would use (``--db``, environment, config file)."""
-    cfg = load_config(state.config, url=state.db)
+    cfg = load_cli_config()
     url = state.db or cfg.resolved_url()
     # Keys are not routed by category: they live in the composite store's default child.
     return cfg.composite_default_url() if url.strip() == COMPOSITE_URL else url

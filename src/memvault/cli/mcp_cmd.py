@@ -16,8 +16,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli._common import missing_extra, state
-from memvault.config import load_config
+from memvault.cli._common import load_cli_config, missing_extra
 from memvault.service import DEFAULT_TENANT, Actor, MemoryService, Scope
 
 __all__ = ["register", "serve_mcp"]
@@ -64,7 +63,7 @@ def serve_mcp(
         actor = Actor.agent(agent, tenant=tenant, scopes=scopes)
     else:
         actor = Actor.human("local", tenant=tenant, scopes=scopes)
-    config = load_config(state.config, url=state.db)
+    config = load_cli_config()
 
     async def serve() -> None:
         service = MemoryService(config)

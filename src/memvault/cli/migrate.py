@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from memvault.cli._common import err_console, out, state
 from memvault.config import load_config
 from memvault.migrate import DEFAULT_BATCH_SIZE, migrate_urls
+from memvault.models import MemoryLevel
 
 __all__ = ["register"]
 
@@ -48,7 +49,7 @@ def migrate(
     model). Running the same command again after an interruption resumes: memories already
     copied are skipped.
     """
-    cfg = load_config(state.config)
+    cfg = load_config(state.config, default_level=MemoryLevel.PERSISTENT)
     if embedder is not None:
         cfg = cfg.model_copy(update={"embedder": embedder})
     with Progress(

@@ -17,8 +17,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.cli._common import JsonOption, emit_json, out, state
-from memvault.config import COMPOSITE_URL, load_config
+from memvault.cli._common import JsonOption, emit_json, load_cli_config, out, state
+from memvault.config import COMPOSITE_URL
 from memvault.errors import MemoryNotFoundError
 from memvault.sessions import (
     SessionRecord,
@@ -50,7 +50,7 @@ AgentOption = typer.Option(
 
 def _store_url() -> str:
     """The storage URL the memory commands would use (``--db``, environment, config file)."""
-    cfg = load_config(state.config, url=state.db)
+    cfg = load_cli_config()
     url = state.db or cfg.resolved_url()
     # Sessions are not routed by category: they live in the composite store's default child.
     return cfg.composite_default_url() if url.strip() == COMPOSITE_URL else url
