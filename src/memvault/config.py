@@ -587,6 +587,8 @@ class ConsolidationSettings(BaseModel):
             max_total_user_content_chars=llm.max_total_user_content_chars,
             max_episodes_per_run=self.max_episodes_per_run,
             density_threshold=self.archival.dual_mode.threshold,
+            extractive_max_facts=self.archival.dual_mode.max_facts,
+            extractive_unit_chars=self.archival.dual_mode.anchor_chars,
         )
 
 

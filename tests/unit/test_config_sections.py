@@ -557,3 +557,18 @@ def test_consolidate_uses_the_configured_group_threshold(
             await mem.close()
 
     assert asyncio.run(run()) is merged
+
+
+def test_dual_mode_fact_limits_reach_the_extractive_op() -> None:
+    """``archival.dual_mode.max_facts``/``anchor_chars`` configure the op dual_mode builds."""
+    from memvault.config import MemvaultConfig
+    from memvault.consolidation.service import build_op
+    from memvault.llm.scripted import ScriptedLLM
+
+    cfg = MemvaultConfig.model_validate(
+        {"consolidation": {"archival": {"dual_mode": {"max_facts": 2, "anchor_chars": 40}}}}
+    ).consolidation.consolidation_config()
+    assert (cfg.extractive_max_facts, cfg.extractive_unit_chars) == (2, 40)
+    op = build_op("dual_mode", llm=ScriptedLLM([]), config=cfg)
+    extractive = op.extractive  # type: ignore[attr-defined]
+    assert (extractive.max_facts, extractive.unit_chars) == (2, 40)

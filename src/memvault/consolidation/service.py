@@ -122,6 +122,10 @@ class ConsolidationConfig(BaseModel):
     max_total_user_content_chars: int = Field(default=20_000, ge=20)
     max_episodes_per_run: int = Field(default=20, ge=1)
     density_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
+    extractive_max_facts: int = Field(default=10, ge=0)
+    """``dual_mode``: key facts kept verbatim per dense entry, besides its three anchors."""
+    extractive_unit_chars: int = Field(default=300, ge=20)
+    """``dual_mode``: length of each anchor and fact unit kept verbatim."""
     concat_bullet_chars: int = Field(default=500, ge=20)
     max_summary_chars: int = Field(default=16_000, ge=200)
     include_distillation_context: bool = True
@@ -235,7 +239,11 @@ def build_op(
     if kind is ConsolidationStrategy.DUAL_MODE:
         return DensityRoutingOp(
             classifier=DensityClassifier(threshold=cfg.density_threshold),
-            extractive=ExtractivePreservationOp(max_chars=cfg.max_summary_chars),
+            extractive=ExtractivePreservationOp(
+                max_facts=cfg.extractive_max_facts,
+                unit_chars=cfg.extractive_unit_chars,
+                max_chars=cfg.max_summary_chars,
+            ),
             abstractive=_llm_op(AbstractiveSummarizationOp, llm, concat, cfg),
         )
     raise AssertionError(f"unhandled strategy {kind}")  # pragma: no cover
