@@ -279,3 +279,21 @@ async def test_missing_torch_is_a_dependency_error(
     # auto falls back to the adapter trainer when torch is unavailable.
     auto = await manager.preflight(FineTunePlan(pairs_file=str(pairs_file)))
     assert auto.trainer == "adapter" and auto.ok
+
+
+async def test_memories_join_the_pool_without_duplicating_pair_passages(
+    pairs_file: Path, registry: Path
+) -> None:
+    first = json.loads(pairs_file.read_text().splitlines()[0])["passage"]
+
+    async def memories() -> list[tuple[str, str]]:
+        # A store's copy of a pair passage (with the trailing newline a memory may keep) and
+        # one unrelated memory that only serves as a distractor.
+        return [("mem-1", first + "\n"), ("mem-2", "Lunch is served at noon on Fridays.")]
+
+    manager = FineTuneManager(registry=registry, passage_source=memories)
+    run = await manager.start(_plan(pairs_file, deploy=False), wait=True)
+    summary = run.stage(Stage.GENERATE).summary
+    assert (summary["passages"], summary["pairs"]) == (49, 96)
+    passages = (registry / "runs" / run.run_id / "generate" / "passages.jsonl").read_text()
+    assert '"id": "mem-1"' in passages and '"id": "mem-2"' in passages

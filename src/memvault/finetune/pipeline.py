@@ -357,7 +357,9 @@ async def generate(ctx: RunContext, plan: FineTunePlan) -> dict[str, Any]:
     passages.update(ctx.extra_passages)
     pairs: list[tuple[str, str]]
     if plan.pairs_file is not None:
-        by_text = {text: pid for pid, text in passages.items()}
+        # Pair texts are compared stripped (the pairs file is read stripped), so a passage
+        # that also arrives as a document or memory is one passage, not a duplicate distractor.
+        by_text = {text.strip(): pid for pid, text in passages.items()}
         pairs = []
         for query, text in _read_pairs_file(Path(plan.pairs_file).expanduser()):
             pid = by_text.get(text)
