@@ -79,3 +79,28 @@ def test_new_operations_are_memvault_api_commands(run, db) -> None:
     assert pad.code == 0 and pad.json()["notes"] == []
     ask = run("--db", db, "api", "search-and-ask", "--agent-id", "u", "--query", "what ran?")
     assert ask.code == 2 and len(ask.err_lines) == 1 and "needs an LLM" in ask.err
+
+
+def test_cli_add_refuses_a_working_memory_that_would_vanish(run, db, tmp_path: Path) -> None:
+    # Issue 17: WORKING lives in process; a one-shot CLI process would lose it at exit.
+    bad = run("--db", db, "add", "Currently editing report.md", "-a", "u", "-t", "working")
+    assert bad.code == 2 and len(bad.err_lines) == 1
+    assert "working memories live in process only" in bad.err
+    assert run.list(db, "-a", "u") == []
+    # Routed to a store, it is kept.
+    cfg = tmp_path / "routed.yaml"
+    cfg.write_text(
+        f"memory:\n  backend: composite\n  storage:\n    url: {db}\n"
+        f"  composite:\n    routes:\n      working: {db}\n"
+    )
+    ok = run("--config", str(cfg), "add", "Currently editing report.md", "-a", "u", "-t", "working")
+    assert ok.code == 0, ok.err
+    assert [m["category"] for m in run.list(db, "-a", "u")] == ["working"]
+
+
+def test_cli_add_under_level_none_says_nothing_was_stored(run, tmp_path: Path) -> None:
+    cfg = tmp_path / "none.yaml"
+    cfg.write_text("memory:\n  level: none\n")
+    result = run("--config", str(cfg), "add", "Prefers dark mode", "-a", "u")
+    assert result.code == 1
+    assert "not stored: memory level 'none' stores nothing" in result.err

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from memvault import Memory
+from memvault import Memory, MemvaultConfig
+from memvault.config import CompositeStorageConfig, MemoryStorageConfig
+from memvault.models import MemoryCategory
 
 
 @pytest.fixture
@@ -35,7 +37,14 @@ def source(run, tmp_path: Path) -> str:
     run.add(path, "Café orders: naïve flat white ☕, 日本茶 on Fridays", "--agent", "alice")
     run.add(path, "Escalate P1 incidents to the on-call SRE", "-a", "bob", "-t", "procedural")
     run.add(path, "Bob and Carol share an office", "-a", "bob", "-t", "social")
-    run.add(path, "Currently editing report.md", "-a", "bob", "-t", "working")
+    # Working memories live in process unless routed to a store (issue 17): route them here.
+    routed = MemvaultConfig(
+        backend="composite",
+        storage=MemoryStorageConfig(url=path),
+        composite=CompositeStorageConfig(routes={MemoryCategory.WORKING: path}),
+    )
+    with Memory(config=routed) as mem:
+        mem.add("Currently editing report.md", agent_id="bob", category="working")
     # The CLI cannot set metadata, source, importance or expiry: add one such memory directly.
     with Memory(path) as mem:
         mem.add(

@@ -18,6 +18,8 @@ the common path:
 * searches: when the agent holds no WORKING memory in process (the usual case) the durable
   store answers alone, exactly as without the overlay; otherwise both are asked in parallel and
   their candidates merged by score (one embedding model, checked at construction);
+* imports (``import_``: restoring exported data) go to the durable store whole, WORKING
+  entries included, since that data was stored already and must not vanish with the process;
 * the durable store's extra tables and methods (archive, restore, audit, consolidation marks,
   maintenance state...) are reached through it: the overlay forwards any attribute it does not
   define to the durable store, so archive/audit work as before for durable memories. WORKING
@@ -35,7 +37,13 @@ from typing import Any
 
 from memvault.backends._base import check_agent
 from memvault.backends.composite import CompositeBackend
-from memvault.models import CandidateSet, MemoryCategory, MemoryQuery, MemoryStoreRequest
+from memvault.models import (
+    CandidateSet,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryStoreRequest,
+)
 from memvault.protocols import MemoryStore, Vectors
 from memvault.retrieval.presets import RetrievalConfig
 
@@ -104,6 +112,16 @@ class WorkingOverlay(CompositeBackend):
             self._require_connected()
             return await self._scratch.store_many(agent_id, requests, vectors=vectors)
         return await super().store_many(agent_id, requests, vectors=vectors)
+
+    async def import_entries(self, entries: Sequence[MemoryEntry]) -> int:
+        """Restore exported entries into the durable store, WORKING ones included.
+
+        An import restores data that was already stored (a backup, a move between stores):
+        dropping its WORKING entries into this process would lose them silently when it ends,
+        and nothing may be silently lost. New WORKING writes still stay in process.
+        """
+        self._require_connected()
+        return await self._default.import_entries(entries)
 
     async def search_candidates(
         self,

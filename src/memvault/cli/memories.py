@@ -23,8 +23,9 @@ from memvault.cli._common import (
     out,
     parse_datetime,
 )
-from memvault.errors import MemoryValidationError
-from memvault.models import MemoryEntry
+from memvault.errors import MemoryCapabilityError, MemoryValidationError
+from memvault.memory import Memory
+from memvault.models import MemoryCategory, MemoryEntry
 
 __all__ = ["register"]
 
@@ -107,9 +108,23 @@ def add(
     ] = None,
     json_out: bool = JsonOption,
 ) -> None:
-    """Store one memory and print its id."""
+    """Store one memory and print its id.
+
+    A working memory (``--type working``) lives in the process that stores it (the design
+    documents: WORKING is in-context, never persisted), so this command refuses one unless the
+    configuration routes ``working`` to a store (``memory.composite.routes``) or the store is a
+    server, which keeps it for as long as it runs. A write that stores nothing (level ``none``)
+    says why on stderr and exits with code 1.
+    """
     kind = _memory_type(memory_type, category) or "semantic"
     svc = open_service()
+    if kind == "working" and _working_ends_with_this_run(svc.memory):
+        msg = (
+            "working memories live in process only and would be gone when this command exits; "
+            "route them to a store to keep them (memory.backend: composite, "
+            "composite.routes: {working: <url>})"
+        )
+        raise MemoryCapabilityError(msg)
     outcome = svc.run(
         svc.service.store(
             svc.actor,
@@ -126,6 +141,18 @@ def add(
         emit_json({"id": new_id})
     else:
         out.print(new_id)
+    if outcome.id is None:
+        err_console.print(f"not stored: {outcome.decision.reason}", markup=False)
+        raise typer.Exit(1)
+
+
+def _working_ends_with_this_run(memory: Memory) -> bool:
+    """True if a WORKING memory stored now would vanish when the CLI process exits."""
+    if memory.location.startswith(("http://", "https://")):
+        return False  # a server keeps it in its own (long-lived) process
+    cfg = memory.config
+    route = cfg.composite.routes.get(MemoryCategory.WORKING) if cfg.backend == "composite" else None
+    return route is None or route.strip().startswith(("memory:", ":memory:"))
 
 
 def search(

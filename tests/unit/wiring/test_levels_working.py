@@ -165,3 +165,16 @@ async def test_memory_tools_say_when_level_none_stored_nothing(minilm: Embedder)
     async with AsyncMemory(config=MemvaultConfig(level=MemoryLevel.NONE), embedder=minilm) as mem:
         answer = await mem.memory_tools().remember("dev-1", "Prefers dark mode", "preferences")
     assert answer == f"Not stored: {LEVEL_NONE_REASON}."
+
+
+def test_import_restores_working_entries_durably(tmp_path: Path, minilm: Embedder) -> None:
+    # An import restores stored data: its WORKING entries must not vanish with the process.
+    db = tmp_path / "restore.db"
+    exported = [
+        {"id": "01a204f6-3f8c-7000-97c6-5989b26e79e2", "agent_id": "a", "category": "working",
+         "content": "Currently editing report.md", "created_at": "2026-01-01T00:00:00+00:00"},
+    ]  # fmt: skip
+    with Memory(config=_config(db), embedder=minilm) as mem:
+        assert mem.import_(exported) == 1
+        assert mem.import_(exported) == 0
+    assert _rows(db) == [("working", "Currently editing report.md")]
