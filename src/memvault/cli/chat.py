@@ -36,7 +36,7 @@ from memvault.errors import MemoryConnectionError, MemoryValidationError
 from memvault.injection.tools import to_openai_tool
 from memvault.memory import Memory
 from memvault.models import ChatMessage
-from memvault.sessions import SessionManager, open_session_store
+from memvault.sessions import SessionConfig, SessionManager, open_session_store
 
 __all__ = ["ChatAgent", "OpenAIChatClient", "register"]
 
@@ -266,7 +266,9 @@ def chat(
     client = OpenAIChatClient(base_url, model, api_key=os.environ.get(api_key_env) or None)
     cfg = load_cli_config()
     manager = SessionManager(
-        open_session_store(_session_url()), agent, cfg.sessions.session_config()
+        open_session_store(_session_url()),
+        agent,
+        SessionConfig(**cfg.sessions.model_dump()),
     )
     bot = ChatAgent(
         open_memory(), client, manager, instruction=instruction, max_tool_rounds=max_tool_rounds

@@ -184,3 +184,7 @@ class MemvaultChatMessageHistory(BaseChatMessageHistory):
     async def aclear(self) -> None:
         """Delete the session."""
         await bridge().arun(self._log.edit(lambda stored: stored.clear()))
+
+    def close(self) -> None:
+        """Close the session store (its connections live on the adapters' private loop)."""
+        bridge().run(self._log.store.close())

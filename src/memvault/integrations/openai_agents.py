@@ -169,3 +169,7 @@ class MemvaultSession(SessionABC):
     async def clear_session(self) -> None:
         """Delete the whole session."""
         await bridge().arun(self._log.edit(lambda messages: messages.clear()))
+
+    async def close(self) -> None:
+        """Close the session store (its connections live on the adapters' private loop)."""
+        await bridge().arun(self._log.store.close())
