@@ -52,12 +52,7 @@ from memvault.backends.factory import (
 )
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
-from memvault.errors import (
-    MemoryCapabilityError,
-    MemoryConfigError,
-    MemoryPermissionError,
-    MemoryValidationError,
-)
+from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.learning.engine import PooledSkill
 from memvault.learning.factory import open_learning_store
@@ -481,19 +476,11 @@ class MemoryService:
 
         The LLM is the service's (``MemoryService(llm=...)``), else the memory's, else an
         OpenAI-compatible one named by ``MEMVAULT_LLM_BASE_URL`` and ``MEMVAULT_LLM_MODEL``
-        (the variables every LLM option of the CLI reads).
-
-        Raises:
-            MemoryCapabilityError: no LLM is configured anywhere (the caller cannot fix that).
+        (the variables every LLM option of the CLI reads). With none, the first search alone
+        is the answer (the deterministic fallback).
         """
         agent = self._agent(actor, Scope.READ, agent_id)
         memory = await self.memory(actor.tenant)
-        if self._ask_llm() is None and memory.llm is None:
-            msg = (
-                f"Search-and-Ask needs an LLM and this server has none (set {LLM_URL_ENV} "
-                f"and {LLM_MODEL_ENV} where it runs)"
-            )
-            raise MemoryCapabilityError(msg)
         return await memory.search_and_ask(
             query,
             agent_id=agent,

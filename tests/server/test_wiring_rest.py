@@ -100,12 +100,14 @@ def test_search_and_ask_over_rest_and_the_remote_client(
         assert bad.status_code == 422 and bad.json()["error"]["code"] == "validation_error"
 
 
-async def test_search_and_ask_without_any_llm_is_a_clear_error(server: LiveServer) -> None:
+def test_search_and_ask_without_any_llm_falls_back_to_one_search(server: LiveServer) -> None:
     with server.client("dev1") as dev1:
-        resp = dev1.post("/v1/search/ask", json={"agent_id": "dev-1", "query": "anything"})
-    assert resp.status_code == 501
-    assert resp.json()["error"]["code"] == "not_supported"
-    assert "needs an LLM" in resp.json()["error"]["message"]
+        _add(dev1, "/v1/memories", "dev-1", "The cat at home is called Miso")
+        body = {"agent_id": "dev-1", "query": "what is my cat called?", "limit": 3}
+        asked = _ok(dev1.post("/v1/search/ask", json=body))
+        searched = _ok(dev1.post("/v1/search", json=body))
+    assert [e["id"] for e in asked["results"]] == [e["id"] for e in searched["results"]]
+    assert asked["results"]
 
 
 def test_capture_and_working_memory_over_rest(server: LiveServer) -> None:

@@ -1524,14 +1524,14 @@ class AsyncMemory:
         self, llm: LLMProvider | None, max_rounds: int
     ) -> ToolBasedInjectionStrategy:
         """The tool-based strategy; with ``llm``, its search runs the Search-and-Ask loop."""
-        if llm is None:
-            return ToolBasedInjectionStrategy(self, policies=self._policies)
         try:
             config = ToolBasedInjectionConfig(
-                query_reformulation_enabled=True, max_reformulation_rounds=max_rounds
+                query_reformulation_enabled=llm is not None, max_reformulation_rounds=max_rounds
             )
         except ValidationError as exc:
             raise MemoryConfigError(model_error(exc).args[0]) from None
+        if llm is None:
+            return ToolBasedInjectionStrategy(self, config, policies=self._policies)
         return ToolBasedInjectionStrategy(
             self,
             config,
@@ -1556,17 +1556,15 @@ class AsyncMemory:
         ``llm`` (else the memory's own) whether the memories answer ``query`` -> reformulate ->
         re-retrieve, at most ``max_rounds`` extra searches; results of every round merged by
         id, best first, at most ``limit``. An LLM failure ends the loop with what was found.
+        Without any LLM the deterministic fallback runs: the first search alone (every LLM
+        path of memvault has one).
 
         Raises:
-            MemoryConfigError: no LLM here or on the memory, or ``max_rounds`` outside 1-5.
+            MemoryConfigError: ``max_rounds`` outside 1-5.
             MemoryValidationError: blank query or agent, ``limit`` < 1, unknown category.
         """
-        model = llm if llm is not None else self.llm
-        if model is None:
-            msg = "Search-and-Ask needs an LLM: pass llm= here or to the memory"
-            raise MemoryConfigError(msg)
         cats = _categories(categories)
-        strategy = self._tool_strategy(model, max_rounds)
+        strategy = self._tool_strategy(llm if llm is not None else self.llm, max_rounds)
         return await strategy.search(check_agent(agent_id), query, limit=limit, categories=cats)
 
     def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:

@@ -141,7 +141,7 @@ def test_injection_strategy_with_llm_runs_search_and_ask(mem: Memory) -> None:
     assert not plain.config.query_reformulation_enabled
 
 
-def test_search_and_ask_uses_the_memorys_llm_and_needs_one(
+def test_search_and_ask_uses_the_memorys_llm_else_searches_once(
     tmp_path: Path, minilm: Embedder
 ) -> None:
     llm = ScriptedLLM([INSUFFICIENT, '{"query": "name of the cat"}', SUFFICIENT])
@@ -150,7 +150,12 @@ def test_search_and_ask_uses_the_memorys_llm_and_needs_one(
         found = mem.search_and_ask("what is my pet called?", agent_id="u", limit=2)
         assert miso in {e.id for e in found} and len(llm.calls) == 3
     with Memory(config=_config(tmp_path / "b.db"), embedder=minilm) as bare:
-        with pytest.raises(MemoryConfigError, match="needs an LLM"):
-            bare.search_and_ask("anything", agent_id="u")
+        _pets(bare)
+        # No LLM anywhere: the deterministic fallback is the first search alone.
+        fallback = bare.search_and_ask("what is my pet called?", agent_id="u", limit=2)
+        plain = bare.search("what is my pet called?", agent_id="u", limit=2)
+        assert [e.id for e in fallback] == [e.id for e in plain]
         with pytest.raises(MemoryConfigError):
             bare.injection_strategy("tool_based", llm=llm, max_rounds=9)
+        with pytest.raises(MemoryConfigError):
+            bare.search_and_ask("anything", agent_id="u", max_rounds=0)
