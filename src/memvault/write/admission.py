@@ -66,13 +66,13 @@ from memvault.retrieval.text import STOP_WORDS
 from memvault.write.dedup import Vector, cosine
 
 __all__ = [
+    "RUN_SUMMARY_SOURCES",
     "AdmissionConfig",
     "AdmissionContext",
     "AdmissionController",
     "AdmissionDecision",
     "AdmissionScore",
     "EntityMemory",
-    "RUN_SUMMARY_SOURCES",
     "extract_entities",
     "is_run_summary",
 ]
