@@ -29,11 +29,9 @@ from typing import Annotated, Any, TextIO
 import httpx
 import typer
 
-from memvault.agent.memory_tools import MemoryToolsConfig
 from memvault.cli._common import load_cli_config, open_memory, out, state
 from memvault.config import COMPOSITE_URL
 from memvault.errors import MemoryConnectionError, MemoryValidationError
-from memvault.injection.tools import to_openai_tool
 from memvault.memory import Memory
 from memvault.models import ChatMessage
 from memvault.sessions import SessionConfig, SessionManager, open_session_store
@@ -136,8 +134,8 @@ class ChatAgent:
         self.instruction = instruction
         self.max_tool_rounds = max_tool_rounds
         self.token_budget = token_budget
-        self.tools = memory.memory_tools(MemoryToolsConfig())
-        self.openai_tools = [to_openai_tool(d) for d in self.tools.get_tool_definitions()]
+        self.tools = memory.memory_tools()
+        self.openai_tools = self.tools.tools.registry.openai_tools()
         self.history: list[ChatMessage] = []
         self.session_id = manager.new_session_id()
         self._runner = asyncio.Runner()
