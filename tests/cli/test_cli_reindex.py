@@ -130,6 +130,11 @@ def test_a_missing_store_or_a_server_url_is_refused(run, tmp_path: Path) -> None
     assert len(remote.err_lines) == 1
     assert "not through a server" in remote.err
 
+    in_process = run("--db", "memory://", "reindex")
+    assert in_process.code == 2
+    assert len(in_process.err_lines) == 1
+    assert "needs a durable store" in in_process.err
+
 
 def test_reindex_has_help(run) -> None:
     result = run("reindex", "--help")

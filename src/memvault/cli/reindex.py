@@ -10,8 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from memvault.cli._common import emit_json, err_console, out, state
-from memvault.config import load_config
+from memvault.cli._common import emit_json, err_console, load_cli_config, out, state
 from memvault.errors import MemoryCapabilityError, MemoryConfigError
 from memvault.reindex import DEFAULT_BATCH_SIZE, ReindexReport
 from memvault.reindex import reindex as reindex_store
@@ -53,7 +52,7 @@ def reindex(
     are they swapped in, in one transaction. Until then the store keeps working with the old
     model. Run the same command again after an interruption to resume where it stopped.
     """
-    cfg = load_config(state.config, url=state.db)
+    cfg = load_cli_config()
     url = state.db or cfg.resolved_url()
     _check_url(url)
     from memvault.backends.factory import open_backend
@@ -116,6 +115,12 @@ def _check_url(url: str) -> None:
         )
         raise MemoryCapabilityError(msg)
     kind, target = parse_url(url)
+    if kind == "memory":
+        msg = (
+            "memvault reindex needs a durable store: memory:// lives only inside one process "
+            "(name the store with --db, or configure one)"
+        )
+        raise MemoryCapabilityError(msg)
     if kind == "sqlite" and not Path(target).expanduser().exists():
         # Opening a missing file would create an empty store and "reindex" nothing.
         msg = f"store {target} does not exist"
