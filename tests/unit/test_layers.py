@@ -44,6 +44,9 @@ LAYERS: dict[str, int] = {
     "memvault.protocols": 0,
     # 1: pure functions over models and config; the operation declarations.
     "memvault.config": 1,
+    # Pure config models of packages that sit higher (config.py composes them).
+    "memvault.maintenance.config": 1,
+    "memvault.maintenance.triggers": 1,
     "memvault.retrieval": 1,
     "memvault.write": 1,
     "memvault.consolidation": 1,
@@ -51,6 +54,8 @@ LAYERS: dict[str, int] = {
     "memvault._inputs": 2,  # argument -> model helpers shared by AsyncMemory and the client
     "memvault._search": 2,  # search composition over retrieval; used by backends
     "memvault._sidetables": 2,  # side-table connection plumbing (sessions, learning, keys)
+    "memvault._config_sources": 2,  # config provenance and the configured embedder
+    "memvault.maintenance.state": 2,  # last runs and the lease, in the store's side tables
     "memvault.backends": 2,
     "memvault.embeddings": 2,
     "memvault.llm": 2,
@@ -64,10 +69,12 @@ LAYERS: dict[str, int] = {
     "memvault.memory": 4,
     # Operation declarations: inputs, scopes, JSON renderings of the core's results.
     "memvault.api": 4,
+    "memvault.reindex": 4,  # re-embedding a store in place: backends and the facade
     "memvault.migrate": 4,  # store-to-store copy; imports only backends/embeddings/config
     # 5: applications over the front door.
     "memvault.service": 5,
     "memvault.bench": 5,  # benchmark runners drive an AsyncMemory (bench/_runner.py)
+    "memvault.maintenance": 5,  # the scheduler drives a Memory or a MemoryService
     "memvault.testing": 5,  # contract suites for plugin authors; imported by nothing in src
     # 6: transports and clients.
     "memvault.server": 6,
