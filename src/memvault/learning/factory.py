@@ -19,9 +19,9 @@ def open_learning_store(url: str, *, schema: str | None = None) -> LearningStore
     Raises:
         MemoryConfigError: an URL the learning layer cannot keep records in.
     """
-    from memvault.backends.factory import parse_url
+    from memvault.backends.factory import parse_url, side_store_url
 
-    kind, target = parse_url(url)
+    kind, target = parse_url(side_store_url(url))
     if kind == "memory":
         return InMemoryLearningStore()
     if kind == "sqlite":

@@ -432,9 +432,9 @@ def open_maintenance_state(url: str | None, *, schema: str | None = None) -> Mai
     """
     if url is None:
         return InMemoryMaintenanceState()
-    from memvault.backends.factory import parse_url
+    from memvault.backends.factory import parse_url, side_store_url
 
-    kind, target = parse_url(url)
+    kind, target = parse_url(side_store_url(url))
     if kind == "memory":
         return InMemoryMaintenanceState()
     if kind == "sqlite":
