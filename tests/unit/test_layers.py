@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "memvault.retrieval": 1,
     "memvault.write": 1,
     "memvault.consolidation": 1,
+    "memvault.conversation.config": 1,  # pure config of the conversation store (issue 18)
     # 2: implementations of the protocols, and the persistence built on them.
     "memvault._inputs": 2,  # argument -> model helpers shared by AsyncMemory and the client
     "memvault._search": 2,  # search composition over retrieval; used by backends
@@ -60,6 +61,7 @@ LAYERS: dict[str, int] = {
     "memvault.embeddings": 2,
     "memvault.llm": 2,
     "memvault.sessions": 2,
+    "memvault.conversation": 2,  # message log, compaction, embedding queue (issue 18)
     # 3: agent-side features over a memory (typed against injection.memory_api.MemoryAPI).
     "memvault.agent": 3,
     "memvault.injection": 3,

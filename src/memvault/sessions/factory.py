@@ -17,8 +17,15 @@ from memvault.sessions.store import InMemorySessionStore, SessionStore
 __all__ = ["open_session_store"]
 
 
-def open_session_store(url: str, *, schema: str | None = None) -> SessionStore:
+def open_session_store(
+    url: str, *, schema: str | None = None, storage: str = "snapshot", prune: str = "delete"
+) -> SessionStore:
     """The session store for a memvault storage URL (the same URL the memories use).
+
+    ``storage="messages"`` keeps the sessions in the conversation store instead (every turn
+    appended as a message, :class:`memvault.conversation.ConversationSessionStore`; ``prune``
+    is then ``"delete"`` or ``"archive"``); the default ``"snapshot"`` is the session table
+    rewritten at every save.
 
     A plain path or ``sqlite:///path.db`` gives a :class:`SQLiteSessionStore` on that file,
     ``postgresql://...`` a :class:`PostgresSessionStore` (extra ``memvault[postgres]``; the
@@ -29,9 +36,17 @@ def open_session_store(url: str, *, schema: str | None = None) -> SessionStore:
         MemoryConfigError: an unsupported URL (``composite://`` and ``http(s)://`` included:
             name the child store the sessions should live in instead).
     """
-    from memvault.backends.factory import parse_url
+    from memvault.backends.factory import parse_url, side_store_url
 
-    kind, target = parse_url(url)
+    if storage not in ("snapshot", "messages"):
+        msg = f"session storage must be 'snapshot' or 'messages', got {storage!r}"
+        raise MemoryConfigError(msg)
+    kind, target = parse_url(side_store_url(url))
+    if storage == "messages" and kind in ("memory", "sqlite", "postgresql"):
+        from memvault.conversation.sessions import ConversationSessionStore
+        from memvault.conversation.store import open_conversation_store
+
+        return ConversationSessionStore(open_conversation_store(url, schema=schema), prune=prune)
     if kind == "memory":
         return InMemorySessionStore()
     if kind == "sqlite":

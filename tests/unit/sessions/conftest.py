@@ -34,8 +34,18 @@ def schemas(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
         factory.drop_all()
 
 
+# The "-messages" kinds run the same session contract over the conversation store
+# (ConversationSessionStore, session_storage = "messages"): issue 18 keeps InitRunner's session
+# semantics working on top of the append-only message log.
 @pytest.fixture(
-    params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)],
+    params=[
+        "sqlite",
+        "memory",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        "sqlite-messages",
+        "memory-messages",
+        pytest.param("postgres-messages", marks=pytest.mark.postgres),
+    ],
 )
 async def make_store(
     request: pytest.FixtureRequest, tmp_path: Path, schemas: Callable[[], str]
@@ -46,7 +56,29 @@ async def make_store(
 
     def make(clock: Callable[[], datetime] | None = None) -> SessionStore:
         store: SessionStore
-        if kind == "sqlite":
+        if kind.endswith("-messages"):
+            from memvault.conversation import (
+                ConversationSessionStore,
+                InMemoryConversationStore,
+                SQLConversationStore,
+            )
+
+            conversations: SQLConversationStore
+            if kind == "sqlite-messages":
+                from memvault.conversation.sqlite import SQLiteConversationStore
+
+                conversations = SQLiteConversationStore(
+                    tmp_path / f"store{len(built)}.db", clock=clock
+                )
+            elif kind == "memory-messages":
+                conversations = InMemoryConversationStore(clock=clock)
+            else:
+                from memvault.conversation.postgres import PostgresConversationStore
+
+                url = request.getfixturevalue("postgres_url")
+                conversations = PostgresConversationStore(url, schema=schemas(), clock=clock)
+            store = ConversationSessionStore(conversations)
+        elif kind == "sqlite":
             store = SQLiteSessionStore(tmp_path / f"store{len(built)}.db", clock=clock)
         elif kind == "memory":
             store = InMemorySessionStore(clock=clock)
