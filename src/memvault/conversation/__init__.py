@@ -19,6 +19,7 @@ from memvault.conversation.config import (
     EmbeddingQueueConfig,
     ResponseCacheConfig,
 )
+from memvault.conversation.factory import open_conversation_store
 from memvault.conversation.models import (
     ConversationInfo,
     ConversationStats,
@@ -33,7 +34,6 @@ from memvault.conversation.store import (
     InMemoryConversationStore,
     MessageHit,
     SQLConversationStore,
-    open_conversation_store,
 )
 
 __all__ = [

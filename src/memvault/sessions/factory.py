@@ -43,8 +43,8 @@ def open_session_store(
         raise MemoryConfigError(msg)
     kind, target = parse_url(side_store_url(url))
     if storage == "messages" and kind in ("memory", "sqlite", "postgresql"):
+        from memvault.conversation.factory import open_conversation_store
         from memvault.conversation.sessions import ConversationSessionStore
-        from memvault.conversation.store import open_conversation_store
 
         return ConversationSessionStore(open_conversation_store(url, schema=schema), prune=prune)
     if kind == "memory":
