@@ -1,0 +1,51 @@
+"""Graph memory and the other Zeph memory features of seed 004.
+
+* :mod:`memvault.graph.config`: the ``graph``, ``tiered_recall``, ``forgetting`` and
+  ``importance`` sections (pure settings; imported by :mod:`memvault.config`);
+* :mod:`memvault.graph.extract`: entity and typed-edge extraction (rules, or an LLM);
+* :mod:`memvault.graph.store`: the side tables (SQLite, PostgreSQL, in process);
+* :mod:`memvault.graph.recall`: BFS and spreading activation;
+* :mod:`memvault.graph.memory`: :class:`GraphMemory`, the graph of one store;
+* :mod:`memvault.graph.forgetting`: optical forgetting (Full / Compressed / SummaryOnly);
+* :mod:`memvault.graph.promotion`: dense graph regions proposed as skills.
+
+This module imports nothing itself, so the configuration can import the settings without the
+rest; the public names resolve on first access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "ContentFidelity",
+    "GraphConfig",
+    "GraphEdge",
+    "GraphEntity",
+    "GraphMemory",
+    "GraphRecall",
+    "LLMExtractor",
+    "RecallMode",
+    "RuleExtractor",
+]
+
+_WHERE = {
+    "ContentFidelity": "memvault.graph.forgetting",
+    "GraphConfig": "memvault.graph.config",
+    "GraphEdge": "memvault.graph.models",
+    "GraphEntity": "memvault.graph.models",
+    "GraphMemory": "memvault.graph.memory",
+    "GraphRecall": "memvault.graph.models",
+    "LLMExtractor": "memvault.graph.extract",
+    "RecallMode": "memvault.graph.models",
+    "RuleExtractor": "memvault.graph.extract",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a public name from its submodule on first access."""
+    if name not in _WHERE:
+        msg = f"module 'memvault.graph' has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(_WHERE[name]), name)
