@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from memvault._actor import audit_actor
+from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
 from memvault._search import retrieve_entries
 from memvault.backends._common import (
@@ -71,6 +72,8 @@ from memvault.retrieval.text import query_terms
 from memvault.retrieval.threads import neighbour_anchors, same_thread, thread_key
 
 __all__ = [
+    "CLEAR",
+    "DELETE",
     "SHARED_KEY",
     "BaseBackend",
     "Supersede",
@@ -87,6 +90,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+DELETE = "memory.delete"
+"""Audit action of ``delete`` (written in the deletion's transaction by stores that can)."""
+CLEAR = "memory.clear"
+"""Audit action of ``clear`` (likewise)."""
+_SELF_AUDITED = frozenset({DELETE, CLEAR})
+
 
 class BaseBackend(SharedArchiveAuditMixin, ABC):
     """Shared behaviour of memvault's backends (see module docstring)."""
@@ -94,6 +103,9 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
     backend_name: str = "base"
     _implements_shared: bool = False
     """True in subclasses that implement the shared-knowledge primitives (``_insert_shared``...)."""
+    _audits_deletes: bool = False
+    """True in subclasses whose ``delete``/``clear`` write their audit record in the deletion's
+    own transaction (see :meth:`_deletion_audit`)."""
 
     def __init__(
         self,
@@ -112,6 +124,9 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         self._preset = get_preset(preset) if isinstance(preset, str) else preset
         self._clock = clock
         self._connected = False
+        # Deletions this store audited itself, not yet matched by the record a caller passes
+        # to record_audit (see _deletion_audit).
+        self._self_audited: Counter[tuple[str, str, str | None]] = Counter()
 
     # -- capabilities ---------------------------------------------------------------------------
 
@@ -187,6 +202,75 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         if not self._connected:
             msg = f"{self.backend_name} backend is not connected: call connect() first"
             raise MemoryConnectionError(msg)
+
+    # -- deletion audit -------------------------------------------------------------------------
+
+    def _deletion_audit(
+        self, agent_id: str
+    ) -> Callable[[str, str | None, dict[str, Any]], AuditRecord]:
+        """A maker of the audit record of a ``delete``/``clear`` the caller is about to commit.
+
+        A deletion and its audit record commit in one transaction, so a crash between them can
+        never leave an unaudited delete. The actor and stated reason are read now, in the
+        caller's task (a worker thread does not see the context variables that carry them); the
+        record is made inside the transaction, once the number of deleted rows is known.
+
+        Callers one layer up (``AsyncMemory.delete``/``clear``) still pass their own record of
+        the same deletion to :meth:`record_audit`; it is recognised there and not written twice.
+        """
+        actor = audit_actor(agent_id)
+        reason = audit_details()
+
+        def make(action: str, memory_id: str | None, details: dict[str, Any]) -> AuditRecord:
+            self._self_audited[(action, agent_id, memory_id)] += 1
+            return AuditRecord(
+                id=new_id(),
+                at=self._clock(),
+                actor=actor,
+                action=action,
+                agent_id=agent_id,
+                memory_id=memory_id,
+                details={**details, **reason},
+            )
+
+        return make
+
+    async def record_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append audit records (for operations audited outside a store transaction).
+
+        A ``memory.delete``/``memory.clear`` record of a deletion this store already audited in
+        the deletion's transaction is skipped, so every deletion has exactly one record.
+        """
+        fresh: list[AuditRecord] = []
+        for r in records:
+            key = (r.action, r.agent_id or "", r.memory_id)
+            if r.action in _SELF_AUDITED and self._self_audited[key] > 0:
+                self._self_audited[key] -= 1
+                if self._self_audited[key] == 0:
+                    del self._self_audited[key]
+                continue
+            fresh.append(r)
+        await super().record_audit(fresh)
+
+    async def audit_for_agent(
+        self, agent_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> list[AuditRecord]:
+        """The audit records about ``agent_id``, oldest first (by time, then id), at most
+        ``limit``; ``after`` is the ``(at, id)`` of the last record of the previous page.
+
+        Served by an index on (agent, time) in SQLite and PostgreSQL.
+        """
+        agent = check_agent(agent_id)
+        if limit < 1:
+            msg = "limit must be >= 1"
+            raise MemoryValidationError(msg)
+        self._require_connected()
+        if not self._implements_shared:
+            msg = f"{self.backend_name} has no audit log"
+            raise MemoryCapabilityError(msg)
+        fetch: Any = self._audit_records  # backends with an audit log take agent_id
+        records: list[AuditRecord] = await fetch(None, limit, after, agent_id=agent)
+        return records
 
     # -- writes ---------------------------------------------------------------------------------
 

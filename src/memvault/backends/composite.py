@@ -34,8 +34,14 @@ How each operation maps onto the children:
   knowledge is routed like private memories: a publish goes to the child of its category, and
   shared searches merge the children's candidates.
 
-Extra tables (archive, audit: :class:`~memvault.protocols.RowTableStore`) are not routed yet: a
-composite has none, so ``memvault migrate`` copies only memories into or out of one.
+* The archive and the audit log are delegated to the children that hold the entries:
+  ``archive`` moves each entry in the child that stores it (one transaction per child),
+  ``archived``/``restore`` read every child's archive (a restored entry returns to the child
+  whose archive held it), ``audit_log``/``audit_for_agent`` merge the children's logs by time,
+  and ``record_audit`` goes to the default child (the durable one in the usual layout). As extra
+  tables (:class:`~memvault.protocols.RowTableStore`, for ``memvault migrate``) ``audit`` and
+  ``archive`` export every child's rows merged by time, and import audit rows into the default
+  child and archive rows into the child of their entry's category.
 
 The class holds the routing, capabilities, lifecycle and writes; the reads that merge the
 children's answers are in :mod:`memvault.backends._composite_reads` and shared knowledge in
@@ -47,9 +53,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -66,12 +74,14 @@ from memvault.errors import (
     MemoryValidationError,
 )
 from memvault.models import (
+    ArchivedEntry,
+    AuditRecord,
     MemoryCategory,
     MemoryEntry,
     MemoryQuery,
     MemoryStoreRequest,
 )
-from memvault.protocols import Embedder, MemoryStore, SharedMemoryStore
+from memvault.protocols import Embedder, MemoryStore, RowTableStore, SharedMemoryStore
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 
 __all__ = ["CompositeBackend"]
@@ -462,3 +472,184 @@ class CompositeBackend(CompositeSharedMixin, CompositeReadsMixin):
         if query.include_shared:
             self._shared_children()
         return await retrieve_entries(self, agent, query, self._preset, now=self._clock())
+
+    # -- archive and audit (delegated to the children holding the entries) ----------------------
+
+    def _archivers(self) -> list[Any]:
+        """Children with an archive (every built-in durable store has one)."""
+        found = [c for c in self._children if callable(getattr(c, "archive", None))]
+        if not found:
+            msg = "composite backend: no child store has an archive"
+            raise MemoryCapabilityError(msg)
+        return found
+
+    async def archive(
+        self, agent_id: str, ids: Sequence[str], *, reason: str, actor: str | None = None
+    ) -> dict[str, str]:
+        """Move the agent's entries ``ids`` to the archive of the child holding each one.
+
+        Returns original id -> archive id; unknown ids are left out. Each child moves its
+        entries (rows, deletion, audit) in its own transaction, so every entry is always either
+        live or archived in exactly one child.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        wanted = list(dict.fromkeys(check_id(i) for i in ids))
+        moved: dict[str, str] = {}
+        for child in self._archivers():
+            mine = [i for i in wanted if i not in moved and await child.get(agent, i) is not None]
+            if mine:
+                moved.update(await child.archive(agent, mine, reason=reason, actor=actor))
+        return moved
+
+    async def archived(
+        self,
+        agent_id: str,
+        *,
+        memory_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ArchivedEntry]:
+        """The agent's archived entries in every child (or one memory's), newest first."""
+        agent = check_agent(agent_id)
+        if limit < 1 or offset < 0:
+            msg = "limit must be >= 1 and offset >= 0"
+            raise MemoryValidationError(msg)
+        self._require_connected()
+        rows: list[ArchivedEntry] = []
+        for child in self._archivers():
+            rows.extend(
+                await child.archived(agent, memory_id=memory_id, limit=limit + offset, offset=0)
+            )
+        rows.sort(key=lambda r: (r.archived_at, r.archive_id), reverse=True)
+        return rows[offset : offset + limit]
+
+    async def restore(
+        self, agent_id: str, memory_id: str, *, actor: str | None = None
+    ) -> MemoryEntry:
+        """Bring an archived entry back, into the child whose archive holds it.
+
+        Raises:
+            MemoryNotFoundError: no child has an archived entry of the agent with that id.
+        """
+        agent = check_agent(agent_id)
+        mid = check_id(memory_id)
+        self._require_connected()
+        for child in self._archivers():
+            if await child.archived(agent, memory_id=mid, limit=1):
+                restored: MemoryEntry = await child.restore(agent, mid, actor=actor)
+                return restored
+        msg = f"no archived memory {mid!r} for agent {agent!r}"
+        raise MemoryNotFoundError(msg)
+
+    def _prefer_default(self, stores: Sequence[Any]) -> Any:
+        """The default child if it is among ``stores``, else the first of them."""
+        default: Any = self._default
+        return default if any(s is default for s in stores) else stores[0]
+
+    def _auditors(self) -> list[Any]:
+        return [c for c in self._children if callable(getattr(c, "record_audit", None))]
+
+    async def record_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append audit records to the default child (or the first child with an audit log)."""
+        self._require_connected()
+        auditors = self._auditors()
+        if records and auditors:
+            await self._prefer_default(auditors).record_audit(records)
+
+    async def audit_for_agent(
+        self, agent_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> list[AuditRecord]:
+        """The children's audit records about ``agent_id`` merged, oldest first."""
+        agent = check_agent(agent_id)
+        self._require_connected()
+        rows: list[AuditRecord] = []
+        for child in self._children:
+            fetch = getattr(child, "audit_for_agent", None)
+            if fetch is not None:
+                rows.extend(await fetch(agent, after=after, limit=limit))
+        rows.sort(key=lambda r: (r.at, r.id))
+        return rows[:limit]
+
+    # -- extra tables (RowTableStore, for `memvault migrate`) -----------------------------------
+
+    def _row_children(self, table: str | None = None) -> list[Any]:
+        return [
+            c
+            for c in self._children
+            if isinstance(c, RowTableStore) and (table is None or table in c.row_tables())
+        ]
+
+    def row_tables(self) -> Sequence[str]:
+        """``audit`` and ``archive`` when some child keeps them."""
+        return tuple(t for t in ("audit", "archive") if self._row_children(t))
+
+    def _check_table(self, table: str) -> list[Any]:
+        owners = self._row_children(table)
+        if not owners:
+            msg = f"composite store has no table {table!r}"
+            raise MemoryCapabilityError(msg)
+        return owners
+
+    async def export_rows(self, table: str) -> AsyncIterator[dict[str, Any]]:
+        """Every child's rows of ``table`` merged by time (audit: oldest first by (at, id);
+        archive: as each child lists them, children one after another)."""
+        owners = self._check_table(table)
+        self._require_connected()
+        if table == "archive":
+            for child in owners:
+                async for row in child.export_rows(table):
+                    yield row
+            return
+        streams = [child.export_rows(table) for child in owners]
+        heap: list[tuple[str, str, int, dict[str, Any]]] = []
+        try:
+            for i, stream in enumerate(streams):
+                first = await anext(stream, None)
+                if first is not None:
+                    heapq.heappush(heap, (str(first["at"]), str(first["id"]), i, first))
+            while heap:
+                _, _, i, row = heapq.heappop(heap)
+                yield row
+                nxt = await anext(streams[i], None)
+                if nxt is not None:
+                    heapq.heappush(heap, (str(nxt["at"]), str(nxt["id"]), i, nxt))
+        finally:
+            for stream in streams:
+                close: Any = getattr(stream, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
+
+    async def import_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert exported rows: audit into the default child, archive rows into the child of
+        their entry's category; known ids are skipped."""
+        owners = self._check_table(table)
+        self._require_connected()
+        if not rows:
+            return 0
+        if table == "audit":
+            added: int = await self._prefer_default(owners).import_rows(table, rows)
+            return added
+        groups: dict[int, list[Mapping[str, Any]]] = {}
+        for row in rows:
+            try:
+                category = MemoryCategory(row["entry"]["category"])
+            except (KeyError, TypeError, ValueError):
+                msg = "archive row without a valid entry.category"
+                raise MemoryValidationError(msg) from None
+            child: Any = self.route(category)
+            if not any(o is child for o in owners):
+                child = self._prefer_default(owners)
+            groups.setdefault(self._index(child), []).append(row)
+        total = 0
+        for k, group in groups.items():
+            target: Any = self._children[k]
+            total += await target.import_rows(table, group)
+        return total
+
+    async def count_rows(self, table: str) -> int:
+        """Rows of ``table`` over every child."""
+        owners = self._check_table(table)
+        self._require_connected()
+        return sum([await c.count_rows(table) for c in owners])

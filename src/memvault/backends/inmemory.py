@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from memvault.backends._base import (
+    CLEAR,
+    DELETE,
     BaseBackend,
     Supersede,
     Vectors,
@@ -52,6 +54,7 @@ class InMemoryBackend(BaseBackend):
 
     backend_name = "inmemory"
     _implements_shared = True
+    _audits_deletes = True
 
     def __init__(self, embedder: Any, **kwargs: Any) -> None:
         super().__init__(embedder, **kwargs)
@@ -135,10 +138,11 @@ class InMemoryBackend(BaseBackend):
         return {i for i in ids if i in self._entries}
 
     async def delete(self, agent_id: str, memory_id: str) -> bool:
-        """Delete one memory of the agent."""
+        """Delete one memory of the agent (audited with it, as one step)."""
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         self._require_connected()
+        audit = self._deletion_audit(agent)
         async with self._lock:
             entry = self._entries.get(mid)
             if entry is None or entry.agent_id != agent:
@@ -146,12 +150,14 @@ class InMemoryBackend(BaseBackend):
             if entry.scope is not MemoryScope.PRIVATE:
                 raise append_only_error(mid)
             self._unindex(mid)
+            self._audit.append(audit(DELETE, mid, {}))
             return True
 
     async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Delete every memory of the agent (of one category)."""
+        """Delete every memory of the agent (of one category), audited with it."""
         agent = check_agent(agent_id)
         self._require_connected()
+        audit = self._deletion_audit(agent)
         async with self._lock:
             doomed = [
                 e.id
@@ -162,6 +168,12 @@ class InMemoryBackend(BaseBackend):
             ]
             for entry_id in doomed:
                 self._unindex(entry_id)
+            if doomed:
+                what = {
+                    "count": len(doomed),
+                    "category": None if category is None else category.value,
+                }
+                self._audit.append(audit(CLEAR, None, what))
             return len(doomed)
 
     async def record_access(
@@ -424,11 +436,14 @@ class InMemoryBackend(BaseBackend):
         memory_id: str | None,
         limit: int,
         after: tuple[datetime, str] | None = None,
+        *,
+        agent_id: str | None = None,
     ) -> list[AuditRecord]:
         rows = [
             r
             for r in self._audit
             if (memory_id is None or r.memory_id == memory_id)
+            and (agent_id is None or r.agent_id == agent_id)
             and (after is None or (r.at, r.id) > after)
         ]
         rows.sort(key=lambda r: (r.at, r.id))

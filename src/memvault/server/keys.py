@@ -296,6 +296,10 @@ class KeyStore(Protocol):
     def revoke(self, key_id: str) -> bool:
         """Revoke a key; ``False`` if it does not exist or was already revoked.
 
+        The store refuses the key at once; a running server that authenticated it moments ago
+        trusts it for at most ``memvault.server.rest.KEY_CACHE_SECONDS`` (0.5 s) more, in every
+        worker and process sharing this store.
+
         Raises:
             MemoryValidationError: ``key_id`` is not a key id.
         """
@@ -428,6 +432,10 @@ class _KeyStoreBase:
 
     def revoke(self, key_id: str) -> bool:
         """Revoke a key; ``False`` if it does not exist or was already revoked.
+
+        The store refuses the key at once; a running server that authenticated it moments ago
+        trusts it for at most ``memvault.server.rest.KEY_CACHE_SECONDS`` (0.5 s) more, in every
+        worker and process sharing this store.
 
         Raises:
             MemoryValidationError: ``key_id`` is not a key id.
@@ -850,7 +858,7 @@ def open_key_store(url: str) -> KeyStore:
         MemoryConfigError: an ``http(s)://`` URL (keys are managed on the server's own store),
             ``composite://`` (name the child store instead) or another unsupported URL.
     """
-    from memvault.backends.factory import parse_url
+    from memvault.backends.factory import parse_url, side_store_url
 
     text = url.strip() if isinstance(url, str) else url
     if isinstance(text, str) and text.lower().startswith(("http://", "https://")):
@@ -860,7 +868,7 @@ def open_key_store(url: str) -> KeyStore:
             "(a path, sqlite:///x.db or postgresql://...)"
         )
         raise MemoryConfigError(msg)
-    kind, target = parse_url(text)
+    kind, target = parse_url(side_store_url(text))
     if kind == "memory":
         return InMemoryKeyStore()
     if kind == "sqlite":

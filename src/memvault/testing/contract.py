@@ -420,6 +420,78 @@ class SharedKnowledgeContract:
         finally:
             await target.disconnect()
 
+    async def test_delete_and_clear_are_audited_once_by_the_store(
+        self, backend: MemoryStore
+    ) -> None:
+        # The store writes the record with the deletion (one transaction: no unaudited delete
+        # after a crash); the caller's own record of it, passed afterwards, is not doubled.
+        store: Any = _shared(backend)
+        gone = await store.store("alice", req("The old VPN password hint."))
+        kept = await store.store("alice", req("The VPN moved to vpn2."))
+        assert await store.delete("alice", gone)
+        assert not await store.delete("alice", gone)
+        trail = [r for r in await store.audit_log(memory_id=gone) if r.action == "memory.delete"]
+        assert [(r.actor, r.agent_id) for r in trail] == [("alice", "alice")]
+        await store.record_audit([trail[0].model_copy(update={"id": UNKNOWN_ID})])
+        again = await store.audit_log(memory_id=gone)
+        assert [r.action for r in again].count("memory.delete") == 1
+        episodic = await store.store("alice", req("Met Bob.", MemoryCategory.EPISODIC))
+        assert await store.clear("alice", category=MemoryCategory.EPISODIC) == 1
+        assert await store.clear("alice", category=MemoryCategory.EPISODIC) == 0
+        clears = [r for r in await store.audit_log(limit=1000) if r.action == "memory.clear"]
+        assert [(r.agent_id, r.details["count"], r.details["category"]) for r in clears] == [
+            ("alice", 1, "episodic")
+        ]
+        assert await store.get("alice", episodic) is None
+        assert await store.get("alice", kept) is not None
+
+    async def test_archive_moves_entries_and_restore_brings_them_back(
+        self, backend: MemoryStore
+    ) -> None:
+        store: Any = _shared(backend)
+        if not callable(getattr(store, "archive", None)):
+            pytest.skip("the backend has no archive")
+        ids = [
+            await store.store("alice", req(f"Archived fact {i}.", cat))
+            for i, cat in enumerate((MemoryCategory.SEMANTIC, MemoryCategory.EPISODIC))
+        ]
+        moved = await store.archive("alice", [*ids, UNKNOWN_ID], reason="evict")
+        assert set(moved) == set(ids)
+        for mid in ids:
+            # Exactly one of live / archived.
+            assert await store.get("alice", mid) is None
+            rows = await store.archived("alice", memory_id=mid)
+            assert [r.archive_id for r in rows] == [moved[mid]]
+            actions = [r.action for r in await store.audit_log(memory_id=mid)]
+            assert actions == ["memory.store", "memory.evict"]
+        assert {r.memory_id for r in await store.archived("alice")} == set(ids)
+        assert await store.archived("bob") == []
+        back = await store.restore("alice", ids[1])
+        assert back.id == ids[1] and back.category is MemoryCategory.EPISODIC
+        assert await store.archived("alice", memory_id=ids[1]) == []
+        assert await store.get("alice", ids[1]) is not None
+        with pytest.raises(MemoryNotFoundError):
+            await store.restore("alice", ids[1])
+        hits = await store.retrieve("alice", MemoryQuery(text="archived fact", limit=5))
+        assert [h.id for h in hits] == [ids[1]]
+
+    async def test_audit_for_agent_reads_one_agents_trail_in_time_order(
+        self, backend: MemoryStore
+    ) -> None:
+        store: Any = _shared(backend)
+        if not callable(getattr(store, "audit_for_agent", None)):
+            pytest.skip("the backend cannot read the audit log by agent")
+        mine = [await store.store("alice", req(f"Alice note {i}.")) for i in range(3)]
+        await store.store("bob", req("Bob note."))
+        await store.delete("alice", mine[0])
+        trail = await store.audit_log(limit=1000)
+        expected = [r for r in trail if r.agent_id == "alice"]
+        assert len(expected) == 4
+        assert await store.audit_for_agent("alice", limit=100) == expected
+        first = await store.audit_for_agent("alice", limit=2)
+        rest = await store.audit_for_agent("alice", after=(first[-1].at, first[-1].id))
+        assert first + rest == expected
+
 
 # -- metadata filters ------------------------------------------------------------------------------
 

@@ -147,12 +147,18 @@ class PostgresSideMixin(_MixinBase):
         memory_id: str | None,
         limit: int,
         after: tuple[datetime, str] | None = None,
+        *,
+        agent_id: str | None = None,
     ) -> list[AuditRecord]:
         sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit WHERE true"
         params: list[Any] = []
         if memory_id is not None:
             sql += " AND memory_id = %s"
             params.append(memory_id)
+        if agent_id is not None:
+            # audit_agent (agent_id, at, id) serves the filter and the order.
+            sql += " AND agent_id = %s"
+            params.append(agent_id)
         if after is not None:
             sql += " AND (at, id) > (%s, %s)"
             params.extend([after[0], after[1]])

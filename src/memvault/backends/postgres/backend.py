@@ -31,6 +31,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memvault.backends._base import (
+    CLEAR,
+    DELETE,
     BaseBackend,
     Supersede,
     Vectors,
@@ -140,6 +142,7 @@ class PostgresBackend(
 
     backend_name = "postgresql"
     _implements_shared = True
+    _audits_deletes = True
 
     def __init__(
         self,
@@ -471,10 +474,14 @@ class PostgresBackend(
         return found
 
     async def delete(self, agent_id: str, memory_id: str) -> bool:
-        """Delete one memory of the agent (its lexical statistics go with it)."""
+        """Delete one memory of the agent (its lexical statistics go with it).
+
+        The ``memory.delete`` audit record commits in the same transaction.
+        """
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         self._require_connected()
+        audit = self._deletion_audit(agent)
 
         async def run(conn: Conn) -> int:
             cur = await conn.execute(
@@ -485,22 +492,34 @@ class PostgresBackend(
                 return 0
             if found[0] != MemoryScope.PRIVATE.value:
                 raise append_only_error(mid)
-            return await self._delete_where(conn, "m.id = %s AND m.agent_id = %s", [mid, agent])
+            done = await self._delete_where(conn, "m.id = %s AND m.agent_id = %s", [mid, agent])
+            if done:
+                await _insert_audit(conn, [audit(DELETE, mid, {})])
+            return done
 
         return await self._write("delete", run) > 0
 
     async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Delete every memory of the agent (of one category) in one transaction."""
+        """Delete every memory of the agent (of one category) in one transaction.
+
+        The ``memory.clear`` audit record (when anything was deleted) commits with it.
+        """
         agent = check_agent(agent_id)
         self._require_connected()
+        audit = self._deletion_audit(agent)
+        what = {"category": None if category is None else category.value}
 
         async def run(conn: Conn) -> int:
             # Private rows only: shared knowledge is append-only (retract, never delete).
             if category is None:
-                return await self._delete_where(conn, _PRIVATE_SCOPE, [agent])
-            return await self._delete_where(
-                conn, f"{_PRIVATE_SCOPE} AND m.category = %s", [agent, category.value]
-            )
+                done = await self._delete_where(conn, _PRIVATE_SCOPE, [agent])
+            else:
+                done = await self._delete_where(
+                    conn, f"{_PRIVATE_SCOPE} AND m.category = %s", [agent, category.value]
+                )
+            if done:
+                await _insert_audit(conn, [audit(CLEAR, None, {"count": done, **what})])
+            return done
 
         return await self._write("clear", run)
 

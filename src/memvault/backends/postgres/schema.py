@@ -163,11 +163,17 @@ CREATE INDEX IF NOT EXISTS memories_agent_namespace
     ON memories (agent_id, ((extra::jsonb) -> 'namespace'), created_at)
 """
 
+# Audit trails of one agent are read by agent and time instead of scanning the whole log.
+M005_AUDIT_AGENT = """
+CREATE INDEX IF NOT EXISTS audit_agent ON audit (agent_id, at, id)
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
     ("m003_archive", M003_ARCHIVE),
     ("m004_metadata_filters", M004_METADATA_FILTERS),
+    ("m005_audit_agent", M005_AUDIT_AGENT),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

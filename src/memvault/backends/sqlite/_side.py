@@ -146,6 +146,8 @@ class SQLiteSideMixin(_MixinBase):
         memory_id: str | None,
         limit: int,
         after: tuple[datetime, str] | None = None,
+        *,
+        agent_id: str | None = None,
     ) -> list[AuditRecord]:
         def run() -> list[AuditRecord]:
             sql = "SELECT id, at, actor, action, agent_id, memory_id, details FROM audit WHERE 1=1"
@@ -153,6 +155,10 @@ class SQLiteSideMixin(_MixinBase):
             if memory_id is not None:
                 sql += " AND memory_id = ?"
                 params.append(memory_id)
+            if agent_id is not None:
+                # idx_audit_agent (agent_id, at, id) serves the filter and the order.
+                sql += " AND agent_id = ?"
+                params.append(agent_id)
             if after is not None:
                 sql += " AND (at, id) > (?, ?)"
                 params.extend([to_us(after[0]), after[1]])

@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memvault.backends._base import (
+    CLEAR,
+    DELETE,
     BaseBackend,
     Supersede,
     Vectors,
@@ -98,6 +100,7 @@ class SQLiteBackend(
 
     backend_name = "sqlite"
     _implements_shared = True
+    _audits_deletes = True
 
     def __init__(
         self,
@@ -396,10 +399,14 @@ class SQLiteBackend(
         return await self._run(run)
 
     async def delete(self, agent_id: str, memory_id: str) -> bool:
-        """Delete one memory of the agent (its vector, tags and FTS row go with it)."""
+        """Delete one memory of the agent (its vector, tags and FTS row go with it).
+
+        The ``memory.delete`` audit record commits in the same transaction.
+        """
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         self._require_connected()
+        audit = self._deletion_audit(agent)
 
         def run() -> bool:
             self._refresh()
@@ -412,6 +419,7 @@ class SQLiteBackend(
                 if row[1] != MemoryScope.PRIVATE.value:
                     raise append_only_error(mid)
                 self._delete_rows(conn, [row[0]])
+                _insert_audit(conn, [audit(DELETE, mid, {})])
                 self._bump_generation(conn)
             self._generation += 1
             self._cache.drop_rowids([row[0]])
@@ -431,9 +439,14 @@ class SQLiteBackend(
             conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", chunk)
 
     async def clear(self, agent_id: str, *, category: MemoryCategory | None = None) -> int:
-        """Delete every memory of the agent (of one category) in one transaction."""
+        """Delete every memory of the agent (of one category) in one transaction.
+
+        The ``memory.clear`` audit record (when anything was deleted) commits with it.
+        """
         agent = check_agent(agent_id)
         self._require_connected()
+        audit = self._deletion_audit(agent)
+        what = {"category": None if category is None else category.value}
 
         def run() -> int:
             self._refresh()
@@ -452,6 +465,7 @@ class SQLiteBackend(
                 rowids = [r[0] for r in rows]
                 self._delete_rows(conn, rowids)
                 if rowids:
+                    _insert_audit(conn, [audit(CLEAR, None, {"count": len(rowids), **what})])
                     self._bump_generation(conn)
             if rowids:
                 self._generation += 1

@@ -140,6 +140,12 @@ CREATE INDEX IF NOT EXISTS idx_memories_agent_namespace
     ON memories (agent_id, json_extract(extra, '$.namespace'), created_at);
 """
 
+# Audit trails of one agent (``audit_for_agent``, ``memvault check``'s coverage) are read by agent
+# and time instead of scanning the whole log.
+M007_AUDIT_AGENT = """
+CREATE INDEX IF NOT EXISTS idx_audit_agent ON audit (agent_id, at, id);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
@@ -147,6 +153,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m004_archive", M004_ARCHIVE),
     ("m005_fts_scope_key", M005_FTS_SCOPE_KEY),
     ("m006_metadata_filters", M006_METADATA_FILTERS),
+    ("m007_audit_agent", M007_AUDIT_AGENT),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

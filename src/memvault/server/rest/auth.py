@@ -22,9 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["KEY_CACHE_SECONDS", "Authenticator", "Caller", "actor_for_key", "current_actor"]
 
-# How long an authenticated key is trusted without asking the key store again: revocation
-# takes effect within this many seconds, and a busy server does not hit the store per request.
-KEY_CACHE_SECONDS = 5.0
+# How long an authenticated key is trusted without asking the key store again: a revocation
+# (from any process or worker sharing the key store) takes effect within this bound, under one
+# second, while a busy server still asks the store at most twice a second per key.
+KEY_CACHE_SECONDS = 0.5
 
 
 def actor_for_key(key: ApiKey) -> Actor:
