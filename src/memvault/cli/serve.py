@@ -18,6 +18,7 @@ from memvault.cli._common import err_console, missing_extra, state
 from memvault.config import MemvaultConfig, load_config
 from memvault.embeddings.minilm_onnx import THREADS_ENV
 from memvault.errors import MemoryConfigError, MemoryValidationError
+from memvault.models import MemoryLevel
 
 if TYPE_CHECKING:
     from memvault.server.keys import KeyStore
@@ -231,7 +232,12 @@ def _open_keys(options: dict[str, Any], config: MemvaultConfig, *, warn: bool) -
 
 
 def _load(options: dict[str, Any]) -> MemvaultConfig:
-    return load_config(options.get("config"), url=options.get("db"))
+    # A server is a process whose whole point is a durable store: with no level and no store
+    # configured it serves ~/.memvault/memvault.db, like the rest of the CLI (not the library's
+    # in-process session default).
+    return load_config(
+        options.get("config"), url=options.get("db"), default_level=MemoryLevel.PERSISTENT
+    )
 
 
 def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
