@@ -340,9 +340,9 @@ async def migrate_urls(
             msg = f"source store {directory} does not exist"
             raise MemoryConfigError(msg)
     if embedder is None:
-        from memvault.embeddings import create_embedder
+        from memvault._config_sources import build_embedder
 
-        embedder = create_embedder(cfg.embedder)
+        embedder = build_embedder(cfg)
     source = open_backend(source_url, embedder=embedder, config=cfg)
     dest = open_backend(dest_url, embedder=embedder, config=cfg)
     try:

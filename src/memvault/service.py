@@ -170,9 +170,9 @@ class MemoryService:
             found = self._memories.get(name)
             if found is None:
                 if self._embedder is None:
-                    from memvault.embeddings import create_embedder
+                    from memvault._config_sources import build_embedder
 
-                    self._embedder = create_embedder(self._config.embedder)
+                    self._embedder = build_embedder(self._config)
                 # WORKING memories stay in the server's process unless the configuration
                 # routes them to a store (memvault.backends.working).
                 backend = keep_working_in_process(

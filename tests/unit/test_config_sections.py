@@ -572,3 +572,25 @@ def test_dual_mode_fact_limits_reach_the_extractive_op() -> None:
     op = build_op("dual_mode", llm=ScriptedLLM([]), config=cfg)
     extractive = op.extractive  # type: ignore[attr-defined]
     assert (extractive.max_facts, extractive.unit_chars) == (2, 40)
+
+
+def test_an_embeddings_endpoint_reaches_the_opened_store(tmp_path: Path) -> None:
+    """``embeddings.base_url`` opens stores with the OpenAI-compatible embedder, not MiniLM."""
+    from memvault.backends.factory import open_backend
+    from memvault.config import MemvaultConfig
+    from memvault.embeddings import OpenAICompatibleEmbedder
+
+    cfg = MemvaultConfig.model_validate(
+        {
+            "embeddings": {
+                "provider": "openai",
+                "model": "text-embedding-3-small",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key_env": "MEMVAULT_TEST_NO_SUCH_KEY",
+            }
+        }
+    )
+    backend = open_backend(str(tmp_path / "m.db"), config=cfg)
+    embedder = backend.embedder  # type: ignore[attr-defined]
+    assert isinstance(embedder, OpenAICompatibleEmbedder)
+    assert embedder._url == "http://127.0.0.1:9/v1/embeddings"

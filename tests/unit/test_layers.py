@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     # Pure config models of packages that sit higher (config.py composes them).
     "memvault.maintenance.config": 1,
     "memvault.maintenance.triggers": 1,
+    "memvault.graph.config": 1,  # graph / tiered_recall / forgetting / importance sections
     "memvault.retrieval": 1,
     "memvault.write": 1,
     "memvault.consolidation": 1,
@@ -61,12 +62,15 @@ LAYERS: dict[str, int] = {
     "memvault.embeddings": 2,
     "memvault.llm": 2,
     "memvault.sessions": 2,
+    "memvault.graph": 2,  # entity graph side tables, extraction, recall, forgetting
     "memvault.conversation": 2,  # message log, compaction, embedding queue (issue 18)
     # 3: agent-side features over a memory (typed against injection.memory_api.MemoryAPI).
     "memvault.agent": 3,
     "memvault.injection": 3,
     # Lessons, skill pool, approvals, org memory (typed against injection.memory_api.MemoryAPI).
     "memvault.learning": 3,
+    "memvault.graph.promotion": 3,
+    "memvault.graph.forgetting": 3,  # typed against injection.memory_api.MemoryAPI  # graph regions proposed into the learning approval queue
     # 4: the front door, composing everything below.
     "memvault.memory": 4,
     # Operation declarations: inputs, scopes, JSON renderings of the core's results.
@@ -76,7 +80,8 @@ LAYERS: dict[str, int] = {
     # 5: applications over the front door.
     "memvault.service": 5,
     "memvault.bench": 5,  # benchmark runners drive an AsyncMemory (bench/_runner.py)
-    "memvault.maintenance": 5,  # the scheduler drives a Memory or a MemoryService
+    "memvault.maintenance": 5,
+    "memvault.integrations": 5,  # framework adapters over the front door and sessions  # the scheduler drives a Memory or a MemoryService
     "memvault.testing": 5,  # contract suites for plugin authors; imported by nothing in src
     # 6: transports and clients.
     "memvault.server": 6,

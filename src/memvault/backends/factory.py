@@ -117,9 +117,10 @@ def open_backend(
     """
     cfg = config or MemvaultConfig()
     if embedder is None:
-        from memvault.embeddings import create_embedder
+        # The ``embeddings`` section (an OpenAI-compatible endpoint) or the ``embedder`` spec.
+        from memvault._config_sources import build_embedder
 
-        embedder = create_embedder(cfg.embedder)
+        embedder = build_embedder(cfg)
     opts: dict[str, Any] = {
         "max_content_chars": cfg.options.max_content_chars,
         "max_memories_per_agent": cfg.options.max_memories_per_agent,
