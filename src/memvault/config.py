@@ -171,10 +171,30 @@ class MemoryStorageConfig(BaseModel):
 
     url: str | None = None
     data_dir: str | None = None
+    # What an acknowledged write survives. ``process`` (the default): a crash or kill -9 of any
+    # memvault process loses nothing acknowledged; a power cut or kernel crash may drop the last
+    # writes of a SQLite store (never corrupts it). ``power``: acknowledged writes also survive a
+    # power cut: SQLite fsyncs the WAL on every commit (synchronous=FULL, measured by
+    # benchmarks/bench_durability.py); PostgreSQL keeps its defaults either way (the server is
+    # another process and synchronous_commit=on already flushes every commit).
+    durability: str = Field(default="process", pattern="^(process|power)$")
+    # The lower-level SQLite key: when set explicitly it wins over ``durability``; left out, it
+    # follows it (process -> normal, power -> full).
     synchronous: str = Field(default="normal", pattern="^(normal|full)$")
     # Accepted for compatibility with the design documents' examples; memvault ignores them.
     vector_store: str | None = None
     history_store: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _synchronous_follows_durability(cls, data: Any) -> Any:
+        # ``synchronous`` given explicitly wins; otherwise it is what ``durability`` asks for.
+        if isinstance(data, Mapping) and data.get("synchronous") is None:
+            fields = {k: v for k, v in data.items() if k != "synchronous"}
+            if data.get("durability") == "power":
+                fields["synchronous"] = "full"
+            return fields
+        return data
 
 
 COMPOSITE_URL = "composite://"

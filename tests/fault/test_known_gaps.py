@@ -1,4 +1,4 @@
-"""The gaps issue 21 closes: audited deletes, key revocation bound, composite archive, audit index."""
+"""The gaps issue 21 closes: audited deletes, key revocation, composite archive, audit index."""
 
 from __future__ import annotations
 
