@@ -95,6 +95,12 @@ from pydantic import (
 )
 
 from memvault.errors import MemoryConfigError
+from memvault.graph.config import (
+    ForgettingConfig,
+    GraphConfig,
+    ImportanceConfig,
+    TieredRecallConfig,
+)
 from memvault.maintenance.config import MaintenanceConfig
 from memvault.models import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -655,6 +661,10 @@ class MemvaultConfig(BaseModel):
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
     org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
+    tiered_recall: TieredRecallConfig = Field(default_factory=TieredRecallConfig)
+    forgetting: ForgettingConfig = Field(default_factory=ForgettingConfig)
+    importance: ImportanceConfig = Field(default_factory=ImportanceConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -69,8 +69,8 @@ LAYERS: dict[str, int] = {
     "memvault.injection": 3,
     # Lessons, skill pool, approvals, org memory (typed against injection.memory_api.MemoryAPI).
     "memvault.learning": 3,
-    "memvault.graph.promotion": 3,
-    "memvault.graph.forgetting": 3,  # typed against injection.memory_api.MemoryAPI  # graph regions proposed into the learning approval queue
+    "memvault.graph.promotion": 3,  # graph regions proposed into the learning approval queue
+    "memvault.graph.forgetting": 3,  # typed against injection.memory_api.MemoryAPI
     # 4: the front door, composing everything below.
     "memvault.memory": 4,
     # Operation declarations: inputs, scopes, JSON renderings of the core's results.

@@ -66,7 +66,10 @@ _RELATIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 def entity_key(name: str) -> str:
     """The normalised key of an entity name (lowercase, single spaces, no edge punctuation)."""
-    return " ".join(name.lower().strip(" .,:;!?'\"()[]").split())[:200]
+    text = name.lower().replace("’", "'").strip(" .,:;!?'\"()[]")
+    if text.endswith("'s"):  # possessive: "Alice's" names Alice
+        text = text[:-2]
+    return " ".join(text.split())[:200]
 
 
 @runtime_checkable

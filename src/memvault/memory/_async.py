@@ -61,6 +61,10 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
+from memvault.graph import wiring as _graph_wiring
+from memvault.graph.forgetting import ForgettingReport, optical_forgetting
+from memvault.graph.memory import GraphMemory
+from memvault.graph.models import RecallMode
 from memvault.injection.context import (
     CONTEXT_MIN_RELEVANCE,
     ContextInjectionConfig,
@@ -72,12 +76,14 @@ from memvault.injection.tool_based import ToolBasedInjectionConfig, ToolBasedInj
 from memvault.learning.engine import LearningEngine
 from memvault.learning.models import (
     AgentProfile,
+    ApprovalItem,
     EvolverReport,
     LearnReport,
     OrgFactKind,
     PruneReport,
     Seniority,
     TaskOutcome,
+    is_pool_id,
 )
 from memvault.learning.store import InMemoryLearningStore, LearningStore
 from memvault.models import (
@@ -98,6 +104,13 @@ from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryS
 from memvault.retrieval.filters import MemoryFilterStrategy, check_non_inferable_tag
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.retrieval.tiered import (
+    LLMRecallValidator,
+    LLMTierClassifier,
+    RecallTier,
+    TieredRecall,
+    classify_tier,
+)
 from memvault.validation import check_agent, check_id, model_error
 from memvault.write.admission import AdmissionController
 from memvault.write.chunking import CHUNK_CHARS, CHUNK_OVERLAP, chunk_text
@@ -261,6 +274,10 @@ class AsyncMemory:
         self._access_noted = 0  # searches whose hits were counted ...
         self._access_written = 0  # ... and how many of those are written (or given up)
         self._access_waiters: builtins.list[tuple[int, asyncio.Future[None]]] = []
+        # Graph memory (issue 18): opened on first use when graph.enabled; co-access
+        # strengthening runs behind searches, awaited on close.
+        self._graph: GraphMemory | None = None
+        self._graph_tasks: set[asyncio.Task[None]] = set()
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -730,6 +747,10 @@ class AsyncMemory:
         if self._config.level is MemoryLevel.NONE:
             return self._dropped(agent, requests)
         backend = await self._ready()
+        if self._config.importance.enabled:
+            requests = await _graph_wiring.score_importance(
+                backend, agent, requests, self._config.importance
+            )
         use_dedup = self._config.options.dedup if dedup is None else dedup
         if not use_dedup and not admission:
             ids = await backend.store_many(agent, requests)
@@ -748,6 +769,9 @@ class AsyncMemory:
                 now=utc_now(),
             )
         if any(o.stored for o in outcomes):
+            if self._config.graph.enabled:
+                stored = [o.id if o.stored else None for o in outcomes]
+                await _graph_wiring.index_stored(self.graph, agent, requests, stored)
             await self._enforce_caps(backend, agent)
         return outcomes
 
@@ -1256,7 +1280,28 @@ class AsyncMemory:
         )
         # A search as of a past moment ranks from that moment too ("last week" means the week
         # before it, and recency counts back from it). Retention rules apply at read time.
-        results = await self._retained_search(backend, agent, q, cfg, include_shared=include_shared)
+        graph_weight = self._graph_weight(cfg)
+        if graph_weight is None:
+            results = await self._retained_search(
+                backend, agent, q, cfg, include_shared=include_shared
+            )
+        else:
+            wide = _graph_wiring.widen(q)
+            results = await self._retained_search(
+                backend, agent, wide, cfg, include_shared=include_shared
+            )
+            results = await _graph_wiring.graph_rank(
+                self.graph,
+                agent,
+                query,
+                results,
+                cfg,
+                weight=graph_weight,
+                limit=q.limit,
+                as_of=q.as_of,
+                now=q.as_of or utc_now(),
+            )
+            self._strengthen_behind(agent, [r.id for r in results[:5]])
         if not explain:
             results = [r.model_copy(update={"score": None}) for r in results]
         # Only the agent's own private memories count accesses: shared rows are append-only.
@@ -1264,6 +1309,204 @@ class AsyncMemory:
         if self._track_access and private:
             self._note_access(backend, agent, private)
         return results
+
+    # -- graph memory (issue 18) ----------------------------------------------------------------
+
+    @property
+    def graph(self) -> GraphMemory:
+        """The entity graph beside the memories (``graph.enabled``; opened on first use).
+
+        Raises:
+            MemoryConfigError: graph memory is off (``graph.enabled: false``).
+        """
+        if self._graph is None:
+            if not self._config.graph.enabled:
+                msg = "graph memory is off: set graph.enabled: true"
+                raise MemoryConfigError(msg)
+            from memvault.graph.extract import LLMExtractor
+            from memvault.graph.store import open_graph_store
+
+            url = self._learning_url
+            if url == COMPOSITE_URL:
+                url = self._config.composite_default_url()
+            extractor = None
+            if self._config.graph.extractor == "llm" and self._llm is not None:
+                extractor = LLMExtractor(self._llm)
+            self._graph = GraphMemory(
+                open_graph_store(url), self._config.graph, extractor=extractor
+            )
+        return self._graph
+
+    def _graph_weight(self, cfg: RetrievalConfig) -> float | None:
+        """The graph weight of a search with ``cfg``; None: the search does not use the graph."""
+        gcfg = self._config.graph
+        if not gcfg.enabled:
+            return None
+        weight = max(cfg.graph_weight, gcfg.expand_weight if gcfg.expand_search else 0.0)
+        if weight <= 0 and cfg.signals is None:
+            return None
+        return weight
+
+    def _strengthen_behind(self, agent: str, ids: builtins.list[str]) -> None:
+        if not self._config.graph.strengthen_on_search or len(ids) < 2:
+            return
+        task = asyncio.get_running_loop().create_task(
+            _graph_wiring.strengthen_quietly(self.graph, agent, ids)
+        )
+        self._graph_tasks.add(task)
+        task.add_done_callback(self._graph_tasks.discard)
+
+    async def graph_recall(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        mode: RecallMode | str = RecallMode.SPREADING,
+        hops: int | None = None,
+        as_of: datetime | None = None,
+        limit: int = 10,
+    ) -> builtins.list[MemoryEntry]:
+        """Memories reached through the graph from the query's entities, most activated first.
+
+        ``mode`` ``bfs`` walks ``hops`` edges breadth-first; ``spreading`` (the default) spreads
+        activation along weighted edges. Only edges valid at ``as_of`` (now when None) are
+        walked. ``relevance_score`` is the memory's activation in [0, 1].
+
+        Raises:
+            MemoryConfigError: graph memory is off.
+            MemoryValidationError: an empty query, an unknown mode or a bad limit.
+        """
+        agent = check_agent(agent_id)
+        if not isinstance(query, str) or not query.strip():
+            msg = "graph recall query is empty"
+            raise MemoryValidationError(msg)
+        try:
+            how = RecallMode(mode)
+        except ValueError:
+            msg = f"unknown graph recall mode {mode!r} (bfs or spreading)"
+            raise MemoryValidationError(msg) from None
+        if hops is not None and not 1 <= hops <= 5:
+            msg = "hops must be between 1 and 5"
+            raise MemoryValidationError(msg)
+        if not 1 <= limit <= 1000:
+            msg = "limit must be between 1 and 1000"
+            raise MemoryValidationError(msg)
+        when = _aware(as_of, "as_of")
+        recall = await self.graph.recall(agent, query, as_of=when, mode=how, hops=hops)
+        found: builtins.list[MemoryEntry] = []
+        for memory_id, activation in recall.memories.items():
+            if len(found) >= limit:
+                break
+            try:
+                entry = await self.get(memory_id, agent_id=agent)
+            except MemoryNotFoundError:
+                continue  # deleted or archived since it was indexed
+            if entry.superseded_by is not None and when is None:
+                continue
+            found.append(entry.model_copy(update={"relevance_score": activation}))
+        return found
+
+    async def recall_tiered(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        tier: RecallTier | str | None = None,
+        as_of: datetime | None = None,
+    ) -> TieredRecall:
+        """Search as deep as the query needs: shallow, targeted or deep (``tiered_recall``).
+
+        Off (``tiered_recall.enabled: false``, the default): a plain search, reported as the
+        targeted tier. On: the heuristic (or, with ``classifier: llm``, the memory's LLM)
+        picks the tier unless ``tier`` forces one; ``validate_results`` has the LLM check the
+        results and escalates to deep when they fall short. LLM failures fall back (fail-open).
+
+        Raises:
+            MemoryValidationError: an empty query or an unknown tier.
+        """
+        cfg = self._config.tiered_recall
+        chosen: RecallTier
+        if tier is not None:
+            try:
+                chosen, by = RecallTier(tier), "caller"
+            except ValueError:
+                msg = f"unknown recall tier {tier!r} (shallow, targeted or deep)"
+                raise MemoryValidationError(msg) from None
+        elif not cfg.enabled:
+            chosen, by = RecallTier.TARGETED, "off"
+        elif cfg.classifier == "llm" and self._llm is not None:
+            chosen, by = await LLMTierClassifier(self._llm).classify(query)
+        else:
+            chosen, by = classify_tier(query), "heuristic"
+        presets = {
+            RecallTier.SHALLOW: cfg.shallow_preset,
+            RecallTier.TARGETED: cfg.targeted_preset,
+            RecallTier.DEEP: cfg.deep_preset,
+        }
+        if by == "off":
+            presets[RecallTier.TARGETED] = self._preset.name
+        entries = await self.search(
+            query,
+            agent_id=agent_id,
+            limit=limit,
+            as_of=as_of,
+            preset=self._tier_preset(presets[chosen]),
+        )
+        escalated = False
+        validated: bool | None = None
+        if cfg.enabled and cfg.validate_results and self._llm is not None:
+            validated = await LLMRecallValidator(self._llm).sufficient(query, entries)
+            if not validated and chosen is not RecallTier.DEEP:
+                chosen, escalated = RecallTier.DEEP, True
+                entries = await self.search(
+                    query,
+                    agent_id=agent_id,
+                    limit=limit,
+                    as_of=as_of,
+                    preset=self._tier_preset(presets[RecallTier.DEEP]),
+                )
+        return TieredRecall(
+            tier=chosen, classified_by=by, entries=entries, escalated=escalated, validated=validated
+        )
+
+    def _tier_preset(self, name: str) -> RetrievalConfig:
+        if name == self._preset.name:
+            return self._preset
+        return self._resolve_preset(name)
+
+    async def forget(self, *, agent_id: str | None = None) -> builtins.list[ForgettingReport]:
+        """One optical-forgetting pass (``forgetting``; the maintenance job runs it too).
+
+        Memories not accessed for ``compress_after_days`` are compressed, for
+        ``summary_after_days`` reduced to a summary; each original goes to the archive
+        (``restore`` brings it back). ``agent_id`` None: every agent. Does nothing while
+        ``forgetting.enabled`` is false.
+        """
+        cfg = self._config.forgetting
+        if not cfg.enabled:
+            return []
+        backend = await self._ready()
+        agents = [check_agent(agent_id)] if agent_id is not None else await backend.agent_ids()
+        now = utc_now()
+        return [
+            await optical_forgetting(self, agent, cfg, now=now, llm=self._llm)
+            for agent in agents
+            if not is_pool_id(agent)
+        ]
+
+    async def promote_skills(self, *, agent_id: str) -> builtins.list[ApprovalItem]:
+        """Propose the agent's dense, often used graph regions as skills (approval queue).
+
+        Raises:
+            MemoryConfigError: graph memory is off.
+        """
+        from memvault.graph.promotion import promote_skills
+
+        agent = check_agent(agent_id)
+        return await promote_skills(
+            self.graph, self, self.learning, agent, self._config.graph.promotion
+        )
 
     def _resolve_preset(self, preset: str | RetrievalConfig | None) -> RetrievalConfig:
         if preset is None:
@@ -1990,6 +2233,10 @@ class AsyncMemory:
             return
         await self._settle_access()
         self._closed = True
+        if self._graph_tasks:
+            await asyncio.gather(*self._graph_tasks, return_exceptions=True)
+        if self._graph is not None:
+            await self._graph.close()
         if self._learning is not None:
             await self._learning.close()
         elif self._learning_store is not None:

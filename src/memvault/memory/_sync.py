@@ -34,6 +34,8 @@ from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
 )
+from memvault.graph.forgetting import ForgettingReport
+from memvault.graph.models import RecallMode
 from memvault.injection.context import (
     CONTEXT_MIN_RELEVANCE,
     ContextInjectionConfig,
@@ -75,6 +77,7 @@ from memvault.protocols import Embedder, LLMProvider, MemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig
+from memvault.retrieval.tiered import RecallTier, TieredRecall
 from memvault.write.retention import (
     RetentionPolicy,
     RetentionReport,
@@ -650,6 +653,45 @@ class Memory:
     def prune_procedural(self, *, agent_id: str) -> PruneReport:
         """Archive the agent's pruned lessons (see :meth:`AsyncMemory.prune_procedural`)."""
         return self._run(self._core.prune_procedural(agent_id=agent_id))
+
+    def graph_recall(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        mode: RecallMode | str = RecallMode.SPREADING,
+        hops: int | None = None,
+        as_of: datetime | None = None,
+        limit: int = 10,
+    ) -> builtins.list[MemoryEntry]:
+        """Memories reached through the entity graph (see :meth:`AsyncMemory.graph_recall`)."""
+        return self._run(
+            self._core.graph_recall(
+                query, agent_id=agent_id, mode=mode, hops=hops, as_of=as_of, limit=limit
+            )
+        )
+
+    def recall_tiered(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        tier: RecallTier | str | None = None,
+        as_of: datetime | None = None,
+    ) -> TieredRecall:
+        """Search as deep as the query needs (see :meth:`AsyncMemory.recall_tiered`)."""
+        return self._run(
+            self._core.recall_tiered(query, agent_id=agent_id, limit=limit, tier=tier, as_of=as_of)
+        )
+
+    def forget(self, *, agent_id: str | None = None) -> builtins.list[ForgettingReport]:
+        """One optical-forgetting pass (see :meth:`AsyncMemory.forget`)."""
+        return self._run(self._core.forget(agent_id=agent_id))
+
+    def promote_skills(self, *, agent_id: str) -> builtins.list[ApprovalItem]:
+        """Propose dense graph regions as skills (see :meth:`AsyncMemory.promote_skills`)."""
+        return self._run(self._core.promote_skills(agent_id=agent_id))
 
     def consolidate(
         self,

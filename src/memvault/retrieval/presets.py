@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memvault.retrieval.evidence import EvidenceModel
+from memvault.retrieval.signals import FiveSignalWeights
 
 __all__ = [
     "DEFAULT",
@@ -68,6 +69,10 @@ class RetrievalConfig(BaseModel):
     feedback_weight: float = Field(default=0.0, ge=0.0, le=1.0)
     feedback_docs: int = Field(default=3, ge=1, le=20)
     feedback_terms: int = Field(default=20, ge=1, le=100)
+    # Graph memory (memvault.graph; used only where ``graph.enabled``): the weight of graph
+    # activation merged into relevance, and the five-signal re-ranking (retrieval.signals).
+    graph_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    signals: FiveSignalWeights | None = None
 
     def pool_size(self, limit: int) -> int:
         """How many candidates each source contributes for a search of ``limit`` results."""
@@ -182,6 +187,12 @@ PRESETS: dict[str, RetrievalConfig] = {
         }
     ),
     "legacy": LEGACY,
+    # Graph-expanded search and five-signal retrieval (need ``graph.enabled``; without a graph
+    # they rank as ``default``). See memvault.retrieval.signals.
+    "graph": DEFAULT.model_copy(update={"name": "graph", "graph_weight": 0.15}),
+    "five_signal": DEFAULT.model_copy(
+        update={"name": "five_signal", "signals": FiveSignalWeights()}
+    ),
     # Reference points: plain RRF hybrid and the single-source retrievers (relative scores).
     "hybrid": RetrievalConfig(name="hybrid"),
     "bm25": RetrievalConfig(name="bm25", use_dense=False, fusion="linear"),

@@ -195,6 +195,11 @@ class PostgresBackend(
         """The schema holding this store's tables."""
         return self._schema
 
+    @property
+    def supports_graph(self) -> bool:
+        """An entity graph can be kept beside the memories (side tables, ``graph.enabled``)."""
+        return True
+
     # -- plumbing -------------------------------------------------------------------------------
 
     def _message(self, exc: BaseException) -> str:

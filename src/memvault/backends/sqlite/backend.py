@@ -138,6 +138,11 @@ class SQLiteBackend(
         """The database file's path."""
         return self._path
 
+    @property
+    def supports_graph(self) -> bool:
+        """An entity graph can be kept beside the memories (side tables, ``graph.enabled``)."""
+        return True
+
     # -- plumbing -------------------------------------------------------------------------------
 
     async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T:
