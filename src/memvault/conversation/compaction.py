@@ -77,7 +77,8 @@ _DECISION = re.compile(
     r"plan is|will)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# Sentences end at ., ! or ? followed by whitespace (so "v3.2" or "main.py" stay whole).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 class AnchoredSummary(BaseModel):
@@ -216,7 +217,7 @@ def extract_summary(messages: Sequence[StoredMessage | ChatMessage]) -> Anchored
     for m in messages:
         text = m.content
         identifiers += identifiers_of(text)
-        for sentence in (s.group(0).strip() for s in _SENTENCE.finditer(text)):
+        for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
             if not sentence:
                 continue
             if sentence.endswith("?"):
