@@ -121,3 +121,19 @@ async def test_dense_accessed_graph_regions_are_proposed_as_skills(open_memory: 
     assert {i.id for i in items} <= {i.id for i in queued}
     assert await mem.promote_skills(agent_id="ops") == []  # already proposed
     assert await mem.promote_skills(agent_id="someone-else") == []
+
+
+async def test_the_maintenance_pass_runs_forgetting(open_memory: OpenMemory) -> None:
+    from memvault.maintenance.scheduler import MaintenanceScheduler
+
+    mem = open_memory(forgetting=FORGET)
+    old = await mem.add(LONG, agent_id="a", dedup=False, created_at=utc_now() - timedelta(days=45))
+    scheduler = MaintenanceScheduler(mem)
+    try:
+        report = await scheduler.run_pass(force=True)
+    finally:
+        await scheduler.state.close()
+    assert not report.errors
+    assert "forgetting a: 1 decayed" in report.summary()
+    assert [e.id for e in await mem.list(agent_id="a")] != [old]
+    assert (await mem.archived(agent_id="a"))[0].entry.id == old

@@ -65,6 +65,7 @@ logger = logging.getLogger("memvault.maintenance")
 JOB_CONSOLIDATE = "consolidate"
 JOB_SWEEP = "sweep"
 JOB_EVOLVE = "evolve"
+JOB_FORGET = "forgetting"  # optical forgetting (issue 18), on the sweep interval
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -335,6 +336,7 @@ class MaintenanceScheduler:
         interval = memory.config.options.consolidation_interval
         await self._consolidate(work, agents, interval, force=force)
         await self._sweep(work, agents, force=force)
+        await self._forget(work, agents, force=force)
         await self._evolve(work, force=force)
 
     async def _consolidate(
@@ -392,6 +394,28 @@ class MaintenanceScheduler:
             work.swept.append(
                 SweepRun(agent_id=agent, expired=len(swept.expired), evicted=len(swept.evicted))
             )
+
+    async def _forget(self, work: _Work, agents: Iterable[str], *, force: bool) -> None:
+        """Optical forgetting (``forgetting.enabled``), per agent on the sweep interval."""
+        if not self._memory.config.forgetting.enabled:
+            return
+        last = await self._state.last_runs(JOB_FORGET)
+        for agent in agents:
+            if not _interval_due(
+                self._config.sweep_interval, last.get(agent), self._now(), force=force
+            ):
+                continue
+            await self._renew()
+            try:
+                reports = await self._memory.forget(agent_id=agent)
+            except Exception as exc:
+                logger.warning("maintenance: forgetting of %s failed: %s", agent, exc)
+                work.errors.append(f"forgetting {agent}: {exc}")
+                continue
+            await self._state.record_run(JOB_FORGET, agent, self._now())
+            decayed = sum(len(r.archived) for r in reports)
+            if decayed:
+                work.skipped.append(f"forgetting {agent}: {decayed} decayed")
 
     async def _evolve(self, work: _Work, *, force: bool) -> None:
         if not self._memory.config.procedural.evolver.enabled:
