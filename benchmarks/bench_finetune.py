@@ -13,7 +13,8 @@ deploy ``finetuned:<registry>`` serves the checkpoint (a new model id, so stores
 ``memvault reindex``), and after ``rollback_checkpoint("base")`` it serves the base model again.
 
     python benchmarks/bench_finetune.py --dataset locomo --data locomo10.json
-    python benchmarks/bench_finetune.py --dataset longmemeval --data longmemeval_s_dev100.json
+    python benchmarks/bench_finetune.py --dataset longmemeval --data longmemeval_s_dev100.json \
+        --max-passages 5000
     python benchmarks/bench_finetune.py ... --trainer biencoder   # needs memvault[finetune]
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import tempfile
 import time
 from collections.abc import Sequence
@@ -76,12 +78,25 @@ async def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--hard-negatives", type=int, default=5)
+    parser.add_argument(
+        "--max-passages",
+        type=int,
+        default=None,
+        help="Cap the pool: every evidence turn plus this many others in all, sampled with a "
+        "fixed seed (LongMemEval's 47k long turns take most of an hour to embed on 2 cores).",
+    )
     parser.add_argument("--registry", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     args = parser.parse_args()
 
     build = locomo_corpus if args.dataset == "locomo" else longmemeval_corpus
     pairs, turns = build(args.data)
+    if args.max_passages is not None and len(turns) > args.max_passages:
+        gold = {p["passage"] for p in pairs}
+        keep = [t for t in turns if t[1] in gold]
+        others = [t for t in turns if t[1] not in gold]
+        room = max(0, args.max_passages - len(keep))
+        turns = sorted(keep + random.Random(0).sample(others, min(room, len(others))))
     registry = args.registry or Path(tempfile.mkdtemp(prefix="memvault-ft-"))
     pairs_file = registry.parent / f"{registry.name}-pairs.jsonl"
     pairs_file.write_text("\n".join(json.dumps(p) for p in pairs) + "\n", encoding="utf-8")
