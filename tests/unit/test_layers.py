@@ -77,6 +77,8 @@ LAYERS: dict[str, int] = {
     "memvault.api": 4,
     "memvault.reindex": 4,  # re-embedding a store in place: backends and the facade
     "memvault.migrate": 4,  # store-to-store copy; imports only backends/embeddings/config
+    "memvault.backup": 4,  # online backup/restore of a store: backends and config
+    "memvault.integrity": 4,  # check/repair of a store's derived data: backends, embeddings
     # 5: applications over the front door.
     "memvault.service": 5,
     "memvault.bench": 5,  # benchmark runners drive an AsyncMemory (bench/_runner.py)

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from typer.exceptions import TyperException
 
+import memvault.cli.admin as admin_cmd
 import memvault.cli.api as api_cmd
 import memvault.cli.bench as bench
 import memvault.cli.chat as chat_cmd
@@ -78,6 +79,7 @@ serve_cmd.register(app)
 keys.register(app)
 api_cmd.register(app)
 learning.register(app)
+admin_cmd.register(app)
 config_cmd.register(app)
 reindex_cmd.register(app)
 embedders.register(app)
