@@ -37,6 +37,13 @@ TOOLS = {
     "delete_memory",
     "publish_shared",
     "search_shared",
+    # issue 17: context, Search-and-Ask, capture and working memory
+    "memory_context",
+    "search_and_ask",
+    "capture_episode",
+    "capture_distillation",
+    "working_memory_note",
+    "working_memory",
     "learn_from_task",
     "list_approvals",
     "search_org",
