@@ -24,7 +24,7 @@ from memvault.errors import (
     MemoryValidationError,
     MemvaultError,
 )
-from memvault.memory import AsyncMemory, Memory
+from memvault.memory import AsyncMemory, Memory, WriteResult
 from memvault.models import (
     ConsolidationInterval,
     MemoryCategory,
@@ -66,6 +66,7 @@ __all__ = [
     "MemvaultConfig",
     "MemvaultError",
     "ScoreBreakdown",
+    "WriteResult",
     "__version__",
     "load_config",
 ]

@@ -55,6 +55,7 @@ EXPECTED_ALL = [
     "MemvaultConfig",
     "MemvaultError",
     "ScoreBreakdown",
+    "WriteResult",
     "__version__",
     "load_config",
 ]

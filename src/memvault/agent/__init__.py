@@ -2,10 +2,12 @@
 
 from memvault.agent.capture import (
     DISTILLATION_TAG,
+    TRIGGER_KEY,
     DistillationRequest,
     TurnRecord,
     capture_distillation,
     capture_episode,
+    episode_trigger,
 )
 from memvault.agent.memory_tools import (
     PROCEDURES_HEADING,
@@ -18,6 +20,7 @@ from memvault.agent.working import WorkingMemory, WorkingNote
 __all__ = [
     "DISTILLATION_TAG",
     "PROCEDURES_HEADING",
+    "TRIGGER_KEY",
     "DistillationRequest",
     "MemoryTools",
     "MemoryToolsConfig",
@@ -26,5 +29,6 @@ __all__ = [
     "WorkingNote",
     "capture_distillation",
     "capture_episode",
+    "episode_trigger",
     "sanitize_category",
 ]

@@ -5,7 +5,14 @@ runs the async core on a private event-loop thread, so it also works inside prog
 already run an event loop (notebooks, web servers).
 """
 
-from memvault.memory._async import AsyncMemory, register_remote
+from memvault.memory._async import AsyncMemory, WriteResult, register_remote
 from memvault.memory._sync import Memory, SyncLearning, SyncMemoryTools
 
-__all__ = ["AsyncMemory", "Memory", "SyncLearning", "SyncMemoryTools", "register_remote"]
+__all__ = [
+    "AsyncMemory",
+    "Memory",
+    "SyncLearning",
+    "SyncMemoryTools",
+    "WriteResult",
+    "register_remote",
+]
