@@ -53,7 +53,7 @@ ONE_SHOT = {"import", "migrate", "reindex"}
 # Seconds between "ready" and the kill. The loops run until killed; the one-shot operations
 # take well under two seconds on this data, so their window is where they run.
 DELAYS = {"import": (0.05, 0.8), "migrate": (0.0, 0.15), "reindex": (0.05, 0.8)}
-AUDITED = {"add", "add_many", "dedup_supersede", "consolidate", "sweep"}
+AUDITED = {"add", "add_many", "dedup_supersede", "consolidate", "sweep", "serve"}
 SUMMARY: dict[str, dict[str, Any]] = {}
 
 
@@ -146,8 +146,16 @@ async def _verify(op: str, db: Path, acks: list[dict[str, Any]], minilm: Embedde
         problems.append("an id archived twice")
     if live & deleted or set(archived) & deleted:
         problems.append("an id deleted by request is still there")
-    acked = {a["id"] for a in acks if "id" in a}
+    acked = {a["id"] for a in acks if "id" in a and not a.get("deleted")}
+    by_request = {a["id"] for a in acks if a.get("deleted")}
+    acked -= by_request
     lost = acked - live - set(archived)
+    undone = by_request - deleted
+    if undone:
+        problems.append(f"{len(undone)} acknowledged deletes without memory.delete audit")
+    resurrected = by_request & (live | set(archived))
+    if resurrected:
+        problems.append(f"{len(resurrected)} acknowledged deletes still there")
     if lost:
         problems.append(f"{len(lost)} acknowledged writes lost, e.g. {sorted(lost)[:3]}")
     if op in AUDITED:
