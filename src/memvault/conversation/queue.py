@@ -107,6 +107,7 @@ class EmbeddingQueue:
         self._last_size = 0
         self._last_seconds = 0.0
         self._closed = False
+        self._flushing = 0  # flush() callers waiting: batches go out without their timeout
 
     @property
     def store(self) -> SQLConversationStore:
@@ -196,8 +197,13 @@ class EmbeddingQueue:
         if self._backfill_task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._backfill_task)
-        if self._idle is not None and self.running:
-            await self._idle.wait()
+        if self._idle is not None and self._wake is not None and self.running:
+            self._flushing += 1
+            self._wake.set()
+            try:
+                await self._idle.wait()
+            finally:
+                self._flushing -= 1
 
     async def close(self) -> None:
         """Embed what is queued, then stop (idempotent). Unembedded rows stay for a backfill."""
@@ -226,7 +232,7 @@ class EmbeddingQueue:
                 continue
             # A batch waits for batch_size messages, at most batch_timeout_ms after its first.
             deadline = time.monotonic() + timeout
-            while len(self._pending) < self._config.batch_size:
+            while len(self._pending) < self._config.batch_size and not self._flushing:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
