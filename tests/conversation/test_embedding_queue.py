@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 from conftest import MakeStore
-
 from memvault.conversation import EmbeddingQueueConfig, SQLConversationStore
 from memvault.conversation.queue import EmbeddingQueue, live_queues
 from memvault.conversation.sqlite import SQLiteConversationStore

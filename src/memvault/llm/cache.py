@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from memvault.errors import MemoryConfigError
 from memvault.models import ChatMessage, LLMResponse
 from memvault.protocols import Embedder, LLMProvider
 
@@ -106,7 +107,7 @@ class CachingLLM:
     ) -> None:
         if ttl_seconds <= 0 or max_entries < 1 or not 0 < similarity_threshold <= 1:
             msg = "cache needs ttl_seconds > 0, max_entries >= 1, 0 < similarity_threshold <= 1"
-            raise ValueError(msg)
+            raise MemoryConfigError(msg)
         self._provider = provider
         self._embedder = embedder
         self._ttl = ttl_seconds
