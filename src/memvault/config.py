@@ -94,6 +94,7 @@ from pydantic import (
     model_validator,
 )
 
+from memvault.conversation.config import ConversationConfig, ResponseCacheConfig
 from memvault.errors import MemoryConfigError
 from memvault.graph.config import (
     ForgettingConfig,
@@ -665,6 +666,10 @@ class MemvaultConfig(BaseModel):
     tiered_recall: TieredRecallConfig = Field(default_factory=TieredRecallConfig)
     forgetting: ForgettingConfig = Field(default_factory=ForgettingConfig)
     importance: ImportanceConfig = Field(default_factory=ImportanceConfig)
+    conversation: ConversationConfig = Field(default_factory=ConversationConfig)
+    """Seed 004's conversation store, compaction and embedding queue (issue 18; all opt-in)."""
+    response_cache: ResponseCacheConfig = Field(default_factory=ResponseCacheConfig)
+    """The semantic response cache in front of memvault's own LLM calls (off by default)."""
 
     @model_validator(mode="before")
     @classmethod

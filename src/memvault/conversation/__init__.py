@@ -8,10 +8,16 @@
   anchored summaries and the compaction probe.
 * :mod:`~memvault.conversation.queue`: batched background embedding and start-up backfill.
 
-PostgreSQL support is imported on first use (psycopg stays an optional extra).
+The stores, compaction and queue are imported on first use: :mod:`memvault.config` imports
+the pure settings of this package (``memvault.conversation.config``), so importing the package
+must not pull in storage (which imports the config back). PostgreSQL support is imported on
+first use too (psycopg stays an optional extra).
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from memvault.conversation.config import (
     CompactionConfig,
@@ -19,7 +25,6 @@ from memvault.conversation.config import (
     EmbeddingQueueConfig,
     ResponseCacheConfig,
 )
-from memvault.conversation.factory import open_conversation_store
 from memvault.conversation.models import (
     ConversationInfo,
     ConversationStats,
@@ -28,21 +33,39 @@ from memvault.conversation.models import (
     StoredMessage,
     estimate_tokens,
 )
-from memvault.conversation.sessions import ConversationSessionStore
-from memvault.conversation.store import (
-    SUMMARY_NAME,
-    InMemoryConversationStore,
-    MessageHit,
-    SQLConversationStore,
-)
+
+if TYPE_CHECKING:
+    from memvault.conversation.compaction import Compactor
+    from memvault.conversation.factory import open_conversation_store
+    from memvault.conversation.queue import EmbeddingQueue
+    from memvault.conversation.sessions import ConversationSessionStore
+    from memvault.conversation.store import (
+        SUMMARY_NAME,
+        InMemoryConversationStore,
+        MessageHit,
+        SQLConversationStore,
+    )
+
+_LAZY = {
+    "Compactor": "memvault.conversation.compaction",
+    "ConversationSessionStore": "memvault.conversation.sessions",
+    "EmbeddingQueue": "memvault.conversation.queue",
+    "InMemoryConversationStore": "memvault.conversation.store",
+    "MessageHit": "memvault.conversation.store",
+    "SQLConversationStore": "memvault.conversation.store",
+    "SUMMARY_NAME": "memvault.conversation.store",
+    "open_conversation_store": "memvault.conversation.factory",
+}
 
 __all__ = [
     "SUMMARY_NAME",
     "CompactionConfig",
+    "Compactor",
     "ConversationConfig",
     "ConversationInfo",
     "ConversationSessionStore",
     "ConversationStats",
+    "EmbeddingQueue",
     "EmbeddingQueueConfig",
     "InMemoryConversationStore",
     "MessageHit",
@@ -54,3 +77,11 @@ __all__ = [
     "estimate_tokens",
     "open_conversation_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(module), name)
