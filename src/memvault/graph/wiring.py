@@ -93,9 +93,22 @@ async def index_stored(
         await graph.index(agent_id, items)
 
 
-def widen(query: MemoryQuery) -> MemoryQuery:
-    """The query of a graph-ranked search: the same, with a wider result list to re-rank."""
-    return query.model_copy(update={"limit": min(query.limit * _WIDEN, 1000)})
+def widen(query: MemoryQuery, cfg: RetrievalConfig) -> tuple[MemoryQuery, RetrievalConfig]:
+    """The query and config of a graph-ranked search: a longer result list, same candidates.
+
+    The candidate pool and the neighbour window are pinned to what the plain search of
+    ``query.limit`` uses, so the widened list starts with the plain search's results in the
+    plain order (graph activation then decides what moves up; with none, nothing does).
+    """
+    wide = query.model_copy(update={"limit": min(query.limit * _WIDEN, 1000)})
+    pinned = cfg.model_copy(
+        update={
+            "min_candidates": cfg.pool_size(query.limit),
+            "candidate_pool_multiplier": 1,
+            "neighbours_per_result": cfg.neighbour_window(query.limit) // wide.limit,
+        }
+    )
+    return wide, pinned
 
 
 async def graph_rank(

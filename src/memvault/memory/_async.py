@@ -1286,9 +1286,9 @@ class AsyncMemory:
                 backend, agent, q, cfg, include_shared=include_shared
             )
         else:
-            wide = _graph_wiring.widen(q)
+            wide, pinned = _graph_wiring.widen(q, cfg)
             results = await self._retained_search(
-                backend, agent, wide, cfg, include_shared=include_shared
+                backend, agent, wide, pinned, include_shared=include_shared
             )
             results = await _graph_wiring.graph_rank(
                 self.graph,
