@@ -51,6 +51,7 @@ from memvault.consolidation import (
 )
 from memvault.consolidation import consolidate as run_consolidation
 from memvault.consolidation.extraction import EpisodicExtractor
+from memvault.conversation.memory import ConversationMemory
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
@@ -86,6 +87,7 @@ from memvault.learning.models import (
     is_pool_id,
 )
 from memvault.learning.store import InMemoryLearningStore, LearningStore
+from memvault.llm.cache import CachingLLM
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -226,6 +228,11 @@ class AsyncMemory:
             msg = "the store URL is empty (leave it out for the default ~/.memvault store)"
             raise MemoryConfigError(msg)
         self._llm = llm
+        # Seed 004's response cache: memvault's own LLM calls (consolidation, extraction,
+        # proposals) go through it when [response_cache] is enabled (set below, once the
+        # config is known).
+        self._response_cache: CachingLLM | None = None
+        self._conversations: ConversationMemory | None = None
         self._learning_store = learning_store
         self._learning: LearningEngine | None = None
         self._learning_url: str | None = None
@@ -248,6 +255,9 @@ class AsyncMemory:
         except KeyError as exc:
             raise MemoryConfigError(str(exc.args[0])) from None
         self._track_access = track_access
+        if self._config.response_cache.enabled and llm is not None:
+            self._response_cache = CachingLLM.from_config(llm, self._config.response_cache)
+            self._llm = self._response_cache
         self._dedup = DedupConfig()
         self._scheduler = ConsolidationScheduler(self._config.options.consolidation_interval)
         opts = self._config.options
@@ -298,8 +308,41 @@ class AsyncMemory:
 
     @property
     def llm(self) -> LLMProvider | None:
-        """The LLM this memory was built with (None: no LLM)."""
+        """The LLM this memory was built with (None: no LLM); behind the response cache when
+        ``[response_cache] enabled``."""
         return self._llm
+
+    @property
+    def response_cache(self) -> CachingLLM | None:
+        """The response cache in front of :attr:`llm` (None unless ``[response_cache]
+        enabled`` and an LLM was given): its ``stats()`` give the hit rate."""
+        cache: CachingLLM | None = getattr(self, "_response_cache", None)
+        return cache
+
+    @property
+    def conversations(self) -> ConversationMemory:
+        """Seed 004's conversation store, compaction and embedding queue for this memory.
+
+        The messages live beside the memories (same SQLite file or PostgreSQL schema; in
+        process for ``memory://`` or a given backend), opened on first use and closed with the
+        memory. See :class:`memvault.conversation.memory.ConversationMemory`.
+
+        Raises:
+            MemoryConfigError: the store cannot hold conversations (composite, mem0, qdrant).
+        """
+        current: ConversationMemory | None = getattr(self, "_conversations", None)
+        if current is None:
+            from memvault.conversation.factory import open_conversation_store
+
+            backend = self.backend  # a remote memory has none: MemoryCapabilityError
+            url = getattr(self, "_learning_url", None) or "memory://"
+            current = self._conversations = ConversationMemory(
+                open_conversation_store(url),
+                config=self.config.conversation,
+                embedder=backend.embedder,
+                llm=self.llm,
+            )
+        return current
 
     async def _ready(self, *, settle: bool = True) -> MemoryStore:
         if self._closed:
@@ -819,6 +862,8 @@ class AsyncMemory:
         deleted = await backend.delete(agent, mid)
         if deleted:
             await self._audit(backend, "memory.delete", agent, mid)
+            if self._response_cache is not None:
+                self._response_cache.invalidate_memories([mid])
         return deleted
 
     async def clear(self, *, agent_id: str, category: CategoryLike | None = None) -> int:
@@ -1585,6 +1630,9 @@ class AsyncMemory:
             confidence=meta.confidence,
         )
         outcome = (await self._write(agent, [request], dedup=False, admission=False))[0]
+        if self._response_cache is not None:
+            # Responses built on the old version are stale now.
+            self._response_cache.invalidate_memories([old.id])
         return await self.get(outcome.id or "", agent_id=agent)
 
     async def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
@@ -2237,6 +2285,8 @@ class AsyncMemory:
             await asyncio.gather(*self._graph_tasks, return_exceptions=True)
         if self._graph is not None:
             await self._graph.close()
+        if self._conversations is not None:
+            await self._conversations.close()
         if self._learning is not None:
             await self._learning.close()
         elif self._learning_store is not None:

@@ -30,6 +30,7 @@ from memvault.consolidation import (
     ConsolidationResult,
     ConsolidationStrategy,
 )
+from memvault.conversation.memory import SyncConversations
 from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
@@ -60,6 +61,7 @@ from memvault.learning.models import (
     Seniority,
     TaskOutcome,
 )
+from memvault.llm.cache import CachingLLM
 from memvault.memory._async import AsyncMemory, WriteResult
 from memvault.models import (
     ArchivedEntry,
@@ -417,6 +419,17 @@ class Memory:
     def aio(self) -> AsyncMemory:
         """The async core (use it only from this facade's own thread via ``_run``)."""
         return self._core
+
+    @property
+    def conversations(self) -> SyncConversations:
+        """Seed 004's conversation store, compaction and embedding queue (blocking calls);
+        see :attr:`AsyncMemory.conversations`."""
+        return SyncConversations(self._core.conversations, self._run)
+
+    @property
+    def response_cache(self) -> CachingLLM | None:
+        """The response cache in front of the memory's LLM (``[response_cache] enabled``)."""
+        return self._core.response_cache
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coro)
