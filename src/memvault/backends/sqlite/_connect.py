@@ -183,10 +183,22 @@ def translate_error(exc: sqlite3.Error, *, write: bool, what: str, path: Path) -
     ``what`` names the user in the message ("sqlite store", "session store").
     """
     text = str(exc)
-    if isinstance(exc, sqlite3.DatabaseError) and (
-        "not a database" in text or "malformed" in text or "disk I/O" in text
-    ):
+    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return MemoryConnectionError(f"{what} {path} is unusable: {text}")
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "disk is full" in text or "readonly" in text or "disk I/O" in text
+    ):
+        # The disk is full, read-only or failing: nothing was written (the transaction rolled
+        # back), and the same connection works again once the fault is gone. Unavailable, not a
+        # bad request: the server answers 503 with Retry-After.
+        if write:
+            msg = (
+                f"{what} {path} cannot take writes now: {text} (disk full, read-only or failing"
+                " storage); nothing was written, retry once the fault is fixed"
+            )
+        else:
+            msg = f"{what} {path} cannot be read now: {text} (failing storage?)"
+        return MemoryConnectionError(msg)
     verb = "write to" if write else "read from"
     kind = what.removesuffix(" store")
     error = MemoryStoreError if write else MemoryRetrievalError

@@ -17,6 +17,9 @@ __all__ = ["install_error_handlers"]
 
 logger = logging.getLogger("memvault.server.rest")
 
+RETRY_AFTER_SECONDS = 2
+"""The Retry-After of a 503 (store unavailable: unreachable, disk full, read-only)."""
+
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every failure with ``{"error": {"code", "message"}}``, never a traceback."""
@@ -26,7 +29,12 @@ def install_error_handlers(app: FastAPI) -> None:
         status = error_status(exc)
         if status >= 500 and status != 501:
             logger.error("request.failed", exc_info=exc)
-        return error_response(status, error_code(exc), public_message(exc))
+        response = error_response(status, error_code(exc), public_message(exc))
+        if status == 503:
+            # The store is down, full or read-only for now: nothing was written, and the same
+            # request may succeed once the fault is gone.
+            response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
 
     @app.exception_handler(OverflowError)
     @app.exception_handler(UnicodeError)
