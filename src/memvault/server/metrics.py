@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -82,6 +82,8 @@ class Metrics:
             multiprocess_mode="min",
         )
         started.set(time.time())
+        # Issue 18: embedding queues and response caches of this process, read at scrape time.
+        self.registry.register(ConversationCollector())
         # Label children by key: a dict lookup per request instead of labels()' checks and lock.
         self._counters: dict[tuple[str, str, int], Any] = {}
         self._histograms: dict[tuple[str, str], Any] = {}
@@ -109,7 +111,94 @@ class Metrics:
         if self._multiproc_dir is not None:
             registry = CollectorRegistry(auto_describe=True)
             MultiProcessCollector(registry, path=self._multiproc_dir)  # type: ignore[no-untyped-call]
+            registry.register(ConversationCollector())  # this worker's queues and caches
         return generate_latest(registry).decode()
+
+
+class ConversationCollector:
+    """Embedding queue depth and backfill progress, response cache hits (issue 18).
+
+    Read from the live queues and caches of this process at every scrape, so nothing is
+    counted twice and an idle process exports zeros. A process without any exports nothing.
+    """
+
+    def describe(self) -> list[Any]:
+        """No fixed series: they exist only while a queue or cache does."""
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        """One sample per series, summed over this process's queues and caches."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        from memvault.conversation.queue import live_queues
+        from memvault.llm.cache import live_caches
+
+        queues = [q.stats() for q in live_queues()]
+        if queues:
+            for name, doc, value in (
+                (
+                    "memvault_embedding_queue_depth",
+                    "Messages waiting to be embedded.",
+                    sum(s.depth for s in queues),
+                ),
+                (
+                    "memvault_embedding_queue_in_flight",
+                    "Messages being embedded now.",
+                    sum(s.in_flight for s in queues),
+                ),
+                (
+                    "memvault_embedding_backfill_done",
+                    "Rows the current backfill went through.",
+                    sum(s.backfill_done for s in queues),
+                ),
+                (
+                    "memvault_embedding_backfill_total",
+                    "Rows the current backfill started with.",
+                    sum(s.backfill_total for s in queues),
+                ),
+                (
+                    "memvault_embedding_backfill_running",
+                    "Backfills running now.",
+                    sum(int(s.backfill_running) for s in queues),
+                ),
+            ):
+                yield GaugeMetricFamily(name, doc, value=value)
+            yield CounterMetricFamily(
+                "memvault_embedding_queue_embedded",
+                "Message vectors the embedding queues stored.",
+                value=sum(s.embedded for s in queues),
+            )
+        caches = [c.stats() for c in live_caches()]
+        if caches:
+            for name, doc, value in (
+                (
+                    "memvault_response_cache_hits",
+                    "Response cache hits.",
+                    sum(c.hits for c in caches),
+                ),
+                (
+                    "memvault_response_cache_semantic_hits",
+                    "Hits by prompt similarity.",
+                    sum(c.semantic_hits for c in caches),
+                ),
+                (
+                    "memvault_response_cache_misses",
+                    "Response cache misses.",
+                    sum(c.misses for c in caches),
+                ),
+            ):
+                yield CounterMetricFamily(name, doc, value=value)
+            lookups = sum(c.hits + c.misses for c in caches)
+            yield GaugeMetricFamily(
+                "memvault_response_cache_hit_ratio",
+                "Hits over lookups of the response caches.",
+                value=sum(c.hits for c in caches) / lookups if lookups else 0.0,
+            )
+            yield GaugeMetricFamily(
+                "memvault_response_cache_entries",
+                "Cached responses.",
+                value=sum(c.size for c in caches),
+            )
 
 
 class MetricsMiddleware:
