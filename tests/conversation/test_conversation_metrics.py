@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 import httpx
-from server.conftest import run_app
 
 from memvault.config import load_config
 from memvault.conversation import EmbeddingQueueConfig, InMemoryConversationStore
@@ -17,6 +16,7 @@ from memvault.models import ChatMessage
 from memvault.protocols import Embedder
 from memvault.server.rest import create_app
 from memvault.service import MemoryService
+from server.conftest import run_app
 
 
 def _value(text: str, name: str) -> float:

@@ -35,7 +35,8 @@ T = TypeVar("T")
 
 sessions_app = typer.Typer(
     name="sessions",
-    help="Saved conversation sessions of an agent: list, show, clear.",
+    help="Saved conversation sessions of an agent: list, show, clear; conversation store stats "
+    "and embedding backfill.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
@@ -183,6 +184,85 @@ def clear(
         msg = f"session {sid} not found for agent {agent_id!r}"
         raise MemoryNotFoundError(msg)
     out.print(f"deleted session {sid}")
+
+
+def _with_conversations(fn: Callable[[Any], Awaitable[T]], *, empty: T) -> T:
+    """Run ``fn`` on the conversation store (issue 18); ``empty`` if the SQLite file is missing."""
+    from memvault.conversation.factory import open_conversation_store
+
+    url = _store_url()
+    store = open_conversation_store(url)
+    if store.location != "memory://" and "://" not in url and not Path(store.location).exists():
+        return empty
+
+    async def run() -> T:
+        try:
+            return await fn(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+@sessions_app.command("stats")
+def stats_(json_out: bool = JsonOption) -> None:
+    """Counts of the conversation store: messages, compacted, summaries, not yet embedded."""
+    from memvault.conversation.models import ConversationStats
+
+    found = _with_conversations(lambda s: s.stats(), empty=ConversationStats())
+    if json_out:
+        emit_json(found.model_dump())
+        return
+    table = Table(show_header=False)
+    for name, value in found.model_dump().items():
+        table.add_row(name.replace("_", " "), str(value))
+    out.print(table)
+
+
+@sessions_app.command()
+def backfill(
+    json_out: bool = JsonOption,
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, max=8192, help="Messages embedded per batch.")
+    ] = 256,
+) -> None:
+    """Embed every stored conversation message that has no vector yet (with a progress bar)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from memvault._config_sources import build_embedder
+    from memvault.cli._common import err_console
+    from memvault.conversation.config import EmbeddingQueueConfig
+    from memvault.conversation.queue import EmbeddingQueue
+
+    embedder = build_embedder(load_cli_config())
+    config = EmbeddingQueueConfig(enabled=True, backfill_batch_size=batch)
+
+    async def run(store: Any) -> int:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+            transient=True,
+            disable=not err_console.is_terminal,
+        ) as progress:
+            task = progress.add_task("embedding", total=None)
+
+            def update(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total or None)
+
+            queue = EmbeddingQueue(store, embedder, config)
+            try:
+                return await queue.backfill(progress=update)
+            finally:
+                await queue.close()
+
+    stored = _with_conversations(run, empty=0)
+    if json_out:
+        emit_json({"embedded": stored})
+        return
+    out.print(f"embedded {stored} messages")
 
 
 def register(app: typer.Typer) -> None:
