@@ -57,3 +57,18 @@ def test_a_missing_store_shows_zeros_and_bad_options_exit_2(
     assert json.loads(capsys.readouterr().out)["messages"] == 0
     assert not db.exists()
     assert cli_app.main(["--db", str(db), "sessions", "backfill", "--batch", "0"]) == 2
+
+
+def test_sessions_commands_follow_session_storage_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "store.db"
+    _fill(db, 3)
+    (tmp_path / "memvault.yaml").write_text(
+        "memory:\n  conversation:\n    session_storage: messages\n", encoding="utf-8"
+    )
+    capsys.readouterr()
+    assert cli_app.main(["--db", str(db), "sessions", "list", "--agent", "dev", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [item["session_id"] for item in listed] == ["s"]
+    assert listed[0]["message_count"] == 3

@@ -19,6 +19,8 @@ from rich.table import Table
 
 from memvault.cli._common import JsonOption, emit_json, load_cli_config, out, state
 from memvault.config import COMPOSITE_URL
+from memvault.conversation.sessions import ConversationSessionStore
+from memvault.conversation.sqlite import SQLiteConversationStore
 from memvault.errors import MemoryNotFoundError
 from memvault.sessions import (
     SessionRecord,
@@ -59,8 +61,14 @@ def _store_url() -> str:
 
 def _with_store(fn: Callable[[SessionStore], Awaitable[T]], *, empty: T) -> T:
     """Run ``fn`` on the session store; ``empty`` if the SQLite file does not exist yet."""
-    store = open_session_store(_store_url())
-    if isinstance(store, SQLiteSessionStore) and not Path(store.location).exists():
+    conv = load_cli_config().conversation
+    # [conversation] session_storage = "messages": the sessions are the conversation store's.
+    store = open_session_store(_store_url(), storage=conv.session_storage, prune=conv.prune)
+    on_file = isinstance(store, SQLiteSessionStore) or (
+        isinstance(store, ConversationSessionStore)
+        and isinstance(store.conversations, SQLiteConversationStore)
+    )
+    if on_file and not Path(store.location).exists():
         return empty
 
     async def run() -> T:
@@ -192,7 +200,7 @@ def _with_conversations(fn: Callable[[Any], Awaitable[T]], *, empty: T) -> T:
 
     url = _store_url()
     store = open_conversation_store(url)
-    if store.location != "memory://" and "://" not in url and not Path(store.location).exists():
+    if isinstance(store, SQLiteConversationStore) and not Path(store.location).exists():
         return empty
 
     async def run() -> T:
