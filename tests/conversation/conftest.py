@@ -9,16 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
 
 import pytest
+from conversation_helpers import MakeStore
 
 from memvault.conversation import InMemoryConversationStore, SQLConversationStore
 from memvault.conversation.sqlite import SQLiteConversationStore
-
-
-class MakeStore(Protocol):
-    def __call__(self, clock: Callable[[], datetime] | None = None) -> SQLConversationStore: ...
 
 
 @pytest.fixture

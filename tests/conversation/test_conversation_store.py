@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conversation_helpers import MakeStore
 
-from conftest import MakeStore
 from memvault.conversation import (
     SUMMARY_NAME,
     ConversationSessionStore,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from conftest import MakeStore
+from conversation_helpers import MakeStore
+
 from memvault.conversation import EmbeddingQueueConfig, SQLConversationStore
 from memvault.conversation.queue import EmbeddingQueue, live_queues
 from memvault.conversation.sqlite import SQLiteConversationStore
