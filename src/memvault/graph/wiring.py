@@ -118,22 +118,36 @@ async def graph_rank(
     results: list[MemoryEntry],
     cfg: RetrievalConfig,
     *,
+    extras: Sequence[MemoryEntry] = (),
     weight: float,
     limit: int,
     as_of: datetime | None,
     now: datetime,
 ) -> list[MemoryEntry]:
-    """Re-rank a widened search's results with graph activation (and five signals if set).
+    """Re-rank a search's results with graph activation (and five signals if set).
 
-    Seeds are the query's entities and those of the top few plain results; only the results
-    the search found (under every filter of the query) are re-ranked, so graph recall can
-    reorder what the filters allow, never add what they exclude.
+    ``results`` is the plain search, in its order; ``extras`` the further results of a wider
+    search, which may move up. Seeds are the query's entities and those of the top few plain
+    results. Only what the searches found (under every filter of the query) is ranked, so
+    graph recall reorders what the filters allow, never adds what they exclude.
+
+    The base relevance is made non-increasing along the plain order (an extra is capped at the
+    last plain result's), so without activation the plain order comes back unchanged.
     """
     if not results:
         return results
     seed = [e.id for e in results[: graph.config.seed_from_results]]
     recall = await graph.recall(agent_id, text, as_of=as_of, seed_memories=seed)
-    ranked = results
+    pool: list[MemoryEntry] = []
+    floor = 1.0
+    seen: set[str] = set()
+    for e in [*results, *extras]:
+        if e.id in seen:
+            continue
+        seen.add(e.id)
+        floor = min(floor, e.relevance_score or 0.0)
+        pool.append(e.model_copy(update={"relevance_score": floor}))
+    ranked = pool
     if weight > 0:
         ranked = merge_activation(ranked, recall.memories, weight=weight)
     if cfg.signals is not None:

@@ -1331,9 +1331,11 @@ class AsyncMemory:
                 backend, agent, q, cfg, include_shared=include_shared
             )
         else:
+            # The plain search (its order is the base) and a wider one (what may move up).
             wide, pinned = _graph_wiring.widen(q, cfg)
-            results = await self._retained_search(
-                backend, agent, wide, pinned, include_shared=include_shared
+            results, extras = await asyncio.gather(
+                self._retained_search(backend, agent, q, cfg, include_shared=include_shared),
+                self._retained_search(backend, agent, wide, pinned, include_shared=include_shared),
             )
             results = await _graph_wiring.graph_rank(
                 self.graph,
@@ -1341,6 +1343,7 @@ class AsyncMemory:
                 query,
                 results,
                 cfg,
+                extras=extras,
                 weight=graph_weight,
                 limit=q.limit,
                 as_of=q.as_of,
