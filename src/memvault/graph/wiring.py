@@ -131,7 +131,7 @@ async def graph_rank(
     results. Only what the searches found (under every filter of the query) is ranked, so
     graph recall reorders what the filters allow, never adds what they exclude.
 
-    The base relevance is made non-increasing along the plain order (an extra is capped at the
+    The base relevance is made decreasing along the plain order (an extra is capped at the
     last plain result's), so without activation the plain order comes back unchanged.
     """
     if not results:
@@ -145,7 +145,8 @@ async def graph_rank(
         if e.id in seen:
             continue
         seen.add(e.id)
-        floor = min(floor, e.relevance_score or 0.0)
+        # Strictly decreasing: ties (a thread-spread or MMR order) keep the plain order too.
+        floor = max(0.0, min(floor, e.relevance_score or 0.0) - 1e-9)
         pool.append(e.model_copy(update={"relevance_score": floor}))
     ranked = pool
     if weight > 0:
