@@ -117,7 +117,12 @@ def _kill_at_random(op: str, db: Path, work: Path, rng: random.Random) -> tuple[
 
 def _embedder_of(db: Path, minilm: Embedder) -> Embedder:
     with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT value FROM store_meta WHERE key = 'embedding_model'").fetchone()
+        try:
+            row = conn.execute(
+                "SELECT value FROM store_meta WHERE key = 'embedding_model'"
+            ).fetchone()
+        except sqlite3.OperationalError:  # killed before the new store's first transaction
+            row = None
     return minilm if row is None or row[0] == minilm.model_id else HashingEmbedder(256)
 
 

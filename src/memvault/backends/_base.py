@@ -205,6 +205,12 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
 
     # -- deletion audit -------------------------------------------------------------------------
 
+    @property
+    def audits_deletions(self) -> bool:
+        """True if ``delete``/``clear`` write their audit record in the deletion's own
+        transaction (SQLite, PostgreSQL, in-memory); otherwise the caller audits them after."""
+        return self._audits_deletes
+
     def _deletion_audit(
         self, agent_id: str
     ) -> Callable[[str, str | None, dict[str, Any]], AuditRecord]:

@@ -475,6 +475,11 @@ class CompositeBackend(CompositeSharedMixin, CompositeReadsMixin):
 
     # -- archive and audit (delegated to the children holding the entries) ----------------------
 
+    @property
+    def audits_deletions(self) -> bool:
+        """True if every child audits its deletions in the deletion's own transaction."""
+        return all(getattr(c, "audits_deletions", False) for c in self._children)
+
     def _archivers(self) -> list[Any]:
         """Children with an archive (every built-in durable store has one)."""
         found = [c for c in self._children if callable(getattr(c, "archive", None))]

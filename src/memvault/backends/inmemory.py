@@ -56,6 +56,13 @@ class InMemoryBackend(BaseBackend):
     _implements_shared = True
     _audits_deletes = True
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass that replaces delete or clear (the Qdrant/mem0 mirrors) audits them in
+        # the deletion's own step only if it says so itself.
+        if ("delete" in vars(cls) or "clear" in vars(cls)) and "_audits_deletes" not in vars(cls):
+            cls._audits_deletes = False
+
     def __init__(self, embedder: Any, **kwargs: Any) -> None:
         super().__init__(embedder, **kwargs)
         self._entries: dict[str, MemoryEntry] = {}
