@@ -109,7 +109,9 @@ memory:
   backend: sqlite
   storage:
     url: ~/.memvault/memvault.db    # a path or sqlite:///path.db
-    synchronous: normal             # normal | full (fsync on every commit)
+    # process: survives a crash of the process; power: also a power cut (fsync on every commit,
+    # about 4 ms a write instead of 0.4 ms). storage.synchronous: normal | full overrides it.
+    durability: process
   options:
     retention_days: null            # null = keep forever
     max_memories_per_agent: 10000   # the weakest are evicted beyond this
