@@ -96,11 +96,11 @@ def check(
 ) -> None:
     """Check the store: file integrity, full-text and vector indexes against the rows,
     archive/live exclusivity, audit coverage, embedding model. Exit status 1 on any finding."""
-    from memvault.embeddings import create_embedder
+    from memvault._config_sources import build_embedder
     from memvault.integrity import check_store
 
     url, cfg = _url()
-    embedder = create_embedder(cfg.embedder)
+    embedder = build_embedder(cfg)
     with _bar() as progress:
         report = check_store(url, embedder=embedder, progress=progress)
     if as_json:
@@ -116,11 +116,11 @@ def repair(
 ) -> None:
     """Rebuild every derived structure (full-text index, vectors, ANN index, statistics) from
     the stored rows. Safe to run any time; never drops a memory."""
-    from memvault.embeddings import create_embedder
+    from memvault._config_sources import build_embedder
     from memvault.integrity import repair_store
 
     url, cfg = _url()
-    embedder = create_embedder(cfg.embedder)
+    embedder = build_embedder(cfg)
     with _bar() as progress:
         report = repair_store(url, embedder, progress=progress)
     if as_json:
