@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from memvault.config import DEFAULT_OPENAI_EMBEDDING_MODEL, MemvaultConfig, _env_path, _load
@@ -158,8 +159,9 @@ def _written(data: Mapping[str, Any], key: tuple[str, ...]) -> bool:
 
 
 def build_embedder(config: MemvaultConfig) -> Embedder:
-    """The embedder ``config`` names: ``embeddings`` for an OpenAI-compatible endpoint, else the
-    ``embedder`` spec (:func:`memvault.embeddings.create_embedder`).
+    """The embedder ``config`` names: the fine-tuned checkpoint when ``fine_tune`` is enabled and
+    one is deployed, else ``embeddings`` for an OpenAI-compatible endpoint, else the ``embedder``
+    spec (:func:`memvault.embeddings.create_embedder`).
 
     The API key is read here, from the variable ``embeddings.api_key_env`` (default
     ``OPENAI_API_KEY``), when the store is opened; the configuration never holds it.
@@ -174,6 +176,14 @@ def build_embedder(config: MemvaultConfig) -> Embedder:
         create_embedder,
     )
 
+    fine_tuned = config.fine_tune.embedder_spec
+    if fine_tuned is not None and config.fine_tune.checkpoint_path is not None:
+        from memvault.embeddings.adapter import read_active
+
+        # Only once a checkpoint is deployed: before that, the registry would serve its base
+        # model, which need not be the configured embedder the store was built with.
+        if read_active(Path(config.fine_tune.checkpoint_path).expanduser()):
+            return create_embedder(fine_tuned)
     emb = config.embeddings
     explicit = config.embedder != "default" and config.embedder != emb.spec()
     if emb.remote and not explicit:

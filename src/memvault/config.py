@@ -118,6 +118,34 @@ if TYPE_CHECKING:
     _EnvSourceFactory = Callable[
         [type[BaseSettings], Mapping[str, str]], PydanticBaseSettingsSource
     ]
+    from memvault.finetune.config import EmbeddingFineTuneConfig
+else:
+
+    def _fine_tune_config_class() -> type[BaseModel]:
+        # memvault.finetune.config imports only pydantic, but importing it the usual way first
+        # runs the memvault.finetune package, whose pipeline imports modules that import this
+        # one (a cycle). So the module is loaded on its own and registered under its name; the
+        # package reuses that module when it is imported later (one class, one identity).
+        import importlib.util
+        import sys
+
+        name = "memvault.finetune.config"
+        module = sys.modules.get(name)
+        if module is None:
+            path = Path(__file__).with_name("finetune") / "config.py"
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+        found: type[BaseModel] = module.EmbeddingFineTuneConfig
+        return found
+
+    EmbeddingFineTuneConfig = _fine_tune_config_class()
 
 __all__ = [
     "COMPOSITE_URL",
@@ -670,6 +698,8 @@ class MemvaultConfig(BaseModel):
     """Seed 004's conversation store, compaction and embedding queue (issue 18; all opt-in)."""
     response_cache: ResponseCacheConfig = Field(default_factory=ResponseCacheConfig)
     """The semantic response cache in front of memvault's own LLM calls (off by default)."""
+    fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
+    """The embedder fine-tune lifecycle and its checkpoint registry (issue 19; off by default)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "memvault.write": 1,
     "memvault.consolidation": 1,
     "memvault.conversation.config": 1,  # pure config of the conversation store (issue 18)
+    "memvault.finetune.config": 1,  # fine-tune config and records: imports only pydantic
     # 2: implementations of the protocols, and the persistence built on them.
     "memvault._inputs": 2,  # argument -> model helpers shared by AsyncMemory and the client
     "memvault._search": 2,  # search composition over retrieval; used by backends
@@ -84,6 +85,8 @@ LAYERS: dict[str, int] = {
     "memvault.bench": 5,  # benchmark runners drive an AsyncMemory (bench/_runner.py)
     "memvault.maintenance": 5,
     "memvault.integrations": 5,  # framework adapters over the front door and sessions  # the scheduler drives a Memory or a MemoryService
+    "memvault.embeddings.evaluation": 5,  # per-category embedder eval over bench metrics/data
+    "memvault.finetune": 5,  # fine-tune pipeline: embeddings, llm, bench.metrics (issue 19)
     "memvault.testing": 5,  # contract suites for plugin authors; imported by nothing in src
     # 6: transports and clients.
     "memvault.server": 6,
