@@ -55,6 +55,8 @@ from memvault.config import MemvaultConfig
 from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
 from memvault.errors import (
     EmbeddingModelChangedError,
+    FineTuneCancelledError,
+    FineTuneDependencyError,
     MemoryAuthenticationError,
     MemoryCapabilityError,
     MemoryConfigError,
@@ -157,6 +159,11 @@ def _make(cls: type[MemoryError], message: str) -> MemoryError:
         return EmbeddingModelChangedError(
             message, stored_model="unknown", configured_model="unknown"
         )
+    if cls is FineTuneDependencyError:
+        # The install command is quoted in the server's message.
+        return FineTuneDependencyError(message, missing="unknown", install_command="unknown")
+    if cls is FineTuneCancelledError:
+        return FineTuneCancelledError(message, run_id="unknown")
     return cls(message)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from memvault.errors import (
     EmbeddingModelChangedError,
+    FineTuneCancelledError,
+    FineTuneDependencyError,
     MemoryAuthenticationError,
     MemoryCapabilityError,
     MemoryConfigError,
@@ -35,6 +37,10 @@ ERROR_TABLE: dict[type[MemoryError], tuple[str, int]] = {
     MemoryCapabilityError: ("not_supported", 501),
     MemoryConnectionError: ("backend_unavailable", 503),
     EmbeddingModelChangedError: ("embedding_model_changed", 503),
+    # A subclass of MemoryConfigError, but the fix is on the caller's side (install the extra
+    # the message names), so it is a 501 whose message reaches the client.
+    FineTuneDependencyError: ("fine_tune_dependency_missing", 501),
+    FineTuneCancelledError: ("cancelled", 409),
     MemoryConfigError: ("configuration_error", 500),
     MemoryStoreError: ("store_failed", 500),
     MemoryRetrievalError: ("retrieval_failed", 500),
