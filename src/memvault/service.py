@@ -52,7 +52,21 @@ from memvault.backends.factory import (
 )
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
-from memvault.errors import MemoryConfigError, MemoryPermissionError, MemoryValidationError
+from memvault.errors import (
+    MemoryCapabilityError,
+    MemoryConfigError,
+    MemoryPermissionError,
+    MemoryValidationError,
+)
+from memvault.finetune.config import (
+    ActiveEmbedderSnapshot,
+    CheckpointRecord,
+    FineTunePlan,
+    FineTuneRun,
+    FineTuneStatus,
+    PreflightResult,
+)
+from memvault.finetune.manager import FineTuneManager
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.learning.engine import PooledSkill
 from memvault.learning.factory import open_learning_store
@@ -131,6 +145,7 @@ class MemoryService:
         self._memories: dict[str, AsyncMemory] = {}
         self._sessions: dict[str, SessionStore] = {}
         self._single_tenant = False
+        self._fine_tuners: dict[str, FineTuneManager] = {}
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -1095,3 +1110,125 @@ class MemoryService:
             raise MemoryPermissionError(msg)
         memory = await self.memory(actor.tenant)
         return await memory.learning.skills(include_superseded=include_superseded)
+
+    # -- embedder fine-tuning (admin) --------------------------------------------------------------
+
+    async def _fine_tuner(self, actor: Actor) -> FineTuneManager:
+        """The tenant's fine-tune manager, after checking the actor is an admin.
+
+        The default tenant uses ``fine_tune.checkpoint_path`` itself (the registry the configured
+        embedder follows); another tenant its own registry under ``tenants/<name>`` there, so
+        tenants never see or roll back each other's runs.
+
+        Raises:
+            MemoryPermissionError: the actor lacks the admin scope.
+            MemoryCapabilityError: fine-tuning is disabled or has no checkpoint registry.
+        """
+        self._check(actor, Scope.ADMIN, None)
+        settings = self._config.fine_tune
+        if not settings.enabled or settings.checkpoint_path is None:
+            msg = (
+                "embedder fine-tuning is disabled on this server "
+                "(set memory.fine_tune.enabled, checkpoint_path and base_model)"
+            )
+            raise MemoryCapabilityError(msg)
+        tenant = check_tenant(actor.tenant)
+        found = self._fine_tuners.get(tenant)
+        if found is not None:
+            return found
+        root = Path(settings.checkpoint_path).expanduser()
+        registry = root if tenant == DEFAULT_TENANT else root / "tenants" / tenant
+
+        async def passages() -> builtins.list[tuple[str, str]]:
+            # The tenant's own memories join the documents as passages to fine-tune on.
+            memory = await self.memory(tenant)
+            return [
+                (str(row["id"]), str(row["content"]))
+                for row in await memory.export()
+                if row.get("content")
+            ]
+
+        manager = FineTuneManager(
+            settings,
+            registry=registry,
+            llm=self._llm,
+            passage_source=passages,
+            actor=actor.label,
+        )
+        return self._fine_tuners.setdefault(tenant, manager)
+
+    async def start_fine_tune(self, actor: Actor, plan: FineTunePlan) -> FineTuneRun:
+        """Start a fine-tune run of ``plan`` and return it at once (poll the status).
+
+        Raises:
+            MemoryConflictError: a run is still going.
+            MemoryValidationError: the plan fails preflight (the message lists why).
+            FineTuneDependencyError: the plan's trainer needs ML packages that are missing.
+        """
+        manager = await self._fine_tuner(actor)
+        return await manager.start(plan, actor=actor.label)
+
+    async def resume_fine_tune(self, actor: Actor, run_id: str) -> FineTuneRun:
+        """Resume a failed or cancelled run from its first unfinished stage (returns at once)."""
+        manager = await self._fine_tuner(actor)
+        return await manager.resume(run_id, actor=actor.label)
+
+    async def get_fine_tune_status(self, actor: Actor, run_id: str | None = None) -> FineTuneStatus:
+        """A run's status: ``run_id``'s, else the active run's, else the latest run's."""
+        manager = await self._fine_tuner(actor)
+        return await manager.status(run_id)
+
+    async def cancel_fine_tune(
+        self, actor: Actor, *, confirm: bool = False, reason: str | None = None
+    ) -> str | None:
+        """Cancel the active run (destructive: ``confirm=True`` and a reason; audited).
+
+        Returns the cancelled run's id, or None when no run was active.
+        """
+        manager = await self._fine_tuner(actor)
+        return await manager.cancel(actor=actor.label, confirm=confirm, reason=reason)
+
+    async def run_fine_tune_preflight(self, actor: Actor, plan: FineTunePlan) -> PreflightResult:
+        """Check a plan against this server's environment without starting anything."""
+        manager = await self._fine_tuner(actor)
+        return await manager.preflight(plan)
+
+    async def list_fine_tune_runs(
+        self, actor: Actor, *, limit: int = 20, offset: int = 0
+    ) -> tuple[tuple[FineTuneRun, ...], int]:
+        """A page of runs, newest first, and the total number of runs."""
+        manager = await self._fine_tuner(actor)
+        return await manager.list_runs(limit=limit, offset=offset)
+
+    async def list_fine_tune_checkpoints(self, actor: Actor) -> tuple[CheckpointRecord, ...]:
+        """Every checkpoint of the tenant's registry, newest first (the active one marked)."""
+        manager = await self._fine_tuner(actor)
+        return await manager.list_checkpoints()
+
+    async def get_active_embedder(self, actor: Actor) -> ActiveEmbedderSnapshot:
+        """Which embedder the tenant's registry serves now (the base model until a deploy)."""
+        manager = await self._fine_tuner(actor)
+        return await manager.get_active_embedder()
+
+    async def rollback_checkpoint(
+        self,
+        actor: Actor,
+        checkpoint_id: str,
+        *,
+        confirm: bool = False,
+        reason: str | None = None,
+    ) -> CheckpointRecord:
+        """Make ``checkpoint_id`` (``"base"``: the base model) the active embedder again.
+
+        Destructive: needs ``confirm=True`` and a non-blank reason, and is audited under the
+        actor (the registry's ``audit.jsonl``). The store's embeddings were made by the previous
+        model, so ``memvault reindex`` follows a rollback, as it follows a deploy.
+
+        Raises:
+            MemoryValidationError: no confirmation or no reason.
+            MemoryNotFoundError: no such checkpoint.
+        """
+        manager = await self._fine_tuner(actor)
+        return await manager.rollback_checkpoint(
+            checkpoint_id, actor=actor.label, confirm=confirm, reason=reason
+        )
