@@ -31,6 +31,13 @@ from memvault.api import responses as rs
 from memvault.api.auth import Actor, Scope
 from memvault.consolidation import ConsolidationResult
 from memvault.errors import MemoryNotFoundError, MemoryValidationError
+from memvault.finetune.config import (
+    ActiveEmbedderSnapshot,
+    CheckpointRecord,
+    FineTuneRun,
+    FineTuneStatus,
+    PreflightResult,
+)
 from memvault.learning.models import (
     AgentProfile,
     ApprovalItem,
@@ -279,6 +286,19 @@ def _import_args(req: rq.ImportBody) -> dict[str, Any]:
 def _session_args(req: rq.SessionParams) -> dict[str, Any]:
     sid = None if req.session_id == "latest" else req.session_id
     return {"session_id": sid, "agent_id": req.agent_id}
+
+
+def _plan_args(req: rq.FineTuneBody) -> dict[str, Any]:
+    return {"plan": req.plan()}
+
+
+def _runs(page: tuple[tuple[FineTuneRun, ...], int], _req: Any) -> dict[str, Any]:
+    runs, total = page
+    return {"runs": [r.model_dump(mode="json") for r in runs], "total": total}
+
+
+def _cancelled(run_id: str | None, _req: Any) -> dict[str, Any]:
+    return {"run_id": run_id, "cancelled": run_id is not None}
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -675,6 +695,123 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "skills", rq.SkillsParams, Scope.READ, "The org skill pool with application counts",
         _skills, http=Http("GET", "/v1/skills", "org", response=rs.SkillsOut),
+    ),
+    # embedder fine-tuning (admin; memory.fine_tune must be enabled)
+    Operation(
+        "fine_tune_start", rq.FineTuneBody, Scope.ADMIN,
+        "Start a fine-tune of the embedder; returns the run at once (admin)", _dump,
+        method="start_fine_tune", arguments=_plan_args,
+        http=Http("POST", "/admin/memory/fine-tune", "fine-tune", 202, FineTuneRun),
+        tool=Tool(
+            "memory_fine_tune_start", "Start an embedder fine-tune",
+            "Fine-tune the embedding model on the organisation's documents (source_dir) or "
+            "query/passage pairs (pairs_file); returns the run at once: poll "
+            "memory_fine_tune_status.",
+        ),
+    ),
+    Operation(
+        "fine_tune_preflight", rq.FineTuneBody, Scope.ADMIN,
+        "Check a fine-tune plan against the server without starting it (admin)", _dump,
+        method="run_fine_tune_preflight", arguments=_plan_args,
+        http=Http(
+            "POST", "/admin/memory/fine-tune/preflight", "fine-tune", response=PreflightResult,
+        ),
+        tool=Tool(
+            "memory_fine_tune_preflight", "Preflight a fine-tune plan",
+            "Check a fine-tune plan (data, registry, trainer, LLM) without starting it.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "fine_tune_resume", rq.FineTuneResumeParams, Scope.ADMIN,
+        "Resume a failed or cancelled fine-tune run (admin)", _dump,
+        method="resume_fine_tune",
+        http=Http(
+            "POST", "/admin/memory/fine-tune/{run_id}/resume", "fine-tune", 202, FineTuneRun,
+        ),
+        tool=Tool(
+            "memory_fine_tune_resume", "Resume a fine-tune run",
+            "Resume a failed or cancelled fine-tune run from its first unfinished stage.",
+        ),
+    ),
+    Operation(
+        "fine_tune_status", rq.FineTuneStatusParams, Scope.ADMIN,
+        "A fine-tune run's status (default: the active run, else the latest) (admin)", _dump,
+        method="get_fine_tune_status",
+        http=Http("GET", "/admin/memory/fine-tune/status", "fine-tune", response=FineTuneStatus),
+        tool=Tool(
+            "memory_fine_tune_status", "Fine-tune status",
+            "The status of a fine-tune run: its stages, current stage and progress.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "fine_tune_runs", rq.FineTuneRunsParams, Scope.ADMIN,
+        "A page of fine-tune runs, newest first (admin)", _runs,
+        method="list_fine_tune_runs",
+        http=Http("GET", "/admin/memory/fine-tune/runs", "fine-tune", response=rs.FineTuneRunsOut),
+        tool=Tool(
+            "memory_fine_tune_runs", "List fine-tune runs",
+            "Past and current fine-tune runs, newest first, with the total.",
+            read_only=True, limits=_LIST_LIMIT,
+        ),
+    ),
+    Operation(
+        "fine_tune_cancel", rq.FineTuneCancelBody, Scope.ADMIN,
+        "Cancel the active fine-tune run (destructive: confirm and a reason; audited)",
+        _cancelled, method="cancel_fine_tune",
+        http=Http(
+            "POST", "/admin/memory/fine-tune/cancel", "fine-tune",
+            response=rs.FineTuneCancelledOut,
+        ),
+        tool=Tool(
+            "memory_fine_tune_cancel", "Cancel the fine-tune run",
+            "Cancel the active fine-tune run; finished stages stay for resume. Destructive: "
+            "requires confirm=true and a reason, which the audit log records with the caller.",
+        ),
+    ),
+    Operation(
+        "fine_tune_checkpoints", rq.NoParams, Scope.ADMIN,
+        "Every checkpoint of the registry, newest first (admin)", _dumps("checkpoints"),
+        method="list_fine_tune_checkpoints",
+        http=Http(
+            "GET", "/admin/memory/fine-tune/checkpoints", "fine-tune",
+            response=rs.CheckpointsOut,
+        ),
+        tool=Tool(
+            "memory_fine_tune_checkpoints", "List checkpoints",
+            "The fine-tuned checkpoints of the registry, newest first, the active one marked.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "active_embedder", rq.NoParams, Scope.ADMIN,
+        "Which embedder the registry serves now (admin)", _dump,
+        method="get_active_embedder",
+        http=Http(
+            "GET", "/admin/memory/embedder", "fine-tune", response=ActiveEmbedderSnapshot,
+        ),
+        tool=Tool(
+            "memory_active_embedder", "Active embedder",
+            "The embedder the checkpoint registry serves: the deployed checkpoint or the base "
+            "model.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "checkpoint_rollback", rq.CheckpointRollbackBody, Scope.ADMIN,
+        "Make a checkpoint ('base': the base model) the active embedder (destructive, audited)",
+        _dump, method="rollback_checkpoint",
+        http=Http(
+            "POST", "/admin/memory/fine-tune/checkpoints/{checkpoint_id}/rollback", "fine-tune",
+            response=CheckpointRecord, body="CheckpointRollbackBody",
+        ),
+        tool=Tool(
+            "memory_checkpoint_rollback", "Roll back the embedder",
+            "Make a checkpoint (or 'base') the active embedder again; reindex afterwards. "
+            "Destructive: requires confirm=true and a reason, which the audit log records "
+            "with the caller.",
+        ),
     ),
 )  # fmt: skip
 

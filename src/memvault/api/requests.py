@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memvault.consolidation import ConsolidationStrategy
+from memvault.finetune.config import FineTunePlan
 from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 from memvault.learning.models import (
     ApprovalStatus,
@@ -36,6 +37,7 @@ __all__ = [
     "ArchivedParams",
     "AskBody",
     "AuditParams",
+    "CheckpointRollbackBody",
     "ClearParams",
     "ConsolidateBody",
     "ContextBody",
@@ -47,6 +49,11 @@ __all__ = [
     "EpisodeBody",
     "EvolveBody",
     "ExportParams",
+    "FineTuneBody",
+    "FineTuneCancelBody",
+    "FineTuneResumeParams",
+    "FineTuneRunsParams",
+    "FineTuneStatusParams",
     "GetParams",
     "HistoryParams",
     "ImportBody",
@@ -54,6 +61,7 @@ __all__ = [
     "ListParams",
     "MessageIn",
     "MessagesBody",
+    "NoParams",
     "OrgPoliciesParams",
     "OrgSearchBody",
     "OrgWriteBody",
@@ -849,3 +857,56 @@ class WorkingParams(Request):
 
     task_id: str = Field(min_length=1, max_length=200, description=_TASK_ID)
     agent_id: str = AgentId
+
+
+# -- embedder fine-tuning (admin) ---------------------------------------------------------------
+
+_CONFIRM = "Must be true: the change is meant (it is destructive and audited)."
+
+
+class FineTuneBody(Request, FineTunePlan):
+    """A fine-tune plan: the documents or query/passage pairs to train on, and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    def plan(self) -> FineTunePlan:
+        """The plan (fields left out stay unset, so the server's configuration fills them)."""
+        return FineTunePlan.model_validate(self.model_dump(exclude_unset=True))
+
+
+class FineTuneResumeParams(Request):
+    """Resume a failed or cancelled fine-tune run."""
+
+    run_id: str = Field(min_length=1, max_length=100, description="The run's id.")
+
+
+class FineTuneStatusParams(Request):
+    """The status of one run (default: the active run, else the latest)."""
+
+    run_id: str | None = Field(default=None, min_length=1, max_length=100)
+
+
+class FineTuneRunsParams(Request):
+    """A page of fine-tune runs, newest first."""
+
+    limit: int = Field(default=20, ge=1, le=1000, description="At most this many.")
+    offset: int = Field(default=0, ge=0, description="Skip this many first.")
+
+
+class FineTuneCancelBody(Request):
+    """Cancel the active fine-tune run (destructive, audited)."""
+
+    confirm: bool = Field(default=False, description=_CONFIRM)
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class CheckpointRollbackBody(Request):
+    """Make a checkpoint (``base``: the base model) the active embedder again."""
+
+    checkpoint_id: str = Field(min_length=1, max_length=200, description="The checkpoint's id.")
+    confirm: bool = Field(default=False, description=_CONFIRM)
+    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+
+
+class NoParams(Request):
+    """No input."""

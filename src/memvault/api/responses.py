@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.finetune.config import CheckpointRecord, FineTuneRun
 from memvault.learning.models import AgentProfile, ApprovalItem, OrgFact
 from memvault.models import MemoryCategory
 
@@ -21,6 +22,7 @@ __all__ = [
     "ArchivedOut",
     "AuditOut",
     "CapturedOut",
+    "CheckpointsOut",
     "ClearedOut",
     "ContextOut",
     "CountOut",
@@ -28,6 +30,8 @@ __all__ = [
     "EntriesOut",
     "EntryOut",
     "ErrorOut",
+    "FineTuneCancelledOut",
+    "FineTuneRunsOut",
     "HistoryOut",
     "IdOut",
     "IdsOut",
@@ -267,3 +271,23 @@ class ClearedOut(BaseModel):
     """How many working-memory notes were forgotten."""
 
     cleared: int
+
+
+class FineTuneRunsOut(BaseModel):
+    """A page of fine-tune runs, newest first, and how many runs there are."""
+
+    runs: list[FineTuneRun]
+    total: int
+
+
+class CheckpointsOut(BaseModel):
+    """Every checkpoint of the registry, newest first (the active one marked)."""
+
+    checkpoints: list[CheckpointRecord]
+
+
+class FineTuneCancelledOut(BaseModel):
+    """The cancelled run's id (null when no run was active)."""
+
+    run_id: str | None
+    cancelled: bool
