@@ -47,6 +47,16 @@ TOOLS = {
     "learn_from_task",
     "list_approvals",
     "search_org",
+    # issue 19: the embedder fine-tune lifecycle (admin)
+    "memory_fine_tune_start",
+    "memory_fine_tune_preflight",
+    "memory_fine_tune_resume",
+    "memory_fine_tune_status",
+    "memory_fine_tune_runs",
+    "memory_fine_tune_cancel",
+    "memory_fine_tune_checkpoints",
+    "memory_active_embedder",
+    "memory_checkpoint_rollback",
 }
 
 

@@ -137,6 +137,16 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
             "learn_from_task",
             "list_approvals",
             "search_org",
+            # issue 19: the embedder fine-tune lifecycle (admin)
+            "memory_fine_tune_start",
+            "memory_fine_tune_preflight",
+            "memory_fine_tune_resume",
+            "memory_fine_tune_status",
+            "memory_fine_tune_runs",
+            "memory_fine_tune_cancel",
+            "memory_fine_tune_checkpoints",
+            "memory_active_embedder",
+            "memory_checkpoint_rollback",
         )
     )
     for tool in listed:
@@ -170,6 +180,15 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
         "learn_from_task": {"success"},
         "list_approvals": set(),
         "search_org": {"query"},
+        "memory_fine_tune_start": set(),
+        "memory_fine_tune_preflight": set(),
+        "memory_fine_tune_resume": {"run_id"},
+        "memory_fine_tune_status": set(),
+        "memory_fine_tune_runs": set(),
+        "memory_fine_tune_cancel": {"confirm", "reason"},
+        "memory_fine_tune_checkpoints": set(),
+        "memory_active_embedder": set(),
+        "memory_checkpoint_rollback": {"checkpoint_id", "confirm", "reason"},
     }
     store = tools["store_memory"].input_schema["properties"]
     assert store["content"]["minLength"] == 1

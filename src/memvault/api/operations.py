@@ -701,7 +701,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "fine_tune_start", rq.FineTuneBody, Scope.ADMIN,
         "Start a fine-tune of the embedder; returns the run at once (admin)", _dump,
         method="start_fine_tune", arguments=_plan_args,
-        http=Http("POST", "/admin/memory/fine-tune", "fine-tune", 202, FineTuneRun),
+        http=Http("POST", "/v1/admin/memory/fine-tune", "fine-tune", 202, FineTuneRun),
         tool=Tool(
             "memory_fine_tune_start", "Start an embedder fine-tune",
             "Fine-tune the embedding model on the organisation's documents (source_dir) or "
@@ -714,7 +714,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Check a fine-tune plan against the server without starting it (admin)", _dump,
         method="run_fine_tune_preflight", arguments=_plan_args,
         http=Http(
-            "POST", "/admin/memory/fine-tune/preflight", "fine-tune", response=PreflightResult,
+            "POST", "/v1/admin/memory/fine-tune/preflight", "fine-tune", response=PreflightResult,
         ),
         tool=Tool(
             "memory_fine_tune_preflight", "Preflight a fine-tune plan",
@@ -727,7 +727,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Resume a failed or cancelled fine-tune run (admin)", _dump,
         method="resume_fine_tune",
         http=Http(
-            "POST", "/admin/memory/fine-tune/{run_id}/resume", "fine-tune", 202, FineTuneRun,
+            "POST", "/v1/admin/memory/fine-tune/{run_id}/resume", "fine-tune", 202, FineTuneRun,
         ),
         tool=Tool(
             "memory_fine_tune_resume", "Resume a fine-tune run",
@@ -738,7 +738,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "fine_tune_status", rq.FineTuneStatusParams, Scope.ADMIN,
         "A fine-tune run's status (default: the active run, else the latest) (admin)", _dump,
         method="get_fine_tune_status",
-        http=Http("GET", "/admin/memory/fine-tune/status", "fine-tune", response=FineTuneStatus),
+        http=Http("GET", "/v1/admin/memory/fine-tune/status", "fine-tune", response=FineTuneStatus),
         tool=Tool(
             "memory_fine_tune_status", "Fine-tune status",
             "The status of a fine-tune run: its stages, current stage and progress.",
@@ -749,7 +749,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "fine_tune_runs", rq.FineTuneRunsParams, Scope.ADMIN,
         "A page of fine-tune runs, newest first (admin)", _runs,
         method="list_fine_tune_runs",
-        http=Http("GET", "/admin/memory/fine-tune/runs", "fine-tune", response=rs.FineTuneRunsOut),
+        http=Http(
+            "GET", "/v1/admin/memory/fine-tune/runs", "fine-tune", response=rs.FineTuneRunsOut,
+        ),
         tool=Tool(
             "memory_fine_tune_runs", "List fine-tune runs",
             "Past and current fine-tune runs, newest first, with the total.",
@@ -761,7 +763,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Cancel the active fine-tune run (destructive: confirm and a reason; audited)",
         _cancelled, method="cancel_fine_tune",
         http=Http(
-            "POST", "/admin/memory/fine-tune/cancel", "fine-tune",
+            "POST", "/v1/admin/memory/fine-tune/cancel", "fine-tune",
             response=rs.FineTuneCancelledOut,
         ),
         tool=Tool(
@@ -775,7 +777,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Every checkpoint of the registry, newest first (admin)", _dumps("checkpoints"),
         method="list_fine_tune_checkpoints",
         http=Http(
-            "GET", "/admin/memory/fine-tune/checkpoints", "fine-tune",
+            "GET", "/v1/admin/memory/fine-tune/checkpoints", "fine-tune",
             response=rs.CheckpointsOut,
         ),
         tool=Tool(
@@ -789,7 +791,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Which embedder the registry serves now (admin)", _dump,
         method="get_active_embedder",
         http=Http(
-            "GET", "/admin/memory/embedder", "fine-tune", response=ActiveEmbedderSnapshot,
+            "GET", "/v1/admin/memory/embedder", "fine-tune", response=ActiveEmbedderSnapshot,
         ),
         tool=Tool(
             "memory_active_embedder", "Active embedder",
@@ -803,7 +805,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Make a checkpoint ('base': the base model) the active embedder (destructive, audited)",
         _dump, method="rollback_checkpoint",
         http=Http(
-            "POST", "/admin/memory/fine-tune/checkpoints/{checkpoint_id}/rollback", "fine-tune",
+            "POST", "/v1/admin/memory/fine-tune/checkpoints/{checkpoint_id}/rollback", "fine-tune",
             response=CheckpointRecord, body="CheckpointRollbackBody",
         ),
         tool=Tool(

@@ -864,14 +864,50 @@ class WorkingParams(Request):
 _CONFIRM = "Must be true: the change is meant (it is destructive and audited)."
 
 
+_PLAN_FIELDS = {
+    "source_dir": "Directory of the organisation's documents (.md, .txt, .rst) on the server.",
+    "output_dir": "Checkpoint registry to write to (default: fine_tune.checkpoint_path).",
+    "pairs_file": "JSON-lines file of {query, passage} pairs on the server (skips the LLM).",
+    "base_model": "The embedder to fine-tune (default: fine_tune.base_model).",
+    "trainer": "adapter (light, CPU), biencoder (needs torch) or auto.",
+    "queries_per_passage": "Synthetic queries the LLM writes per passage.",
+    "max_passages": "Use at most this many passages.",
+    "query_max_tokens": "Token cap of a query.",
+    "passage_max_tokens": "Token cap of a passage.",
+    "hard_negatives": "Hard negatives mined per query with the base model.",
+    "epochs": "Training epochs.",
+    "learning_rate": "Learning rate of the bi-encoder trainer.",
+    "adapter_learning_rate": "Learning rate of the adapter trainer.",
+    "temperature": "InfoNCE temperature (tau).",
+    "batch_size": "Training batch size.",
+    "validation_fraction": "Share of pairs held out to evaluate checkpoint versus base.",
+    "llm_max_tokens": "Token cap of one LLM answer.",
+    "llm_max_input_chars": "Characters of a passage the LLM sees (longer ones are truncated).",
+    "deploy": "Make the checkpoint the active embedder when the run ends.",
+    "require_improvement": "Deploy only when the checkpoint beats the base model.",
+    "seed": "Random seed (splits, sampling, initialisation).",
+}
+
+
+def _describe_plan(schema: dict[str, Any]) -> None:
+    # FineTunePlan's fields carry no descriptions; tool callers and the OpenAPI need them.
+    for name, prop in schema.get("properties", {}).items():
+        if name in _PLAN_FIELDS:
+            prop.setdefault("description", _PLAN_FIELDS[name])
+
+
 class FineTuneBody(Request, FineTunePlan):
     """A fine-tune plan: the documents or query/passage pairs to train on, and how."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, allow_inf_nan=False, json_schema_extra=_describe_plan
+    )
 
     def plan(self) -> FineTunePlan:
         """The plan (fields left out stay unset, so the server's configuration fills them)."""
-        return FineTunePlan.model_validate(self.model_dump(exclude_unset=True))
+        # This body ran FineTunePlan's validators already: copy the values, keep the set fields.
+        values = {name: getattr(self, name) for name in FineTunePlan.model_fields}
+        return FineTunePlan.model_construct(_fields_set=set(self.model_fields_set), **values)
 
 
 class FineTuneResumeParams(Request):
@@ -883,7 +919,9 @@ class FineTuneResumeParams(Request):
 class FineTuneStatusParams(Request):
     """The status of one run (default: the active run, else the latest)."""
 
-    run_id: str | None = Field(default=None, min_length=1, max_length=100)
+    run_id: str | None = Field(
+        default=None, min_length=1, max_length=100, description="The run's id (default: active)."
+    )
 
 
 class FineTuneRunsParams(Request):
@@ -896,16 +934,16 @@ class FineTuneRunsParams(Request):
 class FineTuneCancelBody(Request):
     """Cancel the active fine-tune run (destructive, audited)."""
 
-    confirm: bool = Field(default=False, description=_CONFIRM)
-    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+    confirm: bool = Field(description=_CONFIRM)
+    reason: str = Field(min_length=1, max_length=500, description=_REASON)
 
 
 class CheckpointRollbackBody(Request):
     """Make a checkpoint (``base``: the base model) the active embedder again."""
 
     checkpoint_id: str = Field(min_length=1, max_length=200, description="The checkpoint's id.")
-    confirm: bool = Field(default=False, description=_CONFIRM)
-    reason: str | None = Field(default=None, max_length=500, description=_REASON)
+    confirm: bool = Field(description=_CONFIRM)
+    reason: str = Field(min_length=1, max_length=500, description=_REASON)
 
 
 class NoParams(Request):
