@@ -130,7 +130,7 @@ def create_embedder(spec: str | None = None) -> Embedder:
             raise MemoryConfigError(f"invalid embedder spec {spec!r}: it needs a directory")
         from memvault.embeddings.adapter import load_checkpoint_embedder
 
-        return load_checkpoint_embedder(arg)
+        return load_checkpoint_embedder(arg, create_base=create_embedder)
     if kind in ("minilm-l3", "paraphrase-minilm-l3") and not sep:
         return shared_minilm_l3_embedder()
     if kind == "minilm-numpy" and not sep:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -237,14 +237,18 @@ class FineTunedMiniLMEmbedder(OnnxMiniLMEmbedder):
         return self._checkpoint_model_id
 
 
-def load_checkpoint_embedder(path: str | os.PathLike[str]) -> Embedder:
+def load_checkpoint_embedder(
+    path: str | os.PathLike[str], *, create_base: Callable[[str], Embedder]
+) -> Embedder:
     """Load a checkpoint directory, or the active checkpoint of a registry directory.
+
+    ``create_base`` builds the base model from its spec (``memvault.embeddings.create_embedder``;
+    passed in, so that this module does not import the package that imports it).
 
     Raises:
         EmbedderUnavailableError: nothing loadable there (the message says why).
     """
-    from memvault.embeddings import create_embedder
-
+    create_embedder = create_base
     directory = Path(path).expanduser()
     if not directory.is_dir():
         raise EmbedderUnavailableError(f"fine-tuned embedder directory {directory} does not exist")
@@ -262,7 +266,7 @@ def load_checkpoint_embedder(path: str | os.PathLike[str]) -> Embedder:
         target_path = Path(str(target))
         if not target_path.is_absolute():
             target_path = directory / target_path
-        return load_checkpoint_embedder(target_path)
+        return load_checkpoint_embedder(target_path, create_base=create_base)
     meta = read_meta(directory)
     if meta.kind == "adapter":
         try:

@@ -589,6 +589,7 @@ def _scores(q: Any, p: Any, gold: Sequence[int], ids: Sequence[str]) -> tuple[fl
 
 def evaluate(ctx: RunContext, plan: FineTunePlan) -> EvalMetrics:
     """Stage 4: checkpoint versus base on the held-out queries, same token caps as mining."""
+    from memvault.embeddings import create_embedder
     from memvault.embeddings.adapter import AdapterEmbedder, load_checkpoint_embedder
 
     out = ctx.stage_dir(Stage.EVALUATE)
@@ -599,7 +600,7 @@ def evaluate(ctx: RunContext, plan: FineTunePlan) -> EvalMetrics:
     with np.load(ctx.run_dir / Stage.MINE.value / "base_vectors.npz") as vectors:
         p_base, q_base = vectors["passages"], vectors["queries"][val_rows]
     base_ndcg, base_recall = _scores(q_base, p_base, gold, data.passage_ids)
-    checkpoint = load_checkpoint_embedder(result["checkpoint_dir"])
+    checkpoint = load_checkpoint_embedder(result["checkpoint_dir"], create_base=create_embedder)
     if isinstance(checkpoint, AdapterEmbedder):
         # The adapter runs on the frozen base: its vectors are the cached base ones, mapped.
         p_ft, q_ft = checkpoint.project(p_base), checkpoint.project(q_base)

@@ -24,7 +24,7 @@ from memvault.errors import FineTuneDependencyError
 
 if TYPE_CHECKING:
     from memvault.finetune.config import FineTunePlan
-    from memvault.finetune.pipeline import RunContext
+    from memvault.finetune.trainers import ProgressReporter
 
 __all__ = ["FINETUNE_INSTALL_COMMAND", "require_torch", "train_biencoder"]
 
@@ -147,7 +147,7 @@ def train_biencoder(
     examples: Sequence[tuple[int, int, Sequence[int]]],
     *,
     plan: FineTunePlan,
-    ctx: RunContext,
+    ctx: ProgressReporter,
     checkpoint_dir: Path,
     meta: CheckpointMeta,
 ) -> dict[str, Any]:

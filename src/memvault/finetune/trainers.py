@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,9 +25,20 @@ from memvault.embeddings.adapter import CheckpointMeta, write_adapter_checkpoint
 
 if TYPE_CHECKING:
     from memvault.finetune.config import FineTunePlan
-    from memvault.finetune.pipeline import RunContext
 
-__all__ = ["IDENTITY_PENALTY", "info_nce_adapter_step", "train_adapter"]
+__all__ = ["IDENTITY_PENALTY", "ProgressReporter", "info_nce_adapter_step", "train_adapter"]
+
+
+class ProgressReporter(Protocol):
+    """What a trainer needs of its run: progress reports (which also let a cancel land).
+
+    ``memvault.finetune.pipeline.RunContext`` is one; a protocol keeps the trainers free of the
+    pipeline module that imports them.
+    """
+
+    def report(self, done: int, total: int) -> None:
+        """Report ``done`` of ``total`` steps; raises FineTuneCancelledError after a cancel."""
+
 
 Array = NDArray[np.float32]
 
@@ -91,7 +102,7 @@ def train_adapter(
     examples: Sequence[tuple[int, int, Sequence[int]]],
     *,
     plan: FineTunePlan,
-    ctx: RunContext,
+    ctx: ProgressReporter,
     checkpoint_dir: Path,
     meta: CheckpointMeta,
 ) -> dict[str, Any]:
