@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from memvault.config import load_config
+from memvault.finetune.config import EmbeddingFineTuneConfig
 from memvault.protocols import Embedder
 from memvault.server.keys import open_key_store
 from memvault.server.rest import create_app
@@ -31,7 +32,12 @@ _STATE: dict[str, Any] = {}
 @pytest.fixture(scope="module")
 def api_server(tmp_path_factory: pytest.TempPathFactory, minilm: Embedder) -> Iterator[str]:
     db: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
-    service = MemoryService(load_config(url=str(db)), embedder=minilm)
+    # Fine-tuning on, so its admin routes are fuzzed for real instead of answering 501.
+    fine_tune = EmbeddingFineTuneConfig(
+        enabled=True, checkpoint_path=str(db.parent / "registry"), base_model="minilm"
+    )
+    config = load_config(url=str(db)).model_copy(update={"fine_tune": fine_tune})
+    service = MemoryService(config, embedder=minilm)
     keys = open_key_store(str(db))
     _, secret = keys.create(name="fuzz-admin", scopes=["admin"])
     url, stop = run_app(create_app(service, keys=keys))
