@@ -166,3 +166,24 @@ async def test_store_many_keeps_given_vectors_and_checks_them(any_backend: Memor
         assert await any_backend.count(AGENT) == 2
     finally:
         await any_backend.disconnect()
+
+
+async def test_writes_that_store_nothing_are_audited(memory: AsyncMemory) -> None:
+    """Duplicates and admission rejections leave an audit record (the writes-by-decision
+    chart counts them), with the category and the reason but not the content."""
+    first = await memory.add("The user prefers dark mode in the editor.", agent_id=AGENT)
+    again = await memory.write("the user prefers dark mode in the editor", agent_id=AGENT)
+    refused = await memory.write("ok", agent_id=AGENT, admission=True)
+    assert again.decision.kind is WriteKind.NOOP
+    assert refused.decision.kind is WriteKind.REJECT
+    trail = await memory.audit(agent_id=AGENT)
+    by_action = {r.action: r for r in trail}
+    assert [r.action for r in trail].count("memory.store") == 1
+    duplicate = by_action["memory.duplicate"]
+    assert duplicate.memory_id == first
+    assert duplicate.details["category"] == "semantic"
+    reject = by_action["memory.reject"]
+    assert reject.memory_id is None
+    assert reject.details["reason"] == refused.decision.reason
+    assert "admission" in reject.details
+    assert all(str(v) != "ok" for r in trail for v in r.details.values())

@@ -213,4 +213,48 @@ async def execute_writes(
             outcomes.append(WriteOutcome(ids[stored_at[position]], decision))
     if confirmations:
         await store.record_access(agent_id, confirmations, now)
+    await _audit_unstored(store, agent_id, requests, outcomes, now)
     return outcomes
+
+
+async def _audit_unstored(
+    store: MemoryStore,
+    agent_id: str,
+    requests: Sequence[MemoryStoreRequest],
+    outcomes: Sequence[WriteOutcome],
+    now: datetime,
+) -> None:
+    """Audit the writes that stored nothing: ``memory.duplicate`` (a confirmation of the memory
+    that already held the fact) and ``memory.reject`` (refused by admission control).
+
+    They change no row, but an operator asking "what did this agent try to write, and what
+    became of it" (the dashboard's writes-by-decision chart) needs them; the store's own audit
+    records only what it stored. The content is not copied into the log, only its category.
+    """
+    record = getattr(store, "record_audit", None)
+    if record is None:
+        return
+    records: list[AuditRecord] = []
+    for request, outcome in zip(requests, outcomes, strict=True):
+        kind = outcome.decision.kind
+        if kind not in (WriteKind.NOOP, WriteKind.REJECT):
+            continue
+        details: dict[str, object] = {
+            "category": request.category.value,
+            "reason": outcome.decision.reason,
+        }
+        if outcome.decision.admission is not None:
+            details["admission"] = round(outcome.decision.admission.total, 4)
+        records.append(
+            AuditRecord(
+                id=new_id(),
+                at=now,
+                actor=audit_actor(agent_id),
+                action="memory.duplicate" if kind is WriteKind.NOOP else "memory.reject",
+                agent_id=agent_id,
+                memory_id=outcome.id,
+                details=details,
+            )
+        )
+    if records:
+        await record(records)

@@ -38,7 +38,7 @@ from memvault.errors import (
     MemoryPermissionError,
     MemoryValidationError,
 )
-from memvault.models import MemoryCategory, MemoryEntry
+from memvault.models import AuditRecord, MemoryCategory, MemoryEntry
 from memvault.server.errors import error_status, public_message
 from memvault.server.metrics import Metrics
 from memvault.server.ui import data, plots
@@ -638,7 +638,11 @@ def _router(ui: _Ui) -> APIRouter:
         live = [e for e in everything if e.superseded_by is None]
         memory = await ui.service.memory(p.actor.tenant)
         view = data.retention_view(live, memory.retention)
-        labels, stacks = data.decisions_per_day(everything)
+        # Duplicate and rejected writes are known only from the audit log (admin scope).
+        audit: list[AuditRecord] = []
+        if p.actor.allows(Scope.ADMIN) and p.actor.kind is not ActorKind.AGENT:
+            audit = await p.call("audit", {"agent_id": agent_id, "limit": 10_000})
+        labels, stacks = data.decisions_per_day(everything, audit)
         over_time = data.memories_over_time(live)
         return p.render(
             "charts.html",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memvault.models import MemoryEntry
+from memvault.models import AuditRecord, MemoryEntry
 from memvault.write.retention import retention_score, select_evictions
 
 if TYPE_CHECKING:
@@ -108,34 +108,37 @@ def memories_over_time(entries: Iterable[MemoryEntry]) -> dict[str, list[tuple[f
     return series
 
 
-#: The write decisions the chart shows; the store records the first two (see the caption).
+#: The write decisions the chart shows.
 DECISIONS = ("stored", "superseded", "duplicate", "rejected")
+
+_UNSTORED = {"memory.duplicate": "duplicate", "memory.reject": "rejected"}
 
 
 def decisions_per_day(
-    entries: Sequence[MemoryEntry], *, days: int = 30
+    entries: Sequence[MemoryEntry], audit: Sequence[AuditRecord] = (), *, days: int = 30
 ) -> tuple[list[str], dict[str, list[float]]]:
     """Writes per day by decision, over the last ``days`` days that saw writes.
 
     ``entries`` must include superseded versions. A version counts as *stored* on the day it was
     created; a write that replaced an older version counts as *superseded* on the day the older
-    one was closed. Duplicate and rejected writes leave no row in the store, so those series stay
-    empty here (the page says so).
+    one was closed. Duplicate and rejected writes leave no row, only an audit record
+    (``memory.duplicate``, ``memory.reject``): they are counted from ``audit``.
     """
-    stored: dict[str, int] = {}
-    superseded: dict[str, int] = {}
+    counts: dict[str, dict[str, int]] = {name: {} for name in DECISIONS}
+
+    def bump(name: str, day: str) -> None:
+        counts[name][day] = counts[name].get(day, 0) + 1
+
     for e in entries:
-        stored[_day(e.created_at)] = stored.get(_day(e.created_at), 0) + 1
+        bump("stored", _day(e.created_at))
         if e.superseded_by is not None:
-            closed = e.valid_to or e.updated_at
-            superseded[_day(closed)] = superseded.get(_day(closed), 0) + 1
-    labels = sorted(set(stored) | set(superseded))[-days:]
-    return labels, {
-        "stored": [float(stored.get(d, 0)) for d in labels],
-        "superseded": [float(superseded.get(d, 0)) for d in labels],
-        "duplicate": [0.0 for _ in labels],
-        "rejected": [0.0 for _ in labels],
-    }
+            bump("superseded", _day(e.valid_to or e.updated_at))
+    for record in audit:
+        name = _UNSTORED.get(record.action)
+        if name is not None:
+            bump(name, _day(record.at))
+    labels = sorted(set().union(*(set(c) for c in counts.values())))[-days:]
+    return labels, {name: [float(counts[name].get(d, 0)) for d in labels] for name in DECISIONS}
 
 
 @dataclass(frozen=True, slots=True)
