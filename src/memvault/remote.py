@@ -69,6 +69,8 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
+from memvault.graph.forgetting import ForgettingReport
+from memvault.graph.models import RecallMode
 from memvault.injection.context import (
     CONTEXT_MIN_RELEVANCE,
     ContextInjectionConfig,
@@ -77,6 +79,7 @@ from memvault.injection.context import (
 from memvault.learning.engine import LearningEngine
 from memvault.learning.models import (
     AgentProfile,
+    ApprovalItem,
     EvolverReport,
     LearnReport,
     OrgFactKind,
@@ -102,6 +105,7 @@ from memvault.protocols import Embedder, LLMProvider, MemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.retrieval.tiered import RecallTier, TieredRecall
 from memvault.server.errors import ERROR_TABLE
 from memvault.validation import check_agent, check_id, model_error
 from memvault.write.pipeline import WriteDecision
@@ -1286,6 +1290,57 @@ class RemoteAsyncMemory(AsyncMemory):
         data = await self._send("prune_procedural", {"agent_id": check_agent(agent_id)})
         with self._decoding("write"):
             return PruneReport.model_validate(data)
+
+    # -- graph memory, tiered recall, forgetting (issue 18): embedded only ----------------------
+
+    async def graph_recall(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        mode: RecallMode | str = RecallMode.SPREADING,
+        hops: int | None = None,
+        as_of: datetime | None = None,
+        limit: int = 10,
+    ) -> builtins.list[MemoryEntry]:
+        """Not offered over HTTP.
+
+        Raises:
+            MemoryCapabilityError: always.
+        """
+        raise _not_remote("graph recall")
+
+    async def recall_tiered(
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        limit: int = 10,
+        tier: RecallTier | str | None = None,
+        as_of: datetime | None = None,
+    ) -> TieredRecall:
+        """Not offered over HTTP.
+
+        Raises:
+            MemoryCapabilityError: always.
+        """
+        raise _not_remote("tiered recall")
+
+    async def forget(self, *, agent_id: str | None = None) -> builtins.list[ForgettingReport]:
+        """Not offered over HTTP (the server's maintenance job runs it).
+
+        Raises:
+            MemoryCapabilityError: always.
+        """
+        raise _not_remote("optical forgetting")
+
+    async def promote_skills(self, *, agent_id: str) -> builtins.list[ApprovalItem]:
+        """Not offered over HTTP.
+
+        Raises:
+            MemoryCapabilityError: always.
+        """
+        raise _not_remote("skill promotion")
 
     # -- shared knowledge -------------------------------------------------------------------------
 
