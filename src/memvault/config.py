@@ -968,7 +968,14 @@ def _from_initrunner(data: dict[str, Any], origins: Origins, *, role_file: bool)
     data["consolidation"] = cons
 
 
+_ZEPH_SECTIONS = {"memflow": "tiered_recall", "scrap_mem": "forgetting"}
+"""Zeph's section names (seed 004, ``[memory.memflow]``, ``[memory.scrap_mem]``) -> memvault's."""
+
+
 def _from_synthorg(data: dict[str, Any], origins: Origins) -> None:
+    for seed_key, key in _ZEPH_SECTIONS.items():
+        if seed_key in data:
+            _put(data, (key,), _mapping(data.pop(seed_key), seed_key), seed_key, origins)
     if isinstance(data.get("embedder"), Mapping):
         _put(data, ("embeddings",), dict(data.pop("embedder")), "embedder", origins)
     overrides = _mapping(data.pop("retention_overrides", None), "retention_overrides")

@@ -594,3 +594,14 @@ def test_an_embeddings_endpoint_reaches_the_opened_store(tmp_path: Path) -> None
     embedder = backend.embedder  # type: ignore[attr-defined]
     assert isinstance(embedder, OpenAICompatibleEmbedder)
     assert embedder._url == "http://127.0.0.1:9/v1/embeddings"
+
+
+def test_zeph_section_names_load_as_memvaults() -> None:
+    """Seed 004 calls tiered recall ``memflow`` and optical forgetting ``scrap_mem``."""
+    from memvault.config import MemvaultConfig, normalize_section
+
+    section, origins = normalize_section({"memflow": {"enabled": True}, "scrap_mem": {}})
+    cfg = MemvaultConfig.model_validate(section)
+    assert cfg.tiered_recall.enabled is True
+    assert cfg.forgetting == MemvaultConfig().forgetting
+    assert origins[("tiered_recall",)] == "memflow"
