@@ -221,7 +221,10 @@ class MemoryService:
             url = memory.location if self._single_tenant else self._config.resolved_url()
             if not self._single_tenant and tenant != DEFAULT_TENANT:
                 url = tenant_url(url, tenant)
-            store = self._sessions.setdefault(tenant, open_session_store(url))
+            conv = self._config.conversation
+            store = self._sessions.setdefault(
+                tenant, open_session_store(url, storage=conv.session_storage, prune=conv.prune)
+            )
         return store
 
     async def close(self) -> None:
