@@ -83,8 +83,8 @@ LAYERS: dict[str, int] = {
     # 5: applications over the front door.
     "memvault.service": 5,
     "memvault.bench": 5,  # benchmark runners drive an AsyncMemory (bench/_runner.py)
-    "memvault.maintenance": 5,
-    "memvault.integrations": 5,  # framework adapters over the front door and sessions  # the scheduler drives a Memory or a MemoryService
+    "memvault.maintenance": 5,  # the scheduler drives a Memory or a MemoryService
+    "memvault.integrations": 5,  # framework adapters over the front door and sessions
     "memvault.embeddings.evaluation": 5,  # per-category embedder eval over bench metrics/data
     "memvault.finetune": 5,  # fine-tune pipeline: embeddings, llm, bench.metrics (issue 19)
     "memvault.testing": 5,  # contract suites for plugin authors; imported by nothing in src
