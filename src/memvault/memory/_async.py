@@ -162,12 +162,29 @@ def register_remote(cls: type[AsyncMemory]) -> None:
     _REMOTE[:] = [cls]
 
 
-async def _agent_audit(backend: Any, agent: str) -> list[AuditRecord]:
-    """Every audit record of ``agent``, oldest first (the store's ``export_rows``).
+_AUDIT_PAGE = 1_000
 
-    The log is read in pages and filtered: audit and history queries are rare and offline.
+
+async def _agent_audit(backend: Any, agent: str) -> list[AuditRecord]:
+    """Every audit record of ``agent``, oldest first.
+
+    Stores with an audit index on (agent, time) answer ``audit_for_agent`` page by page; the
+    others' log is read through ``export_rows`` and filtered (audit and history queries are rare).
     """
-    found: list[AuditRecord] = []
+    page = getattr(backend, "audit_for_agent", None)
+    if page is not None:
+        try:
+            found: list[AuditRecord] = []
+            after: tuple[datetime, str] | None = None
+            while True:
+                batch: list[AuditRecord] = await page(agent, after=after, limit=_AUDIT_PAGE)
+                found.extend(batch)
+                if len(batch) < _AUDIT_PAGE:
+                    return found
+                after = (batch[-1].at, batch[-1].id)
+        except MemoryCapabilityError:
+            pass  # no audit index (or no audit log): scan below
+    found = []
     async for row in backend.export_rows("audit"):
         rec = AuditRecord.model_validate(row)
         if rec.agent_id == agent:
