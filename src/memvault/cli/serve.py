@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -55,6 +56,18 @@ def serve(
     max_body_bytes: Annotated[
         int, typer.Option("--max-body-bytes", help="Largest accepted request body in bytes.")
     ] = DEFAULT_MAX_BODY,
+    rate_limit: Annotated[
+        float,
+        typer.Option(
+            "--rate-limit",
+            help="Requests/s allowed per API key (per client address without a key), per "
+            "worker process; over it: 429 with Retry-After. 0: no limit.",
+        ),
+    ] = 0.0,
+    rate_burst: Annotated[
+        int | None,
+        typer.Option("--rate-burst", help="Requests a key may send at once [2 x --rate-limit]."),
+    ] = None,
     log_level: Annotated[
         str, typer.Option("--log-level", help="uvicorn log level (info, warning, error).")
     ] = "info",
@@ -79,6 +92,12 @@ def serve(
     if max_body_bytes < 1024:
         msg = "--max-body-bytes must be at least 1024"
         raise MemoryValidationError(msg)
+    if not 0 <= rate_limit < math.inf:
+        msg = f"--rate-limit must be 0 (off) or a positive number, got {rate_limit}"
+        raise MemoryValidationError(msg)
+    if rate_burst is not None and rate_burst < 1:
+        msg = f"--rate-burst must be at least 1, got {rate_burst}"
+        raise MemoryValidationError(msg)
     if not 1 <= workers <= 64:
         msg = f"--workers must be between 1 and 64, got {workers}"
         raise MemoryValidationError(msg)
@@ -93,6 +112,8 @@ def serve(
         "config": state.config,
         "no_auth": no_auth,
         "max_body_bytes": max_body_bytes,
+        "rate_limit": rate_limit,
+        "rate_burst": rate_burst,
         "cors_origins": list(cors_origin or ()),
     }
     _warn_without_mcp()
@@ -250,6 +271,9 @@ def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
     settings = ServerSettings(
         max_body_bytes=int(options.get("max_body_bytes") or DEFAULT_MAX_BODY),
         cors_origins=tuple(options.get("cors_origins") or ()),
+        # Per process: with --workers N every worker keeps its own buckets.
+        rate_limit=float(options.get("rate_limit") or 0) or None,
+        rate_burst=options.get("rate_burst"),
     )
     service = MemoryService(config)
     app = create_app(service, keys=keys, settings=settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from memvault.server.rest.guards import (
     LOCAL_HOSTS,
     BodyLimit,
     McpEndpoint,
+    RateLimit,
 )
 from memvault.server.rest.routes import operation_routers
 from memvault.server.ui import mount_ui
@@ -39,11 +41,25 @@ logger = logging.getLogger("memvault.server.rest")
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    """How the app guards itself: body size limit, CORS origins, whether MCP is mounted."""
+    """How the app guards itself: body size limit, rate limit, CORS origins, whether MCP is mounted.
+
+    ``rate_limit`` (requests/s per API key, or per client address for requests without a key;
+    ``None``: no limit) with bursts of up to ``rate_burst`` requests (``None``: twice the rate,
+    at least 1) answers 429 with ``Retry-After``. The limit is kept per server process.
+    """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     cors_origins: tuple[str, ...] = ()
     mount_mcp: bool = True
+    rate_limit: float | None = None
+    rate_burst: int | None = None
+
+    @property
+    def burst(self) -> int:
+        """The bucket size the rate limit uses."""
+        if self.rate_burst is not None:
+            return max(1, self.rate_burst)
+        return max(1, math.ceil(2 * (self.rate_limit or 0)))
 
 
 def _ops_router(metrics: Metrics) -> APIRouter:
@@ -156,6 +172,9 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(BodyLimit, limit=conf.max_body_bytes)
+    if conf.rate_limit is not None and conf.rate_limit > 0:
+        # Outside the body limit: a throttled caller is refused before its body is read.
+        app.add_middleware(RateLimit, rate=conf.rate_limit, burst=conf.burst)
     if keys is None:
         # Without keys the server trusts whoever can reach it, which --no-auth limits to this
         # machine; a Host check stops web pages from reaching it through DNS rebinding.

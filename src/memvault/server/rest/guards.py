@@ -1,7 +1,10 @@
-"""ASGI guards in front of the routes: the body size limit and the MCP endpoint's auth."""
+"""ASGI guards in front of the routes: rate limit, body size limit and the MCP endpoint's auth."""
 
 from __future__ import annotations
 
+import hashlib
+import math
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -14,8 +17,11 @@ from memvault.server.rest.auth import Authenticator
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "LOCAL_HOSTS",
+    "RATE_LIMIT_EXEMPT",
     "BodyLimit",
     "McpEndpoint",
+    "RateLimit",
+    "TokenBucket",
     "declared_length",
     "error_response",
 ]
@@ -104,6 +110,106 @@ class BodyLimit:
     ) -> None:
         msg = f"request body larger than {self.limit} bytes"
         await error_response(413, "payload_too_large", msg)(scope, receive, send)
+
+
+#: Paths a rate limit never refuses: liveness probes and metrics scrapes must keep answering
+#: while a client is being throttled.
+RATE_LIMIT_EXEMPT = frozenset({"/health", "/metrics"})
+#: Buckets kept per process before idle (full) ones are dropped: bounds the memory a stream of
+#: distinct (possibly made-up) keys or addresses can take.
+MAX_BUCKETS = 10_000
+
+
+class TokenBucket:
+    """``rate`` tokens a second up to ``burst``; a request takes one token or waits for it."""
+
+    __slots__ = ("burst", "rate", "stamp", "tokens")
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.stamp = now
+
+    def _refill(self, now: float) -> None:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def take(self, now: float) -> float:
+        """Take a token: 0.0 if one was there, else the seconds until one will be."""
+        self._refill(now)
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+    def full(self, now: float) -> bool:
+        """True when the bucket has refilled completely (forgetting it changes nothing)."""
+        self._refill(now)
+        return self.tokens >= self.burst
+
+
+class RateLimit:
+    """Refuse requests over ``rate``/s (bursts up to ``burst``) per caller with 429.
+
+    The caller is the API key (a hash of its secret: one key, one bucket, without asking the key
+    store before the request is even admitted) or, for a request without a bearer key, the
+    client address. The buckets live in this process: under ``serve --workers N`` each worker
+    keeps its own, so the effective limit is per worker. ``/health`` and ``/metrics`` are exempt.
+    """
+
+    def __init__(self, app: ASGIApp, rate: float, burst: int) -> None:
+        self.app = app
+        self.rate = rate
+        self.burst = float(max(1, burst))
+        self.buckets: dict[str, TokenBucket] = {}
+
+    @staticmethod
+    def caller(scope: MutableMapping[str, Any]) -> str:
+        """The bucket name of a request: ``key:<sha256 of the secret>`` or ``addr:<client>``."""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                scheme, _, secret = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and secret.strip():
+                    digest = hashlib.sha256(secret.strip().encode("latin-1")).hexdigest()
+                    return f"key:{digest}"
+                break
+        client = scope.get("client")
+        return f"addr:{client[0] if client else 'unknown'}"
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http" or scope.get("path") in RATE_LIMIT_EXEMPT:
+            await self.app(scope, receive, send)
+            return
+        now = time.monotonic()
+        name = self.caller(scope)
+        bucket = self.buckets.get(name)
+        if bucket is None:
+            if len(self.buckets) >= MAX_BUCKETS:
+                self._prune(now)
+            bucket = self.buckets[name] = TokenBucket(self.rate, self.burst, now)
+        wait = bucket.take(now)
+        if wait <= 0.0:
+            await self.app(scope, receive, send)
+            return
+        retry_after = max(1, math.ceil(wait))
+        msg = f"rate limit of {self.rate:g} requests/s exceeded; retry in {retry_after} s"
+        response = error_response(429, "rate_limited", msg)
+        response.headers["Retry-After"] = str(retry_after)
+        await response(scope, receive, send)
+
+    def _prune(self, now: float) -> None:
+        # Full buckets carry no state (a new one starts full); if every bucket is in use the
+        # oldest half goes, which at worst lets those callers burst once more.
+        self.buckets = {k: b for k, b in self.buckets.items() if not b.full(now)}
+        if len(self.buckets) >= MAX_BUCKETS:
+            keep = sorted(self.buckets.items(), key=lambda kv: kv[1].stamp)[MAX_BUCKETS // 2 :]
+            self.buckets = dict(keep)
 
 
 class McpEndpoint:

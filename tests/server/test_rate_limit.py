@@ -1,0 +1,117 @@
+"""Per-key rate limits (429 + Retry-After) and the body size limit, over real HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from memvault.server.rest import ServerSettings
+
+from .conftest import STANDARD_KEYS, ServerFactory
+
+# One request a second with bursts of three: ten back-to-back requests cannot all pass unless
+# sending them took over seven seconds.
+LIMITED = ServerSettings(rate_limit=1.0, rate_burst=3, max_body_bytes=2048)
+COUNT = ("/v1/count", {"agent_id": "dev-1"})
+
+
+def _burst(client: httpx.Client, n: int = 10) -> list[httpx.Response]:
+    return [client.get(COUNT[0], params=COUNT[1]) for _ in range(n)]
+
+
+def _retry_after(resp: httpx.Response) -> int:
+    assert resp.status_code == 429, resp.text
+    body = resp.json()
+    assert set(body) == {"error"} and body["error"]["code"] == "rate_limited"
+    assert "requests/s" in body["error"]["message"]
+    value = resp.headers["Retry-After"]
+    assert value.isdigit() and int(value) >= 1, value
+    return int(value)
+
+
+def test_a_burst_over_the_limit_gets_429_and_other_keys_are_unaffected(
+    live_server: ServerFactory,
+) -> None:
+    srv = live_server(keys=STANDARD_KEYS, settings=LIMITED)
+    with srv.client("dev1") as dev1, srv.client("operator") as other, srv.client() as anon:
+        answers = _burst(dev1)
+        assert [r.status_code for r in answers[:3]] == [200, 200, 200]
+        refused = [r for r in answers if r.status_code != 200]
+        assert refused, "ten requests at once passed a limit of 1/s with bursts of 3"
+        wait = max(_retry_after(r) for r in refused)
+
+        # Another key has its own bucket, full.
+        assert [r.status_code for r in _burst(other, 3)] == [200, 200, 200]
+        # Liveness and metrics answer while the key is throttled.
+        assert anon.get("/health").status_code == 200
+        assert dev1.get("/metrics").status_code == 200
+        assert dev1.get(COUNT[0], params=COUNT[1]).status_code == 429
+
+        time.sleep(wait)  # the bucket has a token again after Retry-After seconds
+        again = dev1.get(COUNT[0], params=COUNT[1])
+        assert again.status_code == 200, again.text
+
+
+def test_throttled_requests_do_not_reach_the_store(live_server: ServerFactory) -> None:
+    srv = live_server(keys=STANDARD_KEYS, settings=LIMITED)
+    with srv.client("dev1") as c:
+        statuses = [
+            c.post("/v1/memories", json={"agent_id": "dev-1", "content": f"note number {i}"})
+            for i in range(8)
+        ]
+        stored = sum(r.status_code == 201 for r in statuses)
+        assert 3 <= stored < 8
+        assert all(r.status_code in (201, 429) for r in statuses)
+    with srv.client("admin") as admin:  # its own bucket: full
+        assert admin.get(COUNT[0], params=COUNT[1]).json() == {"count": stored}
+
+
+def test_without_keys_the_limit_is_per_client_address(live_server: ServerFactory) -> None:
+    srv = live_server(auth=False, settings=LIMITED)
+    with srv.client() as first, srv.client() as second:
+        answers = _burst(first)
+        assert [r.status_code for r in answers[:3]] == [200, 200, 200]
+        assert any(r.status_code == 429 for r in answers)
+        # A second connection from the same address shares the address's bucket.
+        _retry_after(second.get(COUNT[0], params=COUNT[1]))
+
+
+def test_the_body_limit_answers_413_json_with_a_rate_limit_on(
+    live_server: ServerFactory,
+) -> None:
+    srv = live_server(keys=STANDARD_KEYS, settings=LIMITED)
+    with srv.client("dev1") as c:
+        big = c.post("/v1/memories", json={"agent_id": "dev-1", "content": "x" * 5000})
+        assert big.status_code == 413, big.text
+        assert big.json()["error"]["code"] == "payload_too_large"
+        assert "2048" in big.json()["error"]["message"]
+
+
+def test_no_rate_limit_by_default(live_server: ServerFactory) -> None:
+    srv = live_server(keys=STANDARD_KEYS)
+    with srv.client("dev1") as c:
+        assert {r.status_code for r in _burst(c, 30)} == {200}
+
+
+def test_serve_refuses_a_bad_rate_limit_with_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    for args, needle in (
+        (("--rate-limit", "-1"), "--rate-limit"),
+        (("--rate-limit", "nan"), "--rate-limit"),
+        (("--rate-limit", "5", "--rate-burst", "0"), "--rate-burst"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "memvault", "--db", str(db), "serve", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and needle in lines[0], (args, done.stderr)
+    assert not db.exists()
