@@ -47,6 +47,9 @@ from bench_server import (
     query_pool,
 )
 
+#: build/load_run.json at the repository root, wherever the script is run from.
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "build" / "load_run.json"
+
 try:  # psutil is optional: /proc is read without it
     import psutil
 except ImportError:  # pragma: no cover - depends on the environment
@@ -246,6 +249,9 @@ def rss_report(series: list[tuple[float, float | None]]) -> dict[str, Any]:
         "peak_mb": round(max(v for _, v in values), 1),
         "second_half_growth_mb": round(v1 - v0, 1),
         "second_half_mb_per_min": round((v1 - v0) / ((t1 - t0) / 60), 2) if t1 > t0 else 0.0,
+        # Flat: the second half grew by under 3% of the starting RSS (at least 10 MiB of
+        # slack), which the adds' own growth of the store and index stays within.
+        "flat": v1 - v0 <= max(10.0, 0.03 * values[0][1]),
     }
 
 
@@ -322,7 +328,7 @@ def render(result: dict[str, Any]) -> str:
     lines.append(
         "RSS series (s, MiB): " + ", ".join(f"{t:.0f}:{v}" for t, v in result["rss_series_mb"])
     )
-    lines.append(f"pass (zero errors): {result['pass']}")
+    lines.append(f"pass (zero errors, flat RSS): {result['pass']}")
     return "\n".join(lines)
 
 
@@ -341,7 +347,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-in-flight", type=int, default=64, help="[64]")
     ap.add_argument("--sample-every", type=float, default=10.0, help="RSS sample period s [10]")
     ap.add_argument("--workers", type=int, default=1, help="serve --workers [1]")
-    ap.add_argument("--out", type=Path, default=Path("build/load_run.json"), help="JSON output")
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="JSON output [build/load_run.json]"
+    )
     args = ap.parse_args(argv)
     if args.duration <= 0 or not 0 < args.fraction <= 1 or not 0 <= args.add_share <= 1:
         ap.error("--duration must be > 0, --fraction in (0, 1], --add-share in [0, 1]")
@@ -384,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     finally:
         server.stop()
     result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result["pass"] = result["load"]["errors"] == 0
+    result["pass"] = result["load"]["errors"] == 0 and bool(result["rss"].get("flat"))
     print(render(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
