@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from memvault.errors import MemoryValidationError
 from memvault.server.rest import ServerSettings
 
 from .conftest import STANDARD_KEYS, ServerFactory
@@ -95,6 +98,15 @@ def test_no_rate_limit_by_default(live_server: ServerFactory) -> None:
     srv = live_server(keys=STANDARD_KEYS)
     with srv.client("dev1") as c:
         assert {r.status_code for r in _burst(c, 30)} == {200}
+
+
+def test_settings_refuse_a_rate_that_would_switch_the_limit_off() -> None:
+    for rate in (-1.0, math.nan, 0.0, math.inf):
+        with pytest.raises(MemoryValidationError, match="rate_limit"):
+            ServerSettings(rate_limit=rate)
+    with pytest.raises(MemoryValidationError, match="rate_burst"):
+        ServerSettings(rate_limit=5.0, rate_burst=0)
+    assert ServerSettings(rate_limit=2.5).burst == 5
 
 
 def test_serve_refuses_a_bad_rate_limit_with_one_line(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from memvault._version import __version__
 from memvault.api.operations import OPERATIONS, Operation
 from memvault.api.responses import ErrorOut
+from memvault.errors import MemoryValidationError
 from memvault.server.metrics import Metrics, MetricsMiddleware
 from memvault.server.rest.auth import Authenticator, Caller
 from memvault.server.rest.errors import install_error_handlers
@@ -54,11 +55,20 @@ class ServerSettings:
     rate_limit: float | None = None
     rate_burst: int | None = None
 
+    def __post_init__(self) -> None:
+        # A negative or NaN rate would otherwise switch the limit off without a word.
+        if self.rate_limit is not None and not 0 < self.rate_limit < math.inf:
+            msg = f"rate_limit must be a positive number of requests/s, got {self.rate_limit}"
+            raise MemoryValidationError(msg)
+        if self.rate_burst is not None and self.rate_burst < 1:
+            msg = f"rate_burst must be at least 1, got {self.rate_burst}"
+            raise MemoryValidationError(msg)
+
     @property
     def burst(self) -> int:
         """The bucket size the rate limit uses."""
         if self.rate_burst is not None:
-            return max(1, self.rate_burst)
+            return self.rate_burst
         return max(1, math.ceil(2 * (self.rate_limit or 0)))
 
 
@@ -172,7 +182,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(BodyLimit, limit=conf.max_body_bytes)
-    if conf.rate_limit is not None and conf.rate_limit > 0:
+    if conf.rate_limit is not None:
         # Outside the body limit: a throttled caller is refused before its body is read.
         app.add_middleware(RateLimit, rate=conf.rate_limit, burst=conf.burst)
     if keys is None:
