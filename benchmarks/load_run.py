@@ -258,7 +258,11 @@ def rss_report(series: list[tuple[float, float | None]]) -> dict[str, Any]:
 async def run(args: argparse.Namespace, server: SpawnedServer) -> dict[str, Any]:
     assert server.pid is not None
     headers = {} if server.api_key is None else {"Authorization": f"Bearer {server.api_key}"}
-    limits = httpx.Limits(max_connections=args.max_in_flight, max_keepalive_connections=64)
+    # Idle connections are dropped after 2 s, before uvicorn's 5 s keep-alive timeout: at equal
+    # timeouts the server may close a connection just as the client sends on it (ReadError).
+    limits = httpx.Limits(
+        max_connections=args.max_in_flight, max_keepalive_connections=64, keepalive_expiry=2.0
+    )
     async with httpx.AsyncClient(
         base_url=server.url, headers=headers, timeout=30.0, limits=limits
     ) as client:

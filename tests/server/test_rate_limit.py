@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -127,3 +129,42 @@ def test_serve_refuses_a_bad_rate_limit_with_one_line(tmp_path: Path) -> None:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and needle in lines[0], (args, done.stderr)
     assert not db.exists()
+
+
+def test_serve_rate_limit_option_reaches_the_server(tmp_path: Path) -> None:
+    db = tmp_path / "served.db"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memvault", "--db", str(db), "serve", "--port", str(port),
+             "--no-auth", "--rate-limit", "1", "--rate-burst", "2", "--log-level", "warning"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.2)
+        with httpx.Client(base_url=url, timeout=60) as c:
+            answers = _burst(c, 8)
+            assert [r.status_code for r in answers[:2]] == [200, 200]
+            _retry_after(next(r for r in answers if r.status_code != 200))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log.read_text()
