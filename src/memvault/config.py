@@ -96,6 +96,7 @@ from pydantic import (
 
 from memvault.conversation.config import ConversationConfig, ResponseCacheConfig
 from memvault.errors import MemoryConfigError
+from memvault.finetune.config import EmbeddingFineTuneConfig
 from memvault.graph.config import (
     ForgettingConfig,
     GraphConfig,
@@ -118,34 +119,6 @@ if TYPE_CHECKING:
     _EnvSourceFactory = Callable[
         [type[BaseSettings], Mapping[str, str]], PydanticBaseSettingsSource
     ]
-    from memvault.finetune.config import EmbeddingFineTuneConfig
-else:
-
-    def _fine_tune_config_class() -> type[BaseModel]:
-        # memvault.finetune.config imports only pydantic, but importing it the usual way first
-        # runs the memvault.finetune package, whose pipeline imports modules that import this
-        # one (a cycle). So the module is loaded on its own and registered under its name; the
-        # package reuses that module when it is imported later (one class, one identity).
-        import importlib.util
-        import sys
-
-        name = "memvault.finetune.config"
-        module = sys.modules.get(name)
-        if module is None:
-            path = Path(__file__).with_name("finetune") / "config.py"
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[name]
-                raise
-        found: type[BaseModel] = module.EmbeddingFineTuneConfig
-        return found
-
-    EmbeddingFineTuneConfig = _fine_tune_config_class()
 
 __all__ = [
     "COMPOSITE_URL",
