@@ -52,9 +52,18 @@ from memvault.backends.factory import (
 )
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
+from memvault.conversation.compaction import CompactionReport
+from memvault.conversation.memory import ContextWindow, ConversationMemory, ConversationStatus
+from memvault.conversation.models import (
+    ConversationInfo,
+    ConversationPage,
+    MessageMetadata,
+    MessageView,
+)
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
+    MemoryNotFoundError,
     MemoryPermissionError,
     MemoryValidationError,
 )
@@ -146,6 +155,7 @@ class MemoryService:
         self._sessions: dict[str, SessionStore] = {}
         self._single_tenant = False
         self._fine_tuners: dict[str, FineTuneManager] = {}
+        self._conversations: dict[str, ConversationMemory] = {}
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -233,6 +243,9 @@ class MemoryService:
             self._closed = True
             memories, self._memories = list(self._memories.values()), {}
             sessions, self._sessions = list(self._sessions.values()), {}
+            conversations, self._conversations = list(self._conversations.values()), {}
+        for conversation in conversations:  # first: their queues embed what is pending
+            await conversation.close()
         for store in sessions:
             await store.close()
         for memory in memories:
@@ -948,6 +961,231 @@ class MemoryService:
         store = await self._sessions_of(actor.tenant)
         return await store.delete(agent, check_session_id(session_id))
 
+    # -- conversations (seed 004's message store) ---------------------------------------------
+
+    async def _conversations_of(self, tenant: str) -> ConversationMemory:
+        """The tenant's conversation store (beside its memories), opened on first use.
+
+        With ``conversation.session_storage = "messages"`` it is the store the sessions use,
+        so ``/v1/sessions`` and ``/v1/conversations`` read the same log.
+        """
+        found = self._conversations.get(tenant)
+        if found is not None:
+            return found
+        from memvault.conversation.factory import open_conversation_store
+        from memvault.conversation.sessions import ConversationSessionStore
+
+        memory = await self.memory(tenant)
+        sessions = await self._sessions_of(tenant)
+        shared = isinstance(sessions, ConversationSessionStore)
+        if isinstance(sessions, ConversationSessionStore):  # (repeated for mypy's narrowing)
+            store = sessions.conversations
+        else:
+            # The same place the sessions live (the tenant's file or schema).
+            url = memory.location if self._single_tenant else self._config.resolved_url()
+            if not self._single_tenant and tenant != DEFAULT_TENANT:
+                url = tenant_url(url, tenant)
+            store = open_conversation_store(url)
+        made = ConversationMemory(
+            store,
+            config=self._config.conversation,
+            embedder=memory.backend.embedder,
+            llm=self._ask_llm() or memory.llm,
+            owns_store=not shared,
+        )
+        async with self._lock:
+            if self._closed:
+                await made.close()
+                msg = "the memory service is closed"
+                raise MemoryConfigError(msg)
+            kept = self._conversations.setdefault(tenant, made)
+        if kept is not made:
+            await made.close()
+        return kept
+
+    @staticmethod
+    def _visible(actor: Actor, view: str) -> MessageView:
+        """The view the actor may read: agents the agent view only, ``all`` admins only."""
+        if view not in ("agent", "user", "all"):
+            msg = f"view must be 'agent', 'user' or 'all', got {view!r}"
+            raise MemoryValidationError(msg)
+        if view != "agent" and actor.kind is ActorKind.AGENT:
+            # Agents never see what was hidden from them (agent_visible=False).
+            msg = f"{actor.label} may only read the agent view of a conversation"
+            raise MemoryPermissionError(msg)
+        if view == "all" and not actor.allows(Scope.ADMIN):
+            msg = f"{actor.label} lacks the 'admin' scope (the 'all' view is for audits)"
+            raise MemoryPermissionError(msg)
+        return cast("MessageView", view)
+
+    async def _conversation_info(
+        self, conversations: ConversationMemory, agent: str, session_id: str
+    ) -> ConversationInfo:
+        info = await conversations.store.conversation(agent, session_id)
+        if info is None:
+            msg = f"no conversation {session_id!r} for agent {agent!r}"
+            raise MemoryNotFoundError(msg)
+        return info
+
+    async def conversation_append(
+        self,
+        actor: Actor,
+        session_id: str,
+        messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        agent_id: str,
+    ) -> ConversationPage:
+        """Append turns to the session's conversation (created on the first append).
+
+        Each item is a chat message (``role``, ``content``, ``name``) with optional
+        ``agent_visible``, ``user_visible`` and ``focus_pinned`` (seed 004's
+        ``MessageMetadata``). Everything is stored in one transaction before this returns;
+        with the embedding queue on, vectors follow in the background.
+        """
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        sid = check_session_id(session_id)
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+            msg = "messages must be a list of messages"
+            raise MemoryValidationError(msg)
+        chats: builtins.list[ChatMessage] = []
+        metas: builtins.list[MessageMetadata] = []
+        keys = ("agent_visible", "user_visible", "focus_pinned")
+        for i, item in enumerate(messages):
+            if isinstance(item, ChatMessage):
+                chats.append(item)
+                metas.append(MessageMetadata())
+                continue
+            if not isinstance(item, Mapping):
+                msg = f"message {i} must be an object with role and content"
+                raise MemoryValidationError(msg)
+            try:
+                metas.append(MessageMetadata(**{k: item[k] for k in keys if k in item}))
+                chats.append(ChatMessage(**{k: v for k, v in item.items() if k not in keys}))
+            except ValidationError as exc:
+                raise model_error(exc) from None
+        conversations = await self._conversations_of(actor.tenant)
+        stored = await conversations.append(sid, chats, agent_id=agent, metadata=metas)
+        info = await self._conversation_info(conversations, agent, sid)
+        return ConversationPage(
+            conversation_id=info.conversation_id,
+            session_id=sid,
+            agent_id=agent,
+            view="agent",
+            total=info.message_count,
+            messages=tuple(stored),
+        )
+
+    async def conversation_messages(
+        self,
+        actor: Actor,
+        session_id: str,
+        *,
+        agent_id: str,
+        view: str = "agent",
+        limit: int = 100,
+        offset: int = 0,
+    ) -> ConversationPage:
+        """A page of the session's messages as ``view`` reads them, oldest first.
+
+        Agent actors read the ``agent`` view only (never a message with
+        ``agent_visible=False``); ``user`` is for human and admin actors, ``all`` (every row,
+        retracted ones included) for admins.
+
+        Raises:
+            MemoryNotFoundError: the agent has no conversation ``session_id``.
+            MemoryPermissionError: the view is not the actor's to read.
+        """
+        agent = self._agent(actor, Scope.READ, agent_id)
+        sid = check_session_id(session_id)
+        seen = self._visible(actor, view)
+        _check_page(limit, offset)
+        conversations = await self._conversations_of(actor.tenant)
+        info = await self._conversation_info(conversations, agent, sid)
+        found = await conversations.messages(sid, agent_id=agent, view=seen)
+        return ConversationPage(
+            conversation_id=info.conversation_id,
+            session_id=sid,
+            agent_id=agent,
+            view=seen,
+            total=len(found),
+            offset=offset,
+            messages=tuple(found[offset : offset + limit]),
+        )
+
+    async def conversations(
+        self,
+        actor: Actor,
+        *,
+        agent_id: str,
+        limit: int = 20,
+        offset: int = 0,
+        include_archived: bool = False,
+    ) -> builtins.list[ConversationInfo]:
+        """A page of the agent's conversations, latest append first."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        _check_page(limit, offset)
+        conversations = await self._conversations_of(actor.tenant)
+        found = await conversations.conversations(
+            agent_id=agent, limit=offset + limit, include_archived=include_archived
+        )
+        return found[offset:]
+
+    async def conversation_context(
+        self, actor: Actor, session_id: str, *, agent_id: str, include_messages: bool = True
+    ) -> ContextWindow:
+        """The session's context window: pressure, compaction state and the agent view."""
+        agent = self._agent(actor, Scope.READ, agent_id)
+        sid = check_session_id(session_id)
+        conversations = await self._conversations_of(actor.tenant)
+        return await conversations.window(sid, agent_id=agent, include_messages=include_messages)
+
+    async def conversation_compact(
+        self, actor: Actor, session_id: str, *, agent_id: str, summariser: str = "llm"
+    ) -> CompactionReport:
+        """Relieve the session's context pressure now (soft: mark pairs; hard: summarise).
+
+        ``summariser="llm"`` needs the server's LLM (``MemoryService(llm=...)``, the memory's,
+        or ``MEMVAULT_LLM_BASE_URL``); ``"extractive"`` uses the deterministic extractor.
+
+        Raises:
+            MemoryValidationError: ``llm`` asked for and the server has no LLM, or an unknown
+                summariser.
+            MemoryNotFoundError: the agent has no conversation ``session_id``.
+        """
+        agent = self._agent(actor, Scope.WRITE, agent_id)
+        sid = check_session_id(session_id)
+        if summariser not in ("llm", "extractive"):
+            msg = f"summariser must be 'llm' or 'extractive', got {summariser!r}"
+            raise MemoryValidationError(msg)
+        conversations = await self._conversations_of(actor.tenant)
+        if summariser == "llm" and conversations.llm is None:
+            msg = (
+                "compaction with summariser 'llm' needs an LLM and this server has none "
+                f"(set {LLM_URL_ENV}, or ask for summariser 'extractive')"
+            )
+            raise MemoryValidationError(msg)
+        await self._conversation_info(conversations, agent, sid)
+        return await conversations.compact(
+            sid, agent_id=agent, extractive=summariser == "extractive"
+        )
+
+    async def conversation_status(self, actor: Actor) -> ConversationStatus:
+        """The tenant's conversation counts and embedding queue (not for agent actors)."""
+        self._check(actor, Scope.READ, None)
+        conversations = await self._conversations_of(actor.tenant)
+        return await conversations.status()
+
+    async def conversation_backfill(self, actor: Actor) -> tuple[int, int]:
+        """Embed every stored message without a vector now (admin).
+
+        Returns how many were embedded and how many still have none (0 unless the store has
+        no embedder or rows arrived meanwhile).
+        """
+        self._check(actor, Scope.ADMIN, None)
+        conversations = await self._conversations_of(actor.tenant)
+        embedded = await conversations.backfill()
+        return embedded, await conversations.store.count_unembedded()
+
     # -- learning -------------------------------------------------------------------------------
 
     @staticmethod
@@ -1235,3 +1473,13 @@ class MemoryService:
         return await manager.rollback_checkpoint(
             checkpoint_id, actor=actor.label, confirm=confirm, reason=reason
         )
+
+
+def _check_page(limit: int, offset: int) -> None:
+    """A page's ``limit`` (1-1000) and ``offset`` (0 or more), as the wire models say."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        msg = "limit must be an integer between 1 and 1000"
+        raise MemoryValidationError(msg)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        msg = "offset must be a non-negative integer"
+        raise MemoryValidationError(msg)

@@ -39,8 +39,16 @@ __all__ = [
     "AuditParams",
     "CheckpointRollbackBody",
     "ClearParams",
+    "CompactBody",
     "ConsolidateBody",
     "ContextBody",
+    "ConversationAppendBody",
+    "ConversationBackfillBody",
+    "ConversationContextParams",
+    "ConversationMessageIn",
+    "ConversationMessagesParams",
+    "ConversationStatusParams",
+    "ConversationsParams",
     "CountParams",
     "DecideBody",
     "DeleteParams",
@@ -626,6 +634,122 @@ class DeleteSessionParams(Request):
 
     session_id: str = Field(min_length=1, description=_SESSION_ID)
     agent_id: str = AgentId
+
+
+# -- conversations (issue 18: seed 004's message store) ---------------------------------------
+
+_CONVERSATION_ID = "The session whose conversation this is (one conversation per session)."
+
+
+def _conversation_session() -> Any:
+    return Field(min_length=1, max_length=200, description=_CONVERSATION_ID)
+
+
+class ConversationMessageIn(Request):
+    """One turn to append, with who may see it (seed 004's ``MessageMetadata``)."""
+
+    role: Literal["system", "user", "assistant", "tool"] = Field(
+        description="Who spoke: user, assistant, system or tool (a tool result)."
+    )
+    content: str = Field(min_length=1, max_length=100_000, description="What was said.")
+    name: str | None = Field(
+        default=None, min_length=1, max_length=200, description="The speaker's or tool's name."
+    )
+    agent_visible: bool = Field(
+        default=True, description="Sent to the model (false: e.g. a notice shown to the user)."
+    )
+    user_visible: bool = Field(
+        default=True, description="Shown to the user (false: e.g. a tool result, a hint)."
+    )
+    focus_pinned: bool = Field(
+        default=False, description="Never compacted: always kept verbatim in the agent's view."
+    )
+
+
+class ConversationAppendBody(Request):
+    """Turns to append to a session's conversation, each stored at once (never rewritten)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "dev-1",
+                    "session_id": "ticket-4711",
+                    "messages": [{"role": "user", "content": "Deploy v2.3 to staging."}],
+                }
+            ]
+        },
+    )
+
+    session_id: str = _conversation_session()
+    agent_id: str = AgentId
+    messages: list[ConversationMessageIn] = Field(
+        min_length=1, max_length=1000, description="The turns, oldest first."
+    )
+
+
+class ConversationMessagesParams(Request):
+    """A page of a conversation's messages, in conversation order, as one reader sees them."""
+
+    session_id: str = _conversation_session()
+    agent_id: str = AgentId
+    view: Literal["agent", "user", "all"] = Field(
+        default="agent",
+        description=(
+            "agent: what the model is sent (summaries in place of compacted turns); user: the "
+            "transcript a person sees (humans and admins); all: every row (admins)."
+        ),
+    )
+    limit: int = Field(default=100, ge=1, le=1000, description="How many at most.")
+    offset: int = Field(
+        default=0, ge=0, le=10_000_000, description="How many to skip (for the next page)."
+    )
+
+
+class ConversationsParams(Request):
+    """A page of an agent's conversations, latest append first."""
+
+    agent_id: str = AgentId
+    limit: int = Field(default=20, ge=1, le=1000, description="How many at most.")
+    offset: int = Field(
+        default=0, ge=0, le=10_000_000, description="How many to skip (for the next page)."
+    )
+    include_archived: bool = Field(
+        default=False, description="Also conversations that pruning archived."
+    )
+
+
+class ConversationContextParams(Request):
+    """A conversation's context window: its pressure, compaction state and agent view."""
+
+    session_id: str = _conversation_session()
+    agent_id: str = AgentId
+    include_messages: bool = Field(
+        default=True, description="Include the agent view's messages (what the model is sent)."
+    )
+
+
+class CompactBody(Request):
+    """Relieve a conversation's context pressure now (what runs before each LLM call)."""
+
+    session_id: str = _conversation_session()
+    agent_id: str = AgentId
+    summariser: Literal["llm", "extractive"] = Field(
+        default="llm",
+        description=(
+            "llm: the server's LLM writes the anchored summaries and probe questions (an "
+            "error when the server has none); extractive: the deterministic extractor."
+        ),
+    )
+
+
+class ConversationStatusParams(Request):
+    """The tenant's conversation store counts and its embedding queue (not for agents)."""
+
+
+class ConversationBackfillBody(Request):
+    """Embed every stored message that has no vector yet, now (admin)."""
 
 
 # -- learning (issue 16) ------------------------------------------------------------------------

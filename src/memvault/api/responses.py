@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.conversation.models import ConversationInfo
 from memvault.finetune.config import CheckpointRecord, FineTuneRun
 from memvault.learning.models import AgentProfile, ApprovalItem, OrgFact
 from memvault.models import MemoryCategory
@@ -25,6 +26,8 @@ __all__ = [
     "CheckpointsOut",
     "ClearedOut",
     "ContextOut",
+    "ConversationBackfillOut",
+    "ConversationsOut",
     "CountOut",
     "DeletedOut",
     "EntriesOut",
@@ -291,3 +294,16 @@ class FineTuneCancelledOut(BaseModel):
 
     run_id: str | None
     cancelled: bool
+
+
+class ConversationsOut(BaseModel):
+    """A page of the agent's conversations, latest append first."""
+
+    conversations: list[ConversationInfo]
+
+
+class ConversationBackfillOut(BaseModel):
+    """How many messages the backfill embedded, and how many still have no vector."""
+
+    embedded: int
+    remaining: int

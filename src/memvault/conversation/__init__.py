@@ -27,6 +27,7 @@ from memvault.conversation.config import (
 )
 from memvault.conversation.models import (
     ConversationInfo,
+    ConversationPage,
     ConversationStats,
     MessageMetadata,
     MessageView,
@@ -37,6 +38,7 @@ from memvault.conversation.models import (
 if TYPE_CHECKING:
     from memvault.conversation.compaction import Compactor
     from memvault.conversation.factory import open_conversation_store
+    from memvault.conversation.memory import ContextWindow, ConversationMemory, ConversationStatus
     from memvault.conversation.queue import EmbeddingQueue
     from memvault.conversation.sessions import ConversationSessionStore
     from memvault.conversation.store import (
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Compactor": "memvault.conversation.compaction",
+    "ContextWindow": "memvault.conversation.memory",
+    "ConversationMemory": "memvault.conversation.memory",
+    "ConversationStatus": "memvault.conversation.memory",
     "ConversationSessionStore": "memvault.conversation.sessions",
     "EmbeddingQueue": "memvault.conversation.queue",
     "InMemoryConversationStore": "memvault.conversation.store",
@@ -61,10 +66,14 @@ __all__ = [
     "SUMMARY_NAME",
     "CompactionConfig",
     "Compactor",
+    "ContextWindow",
     "ConversationConfig",
     "ConversationInfo",
+    "ConversationMemory",
+    "ConversationPage",
     "ConversationSessionStore",
     "ConversationStats",
+    "ConversationStatus",
     "EmbeddingQueue",
     "EmbeddingQueueConfig",
     "InMemoryConversationStore",

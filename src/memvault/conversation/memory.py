@@ -16,6 +16,8 @@ import builtins
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from memvault.conversation.compaction import CompactionReport, Compactor, ContextPressure
 from memvault.conversation.config import ConversationConfig
 from memvault.conversation.models import (
@@ -28,13 +30,55 @@ from memvault.conversation.models import (
 from memvault.conversation.queue import EmbeddingQueue, Progress, QueueStats
 from memvault.conversation.sessions import ConversationSessionStore
 from memvault.conversation.store import MessageHit, SQLConversationStore
+from memvault.errors import MemoryNotFoundError
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider
 from memvault.sessions.store import MessageLike
 
-__all__ = ["ConversationMemory", "SyncConversations"]
+__all__ = ["ContextWindow", "ConversationMemory", "ConversationStatus", "SyncConversations"]
 
 T = TypeVar("T")
+
+
+class ContextWindow(BaseModel):
+    """A conversation's context window: what the model is sent, and how full it is.
+
+    ``pressure`` measures the agent view against ``[conversation.compaction] token_budget``;
+    the thresholds say where compaction acts (soft: tool pairs marked, hard: summaries
+    applied before the next LLM call). The counts are of the whole conversation: messages in
+    the agent view, messages compacted (replaced by a summary, still stored), messages waiting
+    for a deferred summary, and summaries. ``messages`` is the agent view itself (empty when
+    not asked for).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    conversation_id: str
+    session_id: str
+    agent_id: str
+    pressure: ContextPressure
+    soft_threshold: float
+    hard_threshold: float
+    target_ratio: float
+    in_view: int = Field(ge=0)
+    compacted: int = Field(ge=0)
+    pending_summary: int = Field(ge=0)
+    summaries: int = Field(ge=0)
+    messages: tuple[ChatMessage, ...] = ()
+
+
+class ConversationStatus(BaseModel):
+    """The conversation store's counts and its embedding queue (``None`` while not running).
+
+    ``queue_enabled`` is ``[conversation.embedding_queue] enabled``; ``stats.unembedded`` is
+    the backfill's outstanding work, whether or not the queue runs.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    queue_enabled: bool
+    stats: ConversationStats
+    queue: QueueStats | None = None
 
 
 class ConversationMemory:
@@ -47,13 +91,18 @@ class ConversationMemory:
         config: ConversationConfig | None = None,
         embedder: Embedder | None = None,
         llm: LLMProvider | None = None,
+        owns_store: bool = True,
     ) -> None:
+        # owns_store=False: the store is shared (e.g. with a session store that closes it),
+        # so close() stops the queue but leaves the store open.
         self._store = store
         self._config = config or ConversationConfig()
         self._embedder = embedder
+        self._llm = llm
         self._compactor = Compactor(store, self._config.compaction, llm=llm)
         self._queue: EmbeddingQueue | None = None
         self._start_lock = asyncio.Lock()
+        self._owns_store = owns_store
 
     @property
     def store(self) -> SQLConversationStore:
@@ -69,6 +118,11 @@ class ConversationMemory:
     def compactor(self) -> Compactor:
         """The compactor (thresholds of ``[conversation.compaction]``)."""
         return self._compactor
+
+    @property
+    def llm(self) -> LLMProvider | None:
+        """The LLM that writes summaries and probe questions (``None``: the extractive one)."""
+        return self._llm
 
     def sessions(self) -> ConversationSessionStore:
         """A :class:`~memvault.sessions.SessionStore` over these conversations (prune mode of
@@ -121,9 +175,18 @@ class ConversationMemory:
         await self.compact(session_id, agent_id=agent_id)
         return await self._store.history(agent_id, session_id)
 
-    async def compact(self, session_id: str, *, agent_id: str) -> CompactionReport:
-        """Relieve the session's context pressure (soft: mark tool pairs; hard: summarise)."""
-        report = await self._compactor.prepare(agent_id, session_id)
+    async def compact(
+        self, session_id: str, *, agent_id: str, extractive: bool = False
+    ) -> CompactionReport:
+        """Relieve the session's context pressure (soft: mark tool pairs; hard: summarise).
+
+        ``extractive`` summarises with the deterministic extractor even when an LLM is set
+        (cheaper, and what runs anyway when the model fails).
+        """
+        compactor = (
+            Compactor(self._store, self._config.compaction) if extractive else self._compactor
+        )
+        report = await compactor.prepare(agent_id, session_id)
         if report.summaries and self._queue is not None:
             # Summaries are messages too: queued like any other, so search finds them densely.
             found = await self._store.messages(agent_id, session_id, view="all")
@@ -134,6 +197,36 @@ class ConversationMemory:
     async def pressure(self, session_id: str, *, agent_id: str) -> ContextPressure:
         """The session's context pressure against ``[conversation.compaction] token_budget``."""
         return await self._compactor.pressure(agent_id, session_id)
+
+    async def window(
+        self, session_id: str, *, agent_id: str, include_messages: bool = True
+    ) -> ContextWindow:
+        """The session's context window and compaction state (reads only; compacts nothing).
+
+        Raises:
+            MemoryNotFoundError: the agent has no conversation ``session_id``.
+        """
+        info = await self._store.conversation(agent_id, session_id)
+        if info is None:
+            msg = f"no conversation {session_id!r} for agent {agent_id!r}"
+            raise MemoryNotFoundError(msg)
+        rows = await self._store.messages(agent_id, session_id, view="all")
+        view = await self._store.messages(agent_id, session_id, view="agent")
+        cfg = self._config.compaction
+        return ContextWindow(
+            conversation_id=info.conversation_id,
+            session_id=info.session_id,
+            agent_id=info.agent_id,
+            pressure=self._compactor.pressure_of(view),
+            soft_threshold=cfg.soft_threshold,
+            hard_threshold=cfg.hard_threshold,
+            target_ratio=cfg.target_ratio,
+            in_view=len(view),
+            compacted=sum(1 for m in rows if m.compacted_at is not None),
+            pending_summary=sum(1 for m in view if m.pending_summary),
+            summaries=sum(1 for m in view if m.kind == "summary"),
+            messages=tuple(m.chat() for m in view) if include_messages else (),
+        )
 
     async def set_metadata(
         self,
@@ -205,12 +298,21 @@ class ConversationMemory:
         """Counts of the conversation store."""
         return await self._store.stats()
 
+    async def status(self) -> ConversationStatus:
+        """The store's counts and the embedding queue's depth and backfill progress."""
+        return ConversationStatus(
+            queue_enabled=self._config.embedding_queue.enabled,
+            stats=await self._store.stats(),
+            queue=self.queue_stats(),
+        )
+
     async def close(self) -> None:
-        """Embed what is queued, stop the queue and close the store."""
+        """Embed what is queued, stop the queue and close the store (when it owns it)."""
         if self._queue is not None:
             await self._queue.close()
             self._queue = None
-        await self._store.close()
+        if self._owns_store:
+            await self._store.close()
 
 
 class SyncConversations:

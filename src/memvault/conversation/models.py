@@ -10,6 +10,7 @@ from memvault.models import AwareDatetime, ChatMessage
 
 __all__ = [
     "ConversationInfo",
+    "ConversationPage",
     "ConversationStats",
     "MessageKind",
     "MessageMetadata",
@@ -119,3 +120,21 @@ class ConversationStats(BaseModel):
     compacted: int = 0
     summaries: int = 0
     unembedded: int = 0
+
+
+class ConversationPage(BaseModel):
+    """Messages of one conversation, in conversation order, as one view reads them.
+
+    After an append: the messages stored (with their ids; ``total`` the conversation's agent
+    view). After a read: one page of ``view``; ``offset + len(messages) < total`` means more.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    conversation_id: str
+    session_id: str
+    agent_id: str
+    view: MessageView
+    total: int = Field(ge=0)
+    offset: int = Field(default=0, ge=0)
+    messages: tuple[StoredMessage, ...] = ()
