@@ -878,7 +878,10 @@ class AsyncMemory:
         backend = await self._ready()
         deleted = await backend.delete(agent, mid)
         if deleted:
-            await self._audit(backend, "memory.delete", agent, mid)
+            # A store that audits deletions writes the record in the deletion's own
+            # transaction; passing ours too would only be recognised and dropped there.
+            if not getattr(backend, "audits_deletions", False):
+                await self._audit(backend, "memory.delete", agent, mid)
             if self._response_cache is not None:
                 self._response_cache.invalidate_memories([mid])
         return deleted
