@@ -1,0 +1,166 @@
+"""``benchmarks/bench_finetune.py --end-to-end``: synthetic training queries and the full run
+(train on one conversation, deploy, base vs deployed in memvault's own LoCoMo search)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    """A script of ``benchmarks/`` (not a package), loaded from its file."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load("bench_finetune")
+
+
+def test_extractive_queries_use_speaker_and_rarest_words() -> None:
+    passages = [
+        "Alice: I adopted a greyhound puppy named Biscuit at the shelter yesterday.",
+        "Bob: The shelter was busy yesterday, lots of people adopting.",
+        "Alice: Sure!",  # too few content words: no queries
+        "user: My sister Clara moved to Lisbon for a conservatory position.",
+        "assistant: Lisbon has a lovely conservatory scene and mild winters.",
+    ]
+    pairs = bench.extractive_queries(passages)
+    by_passage: dict[str, list[str]] = {}
+    for p in pairs:
+        by_passage.setdefault(p["passage"], []).append(p["query"])
+    assert "Alice: Sure!" not in by_passage
+    assert len(pairs) == 8  # two per remaining passage
+    first = by_passage[passages[0]]
+    # 'shelter' and 'yesterday' occur in two passages, the rest once: the rarest come first
+    # (ties in passage order), and the question keeps passage order.
+    assert first[0] == "What did Alice say about adopted greyhound puppy?"
+    assert sorted(first[1].split()) == ["adopted", "greyhound", "named", "puppy"]
+    assert by_passage[passages[3]][0].startswith("What did I say about ")
+    assert by_passage[passages[4]][0].startswith("What did you say about ")
+    # Deterministic for a seed.
+    assert bench.extractive_queries(passages) == pairs
+
+
+def _conversation(sample: str, people: tuple[str, str], facts: list[str]) -> dict[str, Any]:
+    turns = [
+        {"speaker": people[i % 2], "dia_id": f"D1:{i + 1}", "text": fact}
+        for i, fact in enumerate(facts)
+    ]
+    return {
+        "sample_id": sample,
+        "conversation": {
+            "speaker_a": people[0],
+            "speaker_b": people[1],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": turns,
+        },
+        "qa": [
+            {
+                "question": f"What did {people[i % 2]} mention about {fact.split()[-2]}?",
+                "answer": "x",
+                "evidence": [f"D1:{i + 1}"],
+                "category": 4,
+            }
+            for i, fact in enumerate(facts)
+        ],
+    }
+
+
+FACTS_A = [
+    "I adopted a greyhound puppy named Biscuit from the county shelter.",
+    "My cello teacher says the recital piece needs steadier bowing practice.",
+    "We drove along the coastal highway and camped beside lighthouse cliffs.",
+    "The bakery downtown sells sourdough loaves with rosemary and olives.",
+    "Our marathon training plan adds hill repeats every Thursday evening.",
+    "I repaired the greenhouse roof after hailstones cracked several panels.",
+]
+FACTS_B = [
+    "My sister Clara accepted a teaching job in Lisbon this September.",
+    "The pottery studio fired my glazed bowls in their wood kiln.",
+    "I volunteer at the food pantry sorting canned vegetables weekly.",
+    "We watched meteor showers from the desert observatory last August.",
+    "My grandfather taught me chess openings using his walnut board.",
+    "The community garden finally harvested pumpkins and heirloom tomatoes.",
+]
+
+
+def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Path) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(
+        json.dumps(
+            [
+                _conversation("conv-a", ("Alice", "Bob"), FACTS_A),
+                _conversation("conv-b", ("Cara", "Dan"), FACTS_B),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    markdown = tmp_path / "e2e.md"
+    out = tmp_path / "e2e.json"
+    args = argparse.Namespace(
+        dataset="locomo",
+        data=data,
+        trainer="adapter",
+        epochs=3,
+        batch_size=4,
+        learning_rate=None,
+        hard_negatives=2,
+        registry=tmp_path / "registry",
+        json=out,
+        train_units=1,
+        train_queries="synthetic",
+        train_max_passages=3000,
+        seed=0,
+        backend="sqlite",
+        cache_dir=tmp_path / "cache",
+        markdown=markdown,
+    )
+    asyncio.run(bench.end_to_end(args))
+
+    result = json.loads(out.read_text("utf-8"))
+    run = result["run"]
+    assert run["status"] == "completed" and run["deployed"] is True
+    assert run["plan"]["require_improvement"] is False
+    # Trained on conversation 0 only (synthetic pairs from its six turns), evaluated on 1.
+    pairs = [
+        json.loads(line)
+        for line in (tmp_path / "registry-pairs.jsonl").read_text("utf-8").splitlines()
+    ]
+    assert {p["passage"].split(":")[0] for p in pairs} == {"Alice", "Bob"}
+    assert len(pairs) == 12
+    base, fine_tuned = result["base"], result["fine_tuned"]
+    assert base["questions"] == fine_tuned["questions"] == len(FACTS_B)
+    assert base["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert fine_tuned["embedder"].startswith(base["embedder"] + "+ft-")
+    assert fine_tuned["embedder"].endswith(run["checkpoint_id"])
+    assert base["limit"] == fine_tuned["limit"] == 10 and base["preset"] == "default"
+    text = markdown.read_text("utf-8")
+    assert "| overall | 6 |" in text
+    assert "generated by bench_finetune.extractive_queries (no LLM)" in text
+    assert "train on conversations 0..0, evaluate on conversations 1..1" in text
+    # The base vectors were cached on disk for the next run.
+    assert list((tmp_path / "cache").glob("vectors-*.npz"))
+
+
+def test_end_to_end_refuses_to_hold_out_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([_conversation("conv-a", ("Alice", "Bob"), FACTS_A)]), "utf-8")
+    args = argparse.Namespace(dataset="locomo", data=data, train_units=1)
+    with pytest.raises(SystemExit, match="leaves no held-out conversations"):
+        asyncio.run(bench.end_to_end(args))
