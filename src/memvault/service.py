@@ -976,16 +976,20 @@ class MemoryService:
         from memvault.conversation.sessions import ConversationSessionStore
 
         memory = await self.memory(tenant)
+        if self._single_tenant:
+            # The memory's own (closed with it): the library's Memory.conversations, the CLI's
+            # ``memvault api`` and this service then read and write the same log.
+            return memory.conversations
         sessions = await self._sessions_of(tenant)
         shared = isinstance(sessions, ConversationSessionStore)
         if isinstance(sessions, ConversationSessionStore):  # (repeated for mypy's narrowing)
             store = sessions.conversations
         else:
             # The same place the sessions live (the tenant's file or schema).
-            url = memory.location if self._single_tenant else self._config.resolved_url()
-            if not self._single_tenant and tenant != DEFAULT_TENANT:
-                url = tenant_url(url, tenant)
-            store = open_conversation_store(url)
+            url = self._config.resolved_url()
+            store = open_conversation_store(
+                url if tenant == DEFAULT_TENANT else tenant_url(url, tenant)
+            )
         made = ConversationMemory(
             store,
             config=self._config.conversation,
