@@ -8,13 +8,22 @@ import json
 import re
 import shlex
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from memvault.config import MemvaultConfig, load_config
 from memvault.errors import MemoryConfigError, MemoryValidationError
@@ -25,6 +34,7 @@ from memvault.service import Actor, MemoryService
 
 __all__ = [
     "LocalService",
+    "ProgressBar",
     "State",
     "emit_json",
     "err_console",
@@ -35,6 +45,7 @@ __all__ = [
     "open_service",
     "out",
     "parse_datetime",
+    "progress_bar",
     "state",
 ]
 
@@ -115,6 +126,74 @@ def close_memory() -> None:
     if state.memory is not None:
         state.memory.close()
         state.memory = None
+
+
+class ProgressBar:
+    """The callback :func:`progress_bar` yields: ``bar(label, done, total)`` moves the bar of
+    ``label`` (made on its first report) to ``done`` of ``total``."""
+
+    def __init__(self, console: Console, *, enabled: bool, replace: bool) -> None:
+        self._console = console
+        self._enabled = enabled
+        self._replace = replace
+        self._progress: Progress | None = None
+        self._tasks: dict[str, TaskID] = {}
+
+    def __call__(self, label: str, done: int, total: int | None) -> None:
+        if not self._enabled:
+            return  # a bar cannot animate in a log file; it would only leave blank lines
+        if self._progress is None:
+            # Started on the first report, which comes after the command checked its inputs:
+            # a bad input fails with its one-line message and no bar around it.
+            self._progress = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self._console,
+                transient=True,
+            )
+            self._progress.start()
+        if label not in self._tasks:
+            if self._replace:
+                for task in self._tasks.values():
+                    self._progress.remove_task(task)
+                self._tasks.clear()
+            self._tasks[label] = self._progress.add_task(label, total=total or None)
+        # A total of 0 (or None) is not known yet: the bar pulses until one comes.
+        self._progress.update(self._tasks[label], completed=done, total=total or None)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The labels whose bars are shown, in the order they first reported."""
+        return tuple(self._tasks)
+
+    def stop(self) -> None:
+        """Stop the bar (it is transient: it leaves nothing behind on the terminal)."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+@contextmanager
+def progress_bar(*, console: Console | None = None, replace: bool = False) -> Iterator[ProgressBar]:
+    """A progress bar on stderr for the duration of a command; yields its callback.
+
+    Nothing is drawn until the first report, and nothing at all when ``console`` (the CLI's
+    stderr by default) is not a terminal: a bar cannot animate in a log file or a pipe. A
+    console forced to be one counts as one (``TTY_COMPATIBLE=1`` or ``FORCE_COLOR`` in the
+    environment, ``force_terminal=True``). Each label gets its own bar (a stage of a backup, an
+    embedder of a comparison); with ``replace`` a new label's bar takes the place of the
+    previous one (steps of which only the current one matters). The bars are transient: they
+    disappear when the block ends, so only the command's own output stays.
+    """
+    target = err_console if console is None else console
+    bar = ProgressBar(target, enabled=target.is_terminal, replace=replace)
+    try:
+        yield bar
+    finally:
+        bar.stop()
 
 
 def extra_requirements(extra: str) -> list[str]:

@@ -7,15 +7,12 @@ anything (and prints each finding), so it can gate a script or a cron job.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeRemainingColumn
 
-from memvault.cli._common import emit_json, err_console, load_cli_config, out, state
+from memvault.cli._common import emit_json, load_cli_config, out, progress_bar, state
 
 if TYPE_CHECKING:
     from memvault.config import MemvaultConfig
@@ -24,28 +21,6 @@ __all__ = ["register"]
 
 # Exit status of a check that found problems (usage errors and failures exit with 2).
 _FINDINGS = 1
-
-
-@contextlib.contextmanager
-def _bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A progress bar on stderr (hidden when stderr is not a terminal); yields its callback."""
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    ) as progress:
-        tasks: dict[str, TaskID] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total or None)
-            progress.update(tasks[stage], completed=done, total=total or None)
-
-        yield update
 
 
 def _url() -> tuple[str, MemvaultConfig]:
@@ -61,7 +36,7 @@ def backup(
     from memvault.backup import backup_store
 
     url, _ = _url()
-    with _bar() as progress:
+    with progress_bar() as progress:  # one bar per stage
         report = backup_store(url, target, progress=progress)
     if as_json:
         emit_json(report.model_dump(mode="json"))
@@ -83,7 +58,7 @@ def restore_backup(
     from memvault.backup import restore_backup as restore
 
     url, _ = _url()
-    with _bar() as progress:
+    with progress_bar() as progress:  # one bar per stage
         report = restore(source, url, replace=replace, progress=progress)
     if as_json:
         emit_json(report.model_dump(mode="json"))
@@ -101,7 +76,7 @@ def check(
 
     url, cfg = _url()
     embedder = build_embedder(cfg)
-    with _bar() as progress:
+    with progress_bar() as progress:  # one bar per stage
         report = check_store(url, embedder=embedder, progress=progress)
     if as_json:
         emit_json({**report.model_dump(mode="json"), "ok": report.ok})
@@ -121,7 +96,7 @@ def repair(
 
     url, cfg = _url()
     embedder = build_embedder(cfg)
-    with _bar() as progress:
+    with progress_bar() as progress:  # one bar per stage
         report = repair_store(url, embedder, progress=progress)
     if as_json:
         emit_json(report.model_dump(mode="json"))

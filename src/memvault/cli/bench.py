@@ -9,21 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from memvault.bench import (
     BenchReport,
@@ -33,13 +24,12 @@ from memvault.bench import (
 )
 from memvault.bench.scale import (
     ScaleOptions,
-    StepProgress,
     parse_backend,
     parse_sizes,
     render_scale,
     run_scale,
 )
-from memvault.cli._common import JsonOption, emit_json, err_console, out
+from memvault.cli._common import JsonOption, emit_json, err_console, out, progress_bar
 
 __all__ = ["bench_app", "register"]
 
@@ -72,39 +62,6 @@ BackendOption = typer.Option(
 )
 
 
-@contextmanager
-def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    # The bar starts on the runner's first report, which comes after the data file, preset and
-    # options were checked: a bad input fails with its one-line message and no bar around it.
-    progress: Progress | None = None
-    task: TaskID | None = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal progress, task
-        if not err_console.is_terminal:
-            return  # a bar cannot animate in a log file; it would only leave a blank line
-        if progress is None:
-            progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=err_console,
-                transient=True,
-            )
-            progress.start()
-            task = progress.add_task(label, total=total)
-        assert task is not None
-        progress.update(task, completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if progress is not None:
-            progress.stop()
-
-
 def _emit(report: BenchReport, json_out: bool) -> None:
     if json_out:
         emit_json(report.to_json())
@@ -127,14 +84,14 @@ def locomo(
     ] = None,
 ) -> None:
     """Measure evidence recall on LoCoMo (one store per conversation, a memory per turn)."""
-    with _progress("conversations") as update:
+    with progress_bar(console=err_console) as bar:
         report = asyncio.run(
             run_locomo(
                 data,
                 preset=preset,
                 limit=limit,
                 backend=backend.value,
-                progress=update,
+                progress=partial(bar, "conversations"),
                 max_conversations=max_conversations,
             )
         )
@@ -161,52 +118,18 @@ def longmemeval(
     ] = True,
 ) -> None:
     """Measure session and turn recall on LongMemEval (one store per question)."""
-    with _progress("questions") as update:
+    with progress_bar(console=err_console) as bar:
         report = asyncio.run(
             run_longmemeval(
                 data,
                 preset=preset,
                 backend=backend.value,
-                progress=update,
+                progress=partial(bar, "questions"),
                 max_questions=max_questions,
                 dedup=None if dedup else False,
             )
         )
     _emit(report, json_out)
-
-
-@contextmanager
-def _step_progress() -> Iterator[StepProgress]:
-    # One bar per step (size, phase, build); a finished step's bar is replaced by the next one.
-    progress: Progress | None = None
-    current: tuple[str, TaskID] | None = None
-
-    def update(label: str, done: int, total: int) -> None:
-        nonlocal progress, current
-        if not err_console.is_terminal:
-            return
-        if progress is None:
-            progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=err_console,
-                transient=True,
-            )
-            progress.start()
-        if current is None or current[0] != label:
-            if current is not None:
-                progress.remove_task(current[1])
-            current = (label, progress.add_task(label, total=total))
-        progress.update(current[1], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if progress is not None:
-            progress.stop()
 
 
 @bench_app.command("scale")
@@ -286,8 +209,9 @@ def scale(
         compare=compare,
         ingest_dedup=ingest_dedup,
     )
-    with _step_progress() as update:
-        report = run_scale(options, update)
+    # One bar per step (size, phase, build); a finished step's bar is replaced by the next one.
+    with progress_bar(console=err_console, replace=True) as bar:
+        report = run_scale(options, bar)
     if json_path is not None and str(json_path) == "-":
         emit_json(report)
         return

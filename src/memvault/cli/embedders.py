@@ -8,16 +8,13 @@ memory. ``select`` shows what ``embedder: auto`` resolves to here, and why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
-from memvault.cli._common import JsonOption, emit_json, err_console, open_memory, out
+from memvault.cli._common import JsonOption, emit_json, open_memory, out, progress_bar
 from memvault.embeddings.evaluation import (
     DEFAULT_MAX_PASSAGES,
     DEFAULT_MAX_QUERIES,
@@ -47,36 +44,6 @@ class Source(StrEnum):
     STORE = "store"
     LOCOMO = "locomo"
     LONGMEMEVAL = "longmemeval"
-
-
-@contextmanager
-def _progress() -> Iterator[Callable[[str, int, int], None]]:
-    progress: Progress | None = None
-    tasks: dict[str, TaskID] = {}
-
-    def update(label: str, done: int, total: int) -> None:
-        nonlocal progress
-        if not err_console.is_terminal:
-            return
-        if progress is None:
-            progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-            )
-            progress.start()
-        if label not in tasks:
-            tasks[label] = progress.add_task(label, total=total)
-        progress.update(tasks[label], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if progress is not None:
-            progress.stop()
 
 
 def build_suite(
@@ -129,8 +96,8 @@ def eval_cmd(
     """NDCG@10 and Recall@10 per memory category for each embedder, plus speed and memory."""
     suite = build_suite(source, data, max_queries=max_queries, max_passages=max_passages, seed=seed)
     specs = list(embedder or available_embedder_specs())
-    with _progress() as update:
-        reports = evaluate_embedders(specs, suite, progress=update)
+    with progress_bar() as bar:  # one bar per embedder
+        reports = evaluate_embedders(specs, suite, progress=bar)
     if json_out:
         emit_json({"source": suite.source, "embedders": [r.to_json() for r in reports]})
     else:

@@ -16,16 +16,8 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from memvault.cli._common import JsonOption, emit_json, err_console, local_user, out, state
+from memvault.cli._common import JsonOption, emit_json, local_user, out, progress_bar, state
 from memvault.errors import MemoryConfigError
 from memvault.finetune.config import (
     EmbeddingFineTuneConfig,
@@ -89,33 +81,9 @@ def _manager(
 
 @contextmanager
 def _progress_bar() -> Iterator[Callable[[str, Stage, int, int], None]]:
-    progress: Progress | None = None
-    tasks: dict[Stage, TaskID] = {}
-
-    def update(run_id: str, stage: Stage, done: int, total: int) -> None:
-        nonlocal progress
-        if not err_console.is_terminal:
-            return
-        if progress is None:
-            progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=err_console,
-                transient=True,
-            )
-            progress.start()
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(stage.value, total=total)
-        progress.update(tasks[stage], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if progress is not None:
-            progress.stop()
+    # One bar per stage of the run (the run id is not shown: there is one run per command).
+    with progress_bar() as bar:
+        yield lambda _run_id, stage, done, total: bar(stage.value, done, total)
 
 
 def _render_run(run: FineTuneRun) -> str:

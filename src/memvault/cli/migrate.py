@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from memvault.cli._common import err_console, out, state
+from memvault.cli._common import err_console, out, progress_bar, state
 from memvault.config import load_config
 from memvault.migrate import DEFAULT_BATCH_SIZE, migrate_urls
 from memvault.models import MemoryLevel
@@ -52,23 +52,16 @@ def migrate(
     cfg = load_config(state.config, default_level=MemoryLevel.PERSISTENT)
     if embedder is not None:
         cfg = cfg.model_copy(update={"embedder": embedder})
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    ) as progress:
-        task = progress.add_task("migrating", total=None)
-
-        def on_progress(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
+    with progress_bar() as bar:
         try:
             report = asyncio.run(
-                migrate_urls(source, dest, config=cfg, batch_size=batch_size, progress=on_progress)
+                migrate_urls(
+                    source,
+                    dest,
+                    config=cfg,
+                    batch_size=batch_size,
+                    progress=partial(bar, "migrating"),
+                )
             )
         except KeyboardInterrupt:
             err_console.print(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from memvault.cli._common import emit_json, err_console, load_cli_config, out, state
+from memvault.cli._common import emit_json, err_console, load_cli_config, out, progress_bar, state
 from memvault.errors import MemoryCapabilityError, MemoryConfigError
 from memvault.reindex import DEFAULT_BATCH_SIZE, ReindexReport
 from memvault.reindex import reindex as reindex_store
@@ -60,19 +60,9 @@ def reindex(
 
     target = create_embedder(embedder if embedder is not None else cfg.embedder)
     store = open_backend(url, embedder=target, config=cfg)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=dry_run or not err_console.is_terminal,
-    ) as progress:
-        task = progress.add_task("re-embedding", total=None)
-
-        def on_progress(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    with progress_bar() as bar:
+        # A dry run only counts: no bar.
+        on_progress = None if dry_run else partial(bar, "re-embedding")
 
         async def run() -> ReindexReport:
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -235,10 +236,8 @@ def backfill(
     ] = 256,
 ) -> None:
     """Embed every stored conversation message that has no vector yet (with a progress bar)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     from memvault._config_sources import build_embedder
-    from memvault.cli._common import err_console
+    from memvault.cli._common import progress_bar
     from memvault.conversation.config import EmbeddingQueueConfig
     from memvault.conversation.queue import EmbeddingQueue
 
@@ -246,23 +245,10 @@ def backfill(
     config = EmbeddingQueueConfig(enabled=True, backfill_batch_size=batch)
 
     async def run(store: Any) -> int:
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-            transient=True,
-            disable=not err_console.is_terminal,
-        ) as progress:
-            task = progress.add_task("embedding", total=None)
-
-            def update(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total or None)
-
+        with progress_bar() as bar:
             queue = EmbeddingQueue(store, embedder, config)
             try:
-                return await queue.backfill(progress=update)
+                return await queue.backfill(progress=partial(bar, "embedding"))
             finally:
                 await queue.close()
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from memvault.cli._common import JsonOption, emit_json, err_console, open_service, out
+from memvault.cli._common import (
+    JsonOption,
+    emit_json,
+    err_console,
+    open_service,
+    out,
+    progress_bar,
+)
 
 __all__ = ["register"]
 
@@ -39,22 +46,11 @@ def import_(
 ) -> None:
     """Import memories from an export file (ids already present are skipped)."""
     svc = open_service()
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    ) as progress:
-        task = progress.add_task("importing", total=None)
-
-        def on_progress(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
+    with progress_bar() as bar:
         added = svc.run(
-            svc.service.import_(svc.actor, path, agent_id=agent, on_progress=on_progress)
+            svc.service.import_(
+                svc.actor, path, agent_id=agent, on_progress=partial(bar, "importing")
+            )
         )
     out.print(f"imported {added} memories")
 
