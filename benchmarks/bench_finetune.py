@@ -238,24 +238,37 @@ async def end_to_end(args: argparse.Namespace) -> None:
         passages, gold, held_locomo = _locomo_split(locomo, args.train_units)
         held_units = len(held_locomo.conversations)
         unit_name = "conversations"
+        held_docs = _locomo_split(held_locomo, held_units)[0]
     else:
         lme = load_longmemeval(args.data)
         passages, gold, held_lme = _lme_split(lme, args.train_units)
         held_units = len(held_lme.items)
         unit_name = "questions"
+        held_docs = _lme_split(held_lme, held_units)[0]
     if held_units == 0:
         raise SystemExit(f"--train-units {args.train_units} leaves no held-out {unit_name}")
 
     rng = random.Random(args.seed)
     if args.train_queries == "synthetic":
-        pool = passages
+        # "all": an organisation fine-tunes on the very memories it will search; the held-out
+        # part's documents are then trained on too, but never its questions.
+        pool = (
+            list(dict.fromkeys([*passages, *held_docs]))
+            if args.synthetic_docs == "all"
+            else passages
+        )
         if args.train_max_passages is not None and len(pool) > args.train_max_passages:
             pool = rng.sample(pool, args.train_max_passages)
         pairs = extractive_queries(pool, seed=args.seed)
+        docs = (
+            "every turn (held-out turns included, never their questions)"
+            if args.synthetic_docs == "all"
+            else "the training part's turns"
+        )
         generator = (
-            "bench_finetune.extractive_queries (no LLM): per training turn, "
+            f"bench_finetune.extractive_queries (no LLM) over {docs}: per turn, "
             "'What did <speaker> say about <3 rarest words>?' and a shuffled 4-rarest-word "
-            "keyword query; rarity = IDF over the training turns"
+            "keyword query; rarity = IDF over those turns"
         )
     else:
         pool = passages
@@ -428,6 +441,13 @@ async def main() -> None:
         default="synthetic",
         help="--end-to-end: training queries written from the training turns (no LLM), or the "
         "training part's own questions.",
+    )
+    parser.add_argument(
+        "--synthetic-docs",
+        choices=["train", "all"],
+        default="train",
+        help="--end-to-end with synthetic queries: write them from the training part's turns "
+        "only, or from every turn (the held-out documents too, never their questions).",
     )
     parser.add_argument(
         "--train-max-passages",

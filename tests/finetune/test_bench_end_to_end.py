@@ -100,7 +100,7 @@ FACTS_B = [
 ]
 
 
-def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Path) -> None:
+def _two_conversations(tmp_path: Path) -> Path:
     data = tmp_path / "locomo.json"
     data.write_text(
         json.dumps(
@@ -111,9 +111,11 @@ def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Pat
         ),
         encoding="utf-8",
     )
-    markdown = tmp_path / "e2e.md"
-    out = tmp_path / "e2e.json"
-    args = argparse.Namespace(
+    return data
+
+
+def _args(tmp_path: Path, data: Path, **overrides: Any) -> argparse.Namespace:
+    fields: dict[str, Any] = dict(
         dataset="locomo",
         data=data,
         trainer="adapter",
@@ -122,16 +124,25 @@ def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Pat
         learning_rate=None,
         hard_negatives=2,
         registry=tmp_path / "registry",
-        json=out,
+        json=tmp_path / "e2e.json",
         train_units=1,
         train_queries="synthetic",
+        synthetic_docs="train",
         train_max_passages=3000,
         seed=0,
         backend="sqlite",
         cache_dir=tmp_path / "cache",
-        markdown=markdown,
+        markdown=tmp_path / "e2e.md",
     )
-    asyncio.run(bench.end_to_end(args))
+    fields.update(overrides)
+    return argparse.Namespace(**fields)
+
+
+def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Path) -> None:
+    data = _two_conversations(tmp_path)
+    markdown = tmp_path / "e2e.md"
+    out = tmp_path / "e2e.json"
+    asyncio.run(bench.end_to_end(_args(tmp_path, data)))
 
     result = json.loads(out.read_text("utf-8"))
     run = result["run"]
@@ -156,6 +167,32 @@ def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Pat
     assert "train on conversations 0..0, evaluate on conversations 1..1" in text
     # The base vectors were cached on disk for the next run.
     assert list((tmp_path / "cache").glob("vectors-*.npz"))
+
+
+def _pairs(tmp_path: Path) -> list[dict[str, str]]:
+    lines = (tmp_path / "registry-pairs.jsonl").read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_synthetic_queries_from_every_turn_never_use_held_out_questions(tmp_path: Path) -> None:
+    data = _two_conversations(tmp_path)
+    asyncio.run(bench.end_to_end(_args(tmp_path, data, synthetic_docs="all")))
+    pairs = _pairs(tmp_path)
+    # The held-out conversation's turns get synthetic queries too ...
+    assert {p["passage"].split(":")[0] for p in pairs} == {"Alice", "Bob", "Cara", "Dan"}
+    assert len(pairs) == 24
+    # ... but none of its questions is among them.
+    questions = {q["question"] for q in json.loads(data.read_text("utf-8"))[1]["qa"]}
+    assert not questions & {p["query"] for p in pairs}
+    assert "held-out turns included" in (tmp_path / "e2e.md").read_text("utf-8")
+
+
+def test_gold_mode_trains_on_the_training_part_questions_only(tmp_path: Path) -> None:
+    data = _two_conversations(tmp_path)
+    asyncio.run(bench.end_to_end(_args(tmp_path, data, train_queries="gold")))
+    raw = json.loads(data.read_text("utf-8"))
+    assert {p["query"] for p in _pairs(tmp_path)} == {q["question"] for q in raw[0]["qa"]}
+    assert "own gold questions" in (tmp_path / "e2e.md").read_text("utf-8")
 
 
 def test_end_to_end_refuses_to_hold_out_nothing(tmp_path: Path) -> None:
