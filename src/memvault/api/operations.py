@@ -616,100 +616,6 @@ OPERATIONS: tuple[Operation, ...] = (
         _session_deleted,
         http=Http("DELETE", "/v1/sessions/{session_id}", "sessions", response=rs.DeletedOut),
     ),
-    # conversations (seed 004): the message log, its views, context window and compaction
-    Operation(
-        "conversation_append", rq.ConversationAppendBody, Scope.WRITE,
-        "Append turns to a session's conversation (each stored at once, never rewritten)",
-        _dump, arguments=_append_args,
-        http=Http(
-            "POST", "/v1/conversations/{session_id}/messages", "conversations", 201,
-            ConversationPage, body="ConversationAppendBody",
-        ),
-        tool=Tool(
-            "conversation_append", "Append to a conversation",
-            "Append one or more turns to the conversation of a session (created on the first "
-            "append). Each message is stored at once and never rewritten; agent_visible, "
-            "user_visible and focus_pinned say who sees it and whether compaction may touch "
-            "it. Returns the stored messages with their ids.",
-            limits={"messages": {"maxItems": 200}},
-        ),
-    ),
-    Operation(
-        "conversation_messages", rq.ConversationMessagesParams, Scope.READ,
-        "A page of a conversation's messages as one view reads them (agents: the agent view)",
-        _dump,
-        http=Http(
-            "GET", "/v1/conversations/{session_id}/messages", "conversations",
-            response=ConversationPage,
-        ),
-        tool=Tool(
-            "conversation_messages", "Read a conversation",
-            "The messages of a session's conversation as the model sees them (compacted turns "
-            "replaced by their summary; messages hidden from the agent left out), a page at a "
-            "time, oldest first.",
-            fields=("session_id", "agent_id", "limit", "offset"), limits=_LIST_LIMIT,
-            read_only=True,
-        ),
-    ),
-    Operation(
-        "conversations", rq.ConversationsParams, Scope.READ,
-        "An agent's conversations, latest append first", _dumps("conversations"),
-        http=Http("GET", "/v1/conversations", "conversations", response=rs.ConversationsOut),
-        tool=Tool(
-            "conversation_list", "List conversations",
-            "The agent's conversations (one per session), latest first, with how many "
-            "messages the model sees in each.",
-            fields=("agent_id", "limit", "offset"), limits=_LIST_LIMIT, read_only=True,
-        ),
-    ),
-    Operation(
-        "conversation_context", rq.ConversationContextParams, Scope.READ,
-        "A conversation's context window: token pressure, compaction state, the agent view",
-        _dump,
-        http=Http(
-            "GET", "/v1/conversations/{session_id}/context", "conversations",
-            response=ContextWindow,
-        ),
-        tool=Tool(
-            "conversation_context", "Conversation context window",
-            "How full a conversation's context window is (tokens against the budget, the soft "
-            "and hard compaction thresholds), what compaction did so far, and the messages "
-            "the model is sent.",
-            read_only=True,
-        ),
-    ),
-    Operation(
-        "conversation_compact", rq.CompactBody, Scope.WRITE,
-        "Compact a conversation now: mark tool pairs (soft), apply anchored summaries (hard)",
-        _dump,
-        http=Http(
-            "POST", "/v1/conversations/{session_id}/compact", "conversations",
-            response=CompactionReport, body="CompactBody",
-        ),
-        tool=Tool(
-            "conversation_compact", "Compact a conversation",
-            "Relieve a conversation's context pressure: above the soft threshold tool "
-            "call/result pairs are marked for a deferred summary; above the hard threshold "
-            "they (and the oldest turns) are replaced by anchored summaries in the model's "
-            "view. Nothing is deleted. Returns what was done.",
-        ),
-    ),
-    Operation(
-        "conversation_status", rq.ConversationStatusParams, Scope.READ,
-        "The tenant's conversation counts and embedding queue / backfill progress (not agents)",
-        _dump,
-        http=Http(
-            "GET", "/v1/stats/conversations", "conversations", response=ConversationStatus
-        ),
-    ),
-    Operation(
-        "conversation_backfill", rq.ConversationBackfillBody, Scope.ADMIN,
-        "Embed every stored message that has no vector yet, now (admin)", _backfilled,
-        http=Http(
-            "POST", "/v1/admin/conversations/backfill", "conversations",
-            response=rs.ConversationBackfillOut,
-        ),
-    ),
     # learning: lessons, profiles, the approval queue, the evolver, org memory
     Operation(
         "learn_from", rq.LearnBody, Scope.WRITE,
@@ -924,6 +830,100 @@ OPERATIONS: tuple[Operation, ...] = (
             "Make a checkpoint (or 'base') the active embedder again; reindex afterwards. "
             "Destructive: requires confirm=true and a reason, which the audit log records "
             "with the caller.",
+        ),
+    ),
+    # conversations (issue 18, seed 004): the message log, its views, context window, compaction
+    Operation(
+        "conversation_append", rq.ConversationAppendBody, Scope.WRITE,
+        "Append turns to a session's conversation (each stored at once, never rewritten)",
+        _dump, arguments=_append_args,
+        http=Http(
+            "POST", "/v1/conversations/{session_id}/messages", "conversations", 201,
+            ConversationPage, body="ConversationAppendBody",
+        ),
+        tool=Tool(
+            "conversation_append", "Append to a conversation",
+            "Append one or more turns to the conversation of a session (created on the first "
+            "append). Each message is stored at once and never rewritten; agent_visible, "
+            "user_visible and focus_pinned say who sees it and whether compaction may touch "
+            "it. Returns the stored messages with their ids.",
+            limits={"messages": {"maxItems": 200}},
+        ),
+    ),
+    Operation(
+        "conversation_messages", rq.ConversationMessagesParams, Scope.READ,
+        "A page of a conversation's messages as one view reads them (agents: the agent view)",
+        _dump,
+        http=Http(
+            "GET", "/v1/conversations/{session_id}/messages", "conversations",
+            response=ConversationPage,
+        ),
+        tool=Tool(
+            "conversation_messages", "Read a conversation",
+            "The messages of a session's conversation as the model sees them (compacted turns "
+            "replaced by their summary; messages hidden from the agent left out), a page at a "
+            "time, oldest first.",
+            fields=("session_id", "agent_id", "limit", "offset"), limits=_LIST_LIMIT,
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "conversations", rq.ConversationsParams, Scope.READ,
+        "An agent's conversations, latest append first", _dumps("conversations"),
+        http=Http("GET", "/v1/conversations", "conversations", response=rs.ConversationsOut),
+        tool=Tool(
+            "conversation_list", "List conversations",
+            "The agent's conversations (one per session), latest first, with how many "
+            "messages the model sees in each.",
+            fields=("agent_id", "limit", "offset"), limits=_LIST_LIMIT, read_only=True,
+        ),
+    ),
+    Operation(
+        "conversation_context", rq.ConversationContextParams, Scope.READ,
+        "A conversation's context window: token pressure, compaction state, the agent view",
+        _dump,
+        http=Http(
+            "GET", "/v1/conversations/{session_id}/context", "conversations",
+            response=ContextWindow,
+        ),
+        tool=Tool(
+            "conversation_context", "Conversation context window",
+            "How full a conversation's context window is (tokens against the budget, the soft "
+            "and hard compaction thresholds), what compaction did so far, and the messages "
+            "the model is sent.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "conversation_compact", rq.CompactBody, Scope.WRITE,
+        "Compact a conversation now: mark tool pairs (soft), apply anchored summaries (hard)",
+        _dump,
+        http=Http(
+            "POST", "/v1/conversations/{session_id}/compact", "conversations",
+            response=CompactionReport, body="CompactBody",
+        ),
+        tool=Tool(
+            "conversation_compact", "Compact a conversation",
+            "Relieve a conversation's context pressure: above the soft threshold tool "
+            "call/result pairs are marked for a deferred summary; above the hard threshold "
+            "they (and the oldest turns) are replaced by anchored summaries in the model's "
+            "view. Nothing is deleted. Returns what was done.",
+        ),
+    ),
+    Operation(
+        "conversation_status", rq.ConversationStatusParams, Scope.READ,
+        "The tenant's conversation counts and embedding queue / backfill progress (not agents)",
+        _dump,
+        http=Http(
+            "GET", "/v1/stats/conversations", "conversations", response=ConversationStatus
+        ),
+    ),
+    Operation(
+        "conversation_backfill", rq.ConversationBackfillBody, Scope.ADMIN,
+        "Embed every stored message that has no vector yet, now (admin)", _backfilled,
+        http=Http(
+            "POST", "/v1/admin/conversations/backfill", "conversations",
+            response=rs.ConversationBackfillOut,
         ),
     ),
 )  # fmt: skip
