@@ -87,6 +87,27 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def _drop_graph_mentions(conn: sqlite3.Connection, agent_id: str, ids: Sequence[str]) -> None:
+    """Drop the graph mentions of deleted memories, in the deletion's transaction.
+
+    Only when graph memory made its tables in this file (memvault.graph.store). Entities and
+    edges stay (facts, not memories); archived memories keep their mentions, which graph reads
+    skip while the memory is not live and which count again once it is restored.
+    """
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_mentions'"
+    ).fetchone()
+    if not ids or found is None:
+        return
+    for start in range(0, len(ids), _PAGE):
+        chunk = list(ids[start : start + _PAGE])
+        conn.execute(
+            "DELETE FROM graph_mentions WHERE agent_id = ?"
+            f" AND memory_id IN ({','.join('?' * len(chunk))})",
+            [agent_id, *chunk],
+        )
+
+
 class SQLiteBackend(
     SQLiteReindexMixin, SQLiteSideMixin, SQLiteExportMixin, SQLiteCandidatesMixin, BaseBackend
 ):
@@ -424,6 +445,7 @@ class SQLiteBackend(
                 if row[1] != MemoryScope.PRIVATE.value:
                     raise append_only_error(mid)
                 self._delete_rows(conn, [row[0]])
+                _drop_graph_mentions(conn, agent, [mid])
                 _insert_audit(conn, [audit(DELETE, mid, {})])
                 self._bump_generation(conn)
             self._generation += 1
@@ -458,17 +480,18 @@ class SQLiteBackend(
             with self._transaction() as conn:
                 if category is None:
                     rows = conn.execute(
-                        "SELECT rowid FROM memories WHERE agent_id = ? AND scope = 'private'",
+                        "SELECT rowid, id FROM memories WHERE agent_id = ? AND scope = 'private'",
                         (agent,),
                     ).fetchall()
                 else:
                     rows = conn.execute(
-                        "SELECT rowid FROM memories"
+                        "SELECT rowid, id FROM memories"
                         " WHERE agent_id = ? AND scope = 'private' AND category = ?",
                         (agent, category.value),
                     ).fetchall()
                 rowids = [r[0] for r in rows]
                 self._delete_rows(conn, rowids)
+                _drop_graph_mentions(conn, agent, [r[1] for r in rows])
                 if rowids:
                     _insert_audit(conn, [audit(CLEAR, None, {"count": len(rowids), **what})])
                     self._bump_generation(conn)
