@@ -97,6 +97,25 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+
+async def _drop_graph_mentions(conn: Conn, agent_id: str, cond: str, params: Sequence[Any]) -> None:
+    """Drop the graph mentions of the memories ``cond`` is about to delete, in its transaction.
+
+    Only when graph memory made its tables in this schema (memvault.graph.store). Entities and
+    edges stay (facts, not memories); archived memories keep their mentions, which graph reads
+    skip while the memory is not live and which count again once it is restored.
+    """
+    cur = await conn.execute("SELECT to_regclass('graph_mentions')")
+    found = await cur.fetchone()
+    if found is None or found[0] is None:
+        return
+    await conn.execute(
+        "DELETE FROM graph_mentions g WHERE g.agent_id = %s"
+        f" AND g.memory_id IN (SELECT m.id FROM memories m WHERE {cond})",
+        [agent_id, *params],
+    )
+
+
 # SQLSTATE classes/codes that mean the server or the connection is gone, not that the statement
 # was wrong: 08 connection exception, 57P0x shutdown / cannot connect now, 53300 too many
 # connections.
@@ -497,7 +516,9 @@ class PostgresBackend(
                 return 0
             if found[0] != MemoryScope.PRIVATE.value:
                 raise append_only_error(mid)
-            done = await self._delete_where(conn, "m.id = %s AND m.agent_id = %s", [mid, agent])
+            cond = "m.id = %s AND m.agent_id = %s"
+            await _drop_graph_mentions(conn, agent, cond, [mid, agent])
+            done = await self._delete_where(conn, cond, [mid, agent])
             if done:
                 await _insert_audit(conn, [audit(DELETE, mid, {})])
             return done
@@ -517,11 +538,12 @@ class PostgresBackend(
         async def run(conn: Conn) -> int:
             # Private rows only: shared knowledge is append-only (retract, never delete).
             if category is None:
+                await _drop_graph_mentions(conn, agent, _PRIVATE_SCOPE, [agent])
                 done = await self._delete_where(conn, _PRIVATE_SCOPE, [agent])
             else:
-                done = await self._delete_where(
-                    conn, f"{_PRIVATE_SCOPE} AND m.category = %s", [agent, category.value]
-                )
+                cond = f"{_PRIVATE_SCOPE} AND m.category = %s"
+                await _drop_graph_mentions(conn, agent, cond, [agent, category.value])
+                done = await self._delete_where(conn, cond, [agent, category.value])
             if done:
                 await _insert_audit(conn, [audit(CLEAR, None, {"count": done, **what})])
             return done
