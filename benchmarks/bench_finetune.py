@@ -26,6 +26,8 @@ Training pairs come from ``--train-queries``: ``synthetic`` (the default, what a
 without gold questions has) writes queries from the training documents themselves with
 :func:`extractive_queries`, a deterministic non-LLM generator (the pipeline's generate stage
 needs an LLM otherwise; none is assumed here); ``gold`` uses the training part's own questions.
+``--synthetic-docs all`` writes synthetic queries from the held-out turns as well (an
+organisation fine-tunes on the memories it will search; their questions are never seen).
 Embeddings of the frozen base are cached on disk (``--cache-dir``), so the adapter checkpoint,
 which runs on that base, costs no second embedding pass.
 
@@ -320,25 +322,35 @@ async def end_to_end(args: argparse.Namespace) -> None:
     active = read_active(registry) or {}
     assert deployed.model_id == served, (deployed.model_id, served)
 
-    reports: dict[str, Any] = {}
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()] or ["default"]
+    reports: dict[str, dict[str, Any]] = {}
     seconds: dict[str, float] = {}
-    for name, embedder in (("base", base), ("fine-tuned", deployed)):
-        t0 = time.perf_counter()
-        if args.dataset == "locomo":
-            reports[name] = await run_locomo(
-                held_locomo, preset="default", limit=10, embedder=embedder, backend=args.backend
-            )
-        else:
-            reports[name] = await run_longmemeval(
-                held_lme, preset="default", limit=10, embedder=embedder, backend=args.backend
-            )
-        seconds[name] = time.perf_counter() - t0
-        if isinstance(base, CachedEmbedder):
-            base.save()
+    for preset in presets:
+        for name, embedder in (("base", base), ("fine-tuned", deployed)):
+            t0 = time.perf_counter()
+            if args.dataset == "locomo":
+                report: Any = await run_locomo(
+                    held_locomo, preset=preset, limit=10, embedder=embedder, backend=args.backend
+                )
+            else:
+                report = await run_longmemeval(
+                    held_lme, preset=preset, limit=10, embedder=embedder, backend=args.backend
+                )
+            reports.setdefault(preset, {})[name] = report
+            seconds[f"{preset}/{name}"] = time.perf_counter() - t0
+            if isinstance(base, CachedEmbedder):
+                base.save()
 
     columns = _LOCOMO_COLUMNS if args.dataset == "locomo" else _LME_COLUMNS
-    b, f = reports["base"], reports["fine-tuned"]
-    table = _comparison([*b.rows, b.overall], [*f.rows, f.overall], columns)
+    tables = {
+        preset: _comparison(
+            [*pair["base"].rows, pair["base"].overall],
+            [*pair["fine-tuned"].rows, pair["fine-tuned"].overall],
+            columns,
+        )
+        for preset, pair in reports.items()
+    }
+    b = reports[presets[0]]["base"]
     stage_rows = [["stage", "seconds", "status"]]
     stage_rows += [[r.stage.value, f"{r.seconds or 0:.2f}", r.status.value] for r in run.stages]
     gate = (
@@ -351,6 +363,7 @@ async def end_to_end(args: argparse.Namespace) -> None:
         f"{unit_name} {args.train_units}..{args.train_units + held_units - 1}"
         f" ({held_units}, {b.questions} questions)"
     )
+    timings = ", ".join(f"{k} {v:.0f}s" for k, v in seconds.items())
     summary = [
         f"dataset: {args.dataset} ({args.data.name}); train on {unit_name} "
         f"0..{args.train_units - 1}, evaluate on {held_label}",
@@ -360,12 +373,12 @@ async def end_to_end(args: argparse.Namespace) -> None:
         f"pipeline's own evaluate stage: {gate}",
         f"deployed: finetuned:<registry> serves {served} (active checkpoint "
         f"{active.get('checkpoint_id')})",
-        f"memvault search: preset default, add_many + search(limit=10), backend {args.backend}; "
-        f"base run {seconds['base']:.0f}s, fine-tuned run {seconds['fine-tuned']:.0f}s",
+        f"memvault search: add_many + search(limit=10), backend {args.backend}; {timings}",
     ]
     print("\n".join(summary))
-    print()
-    print(_table(table))
+    for preset, table in tables.items():
+        print(f"\npreset {preset}:")
+        print(_table(table))
     print()
     print(_table(stage_rows))
     total = time.perf_counter() - overall_started
@@ -377,8 +390,10 @@ async def end_to_end(args: argparse.Namespace) -> None:
             "",
             *(f"- {line}" for line in summary),
             "",
-            _markdown(table),
-            "",
+        ]
+        for preset, table in tables.items():
+            text += [f"Preset `{preset}`:", "", _markdown(table), ""]
+        text += [
             "Stage times (this 2-core machine):",
             "",
             _markdown(stage_rows),
@@ -394,8 +409,15 @@ async def end_to_end(args: argparse.Namespace) -> None:
                     "dataset": args.dataset,
                     "train_queries": args.train_queries,
                     "run": run.model_dump(mode="json"),
+                    # The first preset's pair (default: the default preset) ...
                     "base": b.to_json(),
-                    "fine_tuned": f.to_json(),
+                    "fine_tuned": reports[presets[0]]["fine-tuned"].to_json(),
+                    # ... and every preset's.
+                    "presets": {
+                        preset: {name: r.to_json() for name, r in pair.items()}
+                        for preset, pair in reports.items()
+                    },
+                    "seconds": seconds,
                 },
                 indent=2,
                 default=str,
@@ -457,6 +479,12 @@ async def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", choices=["sqlite", "memory"], default="sqlite")
+    parser.add_argument(
+        "--presets",
+        default="default",
+        help="--end-to-end: comma-separated retrieval presets to compare under (e.g. "
+        "default,dense: 'dense' shows the embedder alone, 'default' what users get).",
+    )
     parser.add_argument(
         "--cache-dir",
         type=Path,
