@@ -299,20 +299,25 @@ class CompositeBackend(CompositeSharedMixin, CompositeReadsMixin):
         """Store memories in their categories' children; ids in input order. All or nothing.
 
         One child: its own transaction. Several: checked first, then written child by child,
-        and undone (deleted) in earlier children if a later child fails. ``vectors`` is
-        ignored: each child embeds with its own model.
+        and undone (deleted) in earlier children if a later child fails. ``vectors`` (the
+        requests' embeddings, computed by the caller) go to the children with their requests:
+        every child embeds with the composite's model (checked when it was built), so they are
+        not computed again.
         """
         agent = check_agent(agent_id)
         self._require_connected()
         if not requests:
             return []
+        if vectors is not None and len(vectors) != len(requests):
+            msg = f"{len(vectors)} vectors for {len(requests)} requests"
+            raise MemoryValidationError(msg)
         groups: dict[int, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault(self._index(self.route(r.category)), []).append(i)
         await self._check_supersedes(agent, requests)
         if len(groups) == 1:
             (k,) = groups
-            return await self._children[k].store_many(agent, requests)
+            return await self._children[k].store_many(agent, requests, vectors=vectors)
         now = self._clock()
         for r in requests:
             # The check every child makes, repeated here so the common invalid batch fails
@@ -327,7 +332,11 @@ class CompositeBackend(CompositeSharedMixin, CompositeReadsMixin):
         for k in order:
             child, idx = self._children[k], groups[k]
             try:
-                new = await child.store_many(agent, [requests[i] for i in idx])
+                new = await child.store_many(
+                    agent,
+                    [requests[i] for i in idx],
+                    vectors=None if vectors is None else [vectors[i] for i in idx],
+                )
             except BaseException as exc:
                 await self._undo(done, exc)
                 raise
