@@ -74,6 +74,7 @@ def _names(quote: str = "") -> dict[str, str]:
         "ent": f"{quote}graph_entities",
         "men": f"{quote}graph_mentions",
         "edg": f"{quote}graph_edges",
+        "mem": f"{quote}memories",
         "men_idx": "graph_mentions_memory",
         "edg_src": "graph_edges_source",
         "edg_dst": "graph_edges_target",
@@ -222,6 +223,23 @@ class GraphStore:
     def __init__(self, runner: _Runner, names: dict[str, str]) -> None:
         self._db = runner
         self._n = names
+        # Whether the memories live in this database too (checked until they do: the store
+        # may create its tables after the graph opened). Then reads skip mentions of memories
+        # that are not live (archived: back once restored; deleted: the deletion drops them).
+        self._memories_here = False
+
+    async def _live_filter(self) -> bool:
+        if self._memories_here or self._db.location == "memory://":
+            return self._memories_here
+        if isinstance(self._db, _PostgresRunner):
+            rows = await self._db.fetch("SELECT to_regclass(?)", [self._n["mem"]])
+            self._memories_here = bool(rows) and rows[0][0] is not None
+        else:
+            rows = await self._db.fetch(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'", ()
+            )
+            self._memories_here = bool(rows)
+        return self._memories_here
 
     @property
     def location(self) -> str:
@@ -524,16 +542,27 @@ class GraphStore:
     async def mentions(
         self, agent_id: str, keys: Sequence[str], *, as_of: datetime | None = None
     ) -> dict[str, list[str]]:
-        """Entity key -> ids of the agent's memories that mention it (as of ``as_of``)."""
+        """Entity key -> ids of the agent's memories that mention it (as of ``as_of``).
+
+        Where the memories share the database, only live memories count: an archived one is
+        left out until it is restored.
+        """
         out: dict[str, list[str]] = {}
+        live = await self._live_filter()
         for part in _chunks(sorted(set(keys))):
             if not part:
                 continue
             marks = ",".join("?" * len(part))
-            sql = f"SELECT key, memory_id FROM {{men}} WHERE agent_id = ? AND key IN ({marks})"
+            sql = (
+                "SELECT g.key, g.memory_id FROM {men} g"
+                f" WHERE g.agent_id = ? AND g.key IN ({marks})"
+            )
             params: list[Any] = [agent_id, *part]
+            if live:
+                # Archived (or otherwise gone) memories are not mentioned while they are away.
+                sql += " AND EXISTS (SELECT 1 FROM {mem} m WHERE m.id = g.memory_id)"
             if as_of is not None:
-                sql += " AND at <= ?"
+                sql += " AND g.at <= ?"
                 params.append(to_us(as_of))
             for key, memory_id in await self._db.fetch(self._s(sql), params):
                 out.setdefault(str(key), []).append(str(memory_id))
