@@ -5,6 +5,7 @@
 * :mod:`memvault.graph.extract`: entity and typed-edge extraction (rules, or an LLM);
 * :mod:`memvault.graph.store`: the side tables (SQLite, PostgreSQL, in process);
 * :mod:`memvault.graph.recall`: BFS and spreading activation;
+* :mod:`memvault.graph.causal`: EM-Graph causal and temporal links between memories;
 * :mod:`memvault.graph.memory`: :class:`GraphMemory`, the graph of one store;
 * :mod:`memvault.graph.forgetting`: optical forgetting (Full / Compressed / SummaryOnly);
 * :mod:`memvault.graph.promotion`: dense graph regions proposed as skills.
@@ -20,6 +21,7 @@ from typing import Any
 
 __all__ = [
     "ContentFidelity",
+    "EpisodeLink",
     "GraphConfig",
     "GraphEdge",
     "GraphEntity",
@@ -32,6 +34,7 @@ __all__ = [
 
 _WHERE = {
     "ContentFidelity": "memvault.graph.forgetting",
+    "EpisodeLink": "memvault.graph.models",
     "GraphConfig": "memvault.graph.config",
     "GraphEdge": "memvault.graph.models",
     "GraphEntity": "memvault.graph.models",

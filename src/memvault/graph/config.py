@@ -75,6 +75,16 @@ class GraphConfig(BaseModel):
     strengthen_on_search: bool = True
     """Strengthen co-accessed links after searches that used the graph."""
     promotion: SkillPromotionConfig = Field(default_factory=SkillPromotionConfig)
+    causal_links: bool = False
+    """EM-Graph (seed 004, ScrapMem): link each new memory to the agent's latest earlier one
+    that shares an entity within ``causal_window_days`` (``caused`` when its text states a cause
+    or consequence, else ``preceded``; a causal text with no shared entity links to the agent's
+    latest earlier memory in the window). Graph recall carries activation across these links,
+    which is what the ``five_signal`` preset's causal-distance signal reads."""
+    causal_window_days: float = Field(default=7.0, gt=0.0, le=3650.0)
+    causal_decay: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The share of a memory's activation that crosses one ``caused`` link (``preceded``: half
+    of that)."""
 
 
 class TieredRecallConfig(BaseModel):

@@ -11,11 +11,12 @@ import itertools
 import logging
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from memvault.graph.causal import is_causal, link_for, propagate
 from memvault.graph.config import GraphConfig
 from memvault.graph.extract import Extractor, RuleExtractor, entity_key
-from memvault.graph.models import GraphEdge, GraphEntity, GraphRecall, RecallMode
+from memvault.graph.models import EpisodeLink, GraphEdge, GraphEntity, GraphRecall, RecallMode
 from memvault.graph.recall import bfs, score_memories, specificity, spread
 from memvault.graph.store import GraphStore
 
@@ -57,10 +58,12 @@ class GraphMemory:
         Returns how many entities were indexed.
         """
         batch = []
+        extracted = []
         total = 0
         for memory_id, at, content in items:
             extraction = await self._extractor.extract(content)
             total += len(extraction.entities)
+            extracted.append((memory_id, at, content, [e.key for e in extraction.entities]))
             if extraction.entities or extraction.edges:
                 batch.append((memory_id, at, extraction))
         if batch:
@@ -70,7 +73,30 @@ class GraphMemory:
                 increment=self._config.co_access_increment,
                 max_weight=self._config.max_weight,
             )
+        if self._config.causal_links:
+            await self._link_episodes(agent_id, extracted)
         return total
+
+    async def _link_episodes(
+        self, agent_id: str, items: Sequence[tuple[str, datetime, str, list[str]]]
+    ) -> None:
+        """EM-Graph: link each new memory to the event before it (see memvault.graph.causal)."""
+        window = timedelta(days=self._config.causal_window_days)
+        links: list[EpisodeLink] = []
+        for memory_id, at, content, keys in items:
+            since = at - window
+            sharing = (
+                await self._store.earlier_mentions(agent_id, keys, since=since, before=at)
+                if keys
+                else []
+            )
+            latest = None
+            if not sharing and is_causal(content):
+                latest = await self._store.latest_before(agent_id, since=since, before=at)
+            link = link_for(memory_id, at, content, sharing=sharing, latest=latest, window=window)
+            if link is not None:
+                links.append(link)
+        await self._store.add_episode_links(agent_id, links)
 
     async def query_entities(self, agent_id: str, text: str) -> dict[str, GraphEntity]:
         """The agent's known entities named in ``text`` (names, words and word pairs)."""
@@ -125,9 +151,12 @@ class GraphMemory:
         keys = list(activation)
         mentions = await self._store.mentions(agent_id, keys, as_of=as_of)
         counts = {k: e.mentions for k, e in (await self._store.entities(agent_id, keys)).items()}
-        memories = score_memories(
-            activation, mentions, counts, limit=limit if limit is not None else cfg.max_memories
-        )
+        cap = limit if limit is not None else cfg.max_memories
+        memories = score_memories(activation, mentions, counts, limit=cap)
+        if cfg.causal_links and memories:
+            # One hop across the EM-Graph: causes of what was found, and their effects.
+            links = await self._store.episode_links(agent_id, list(memories), as_of=as_of)
+            memories = propagate(memories, links, decay=cfg.causal_decay, limit=cap)
         return GraphRecall(
             seeds=tuple(sorted(seeds)), entities=activation, memories=memories, mode=mode
         )
@@ -164,6 +193,12 @@ class GraphMemory:
             increment=self._config.co_access_increment,
             max_weight=self._config.max_weight,
         )
+
+    async def episode_links(
+        self, agent_id: str, memory_ids: Sequence[str], *, as_of: datetime | None = None
+    ) -> list[EpisodeLink]:
+        """The EM-Graph links touching ``memory_ids`` (``graph.causal_links``)."""
+        return await self._store.episode_links(agent_id, memory_ids, as_of=as_of)
 
     async def entities(self, agent_id: str, *, limit: int = 100) -> list[GraphEntity]:
         """The agent's most mentioned entities."""

@@ -8,8 +8,11 @@ from enum import StrEnum
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CAUSED",
     "CO_OCCURS",
     "FUNCTIONAL_RELATIONS",
+    "PRECEDED",
+    "EpisodeLink",
     "ExtractedEdge",
     "ExtractedEntity",
     "Extraction",
@@ -23,6 +26,12 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 CO_OCCURS = "co_occurs"
 """The untyped edge between two entities mentioned by one memory (its weight grows with use)."""
+
+CAUSED = "caused"
+"""An EM-Graph link: the earlier memory is the stated cause of the later one."""
+
+PRECEDED = "preceded"
+"""An EM-Graph link: the earlier memory is about the same thing shortly before the later one."""
 
 FUNCTIONAL_RELATIONS = frozenset({"lives_in", "works_at", "married_to", "role", "age"})
 """Relations a subject holds with one object at a time: a newer fact closes the older edge."""
@@ -114,3 +123,19 @@ class GraphRecall(BaseModel):
     entities: dict[str, float] = Field(default_factory=dict)
     memories: dict[str, float] = Field(default_factory=dict)
     mode: RecallMode = RecallMode.SPREADING
+
+
+class EpisodeLink(BaseModel):
+    """An EM-Graph link between two memories (events) of one agent: ``cause`` -> ``effect``.
+
+    ``relation`` is :data:`CAUSED` (the later text states a cause or a consequence) or
+    :data:`PRECEDED` (temporal proximity on a shared entity); ``at`` is the effect's time.
+    """
+
+    model_config = _FROZEN
+
+    cause: str
+    effect: str
+    relation: str
+    weight: float = Field(gt=0.0, le=1.0)
+    at: AwareDatetime

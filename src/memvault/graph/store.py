@@ -29,6 +29,7 @@ from memvault.errors import MemoryConfigError, MemoryConnectionError
 from memvault.graph.models import (
     CO_OCCURS,
     FUNCTIONAL_RELATIONS,
+    EpisodeLink,
     Extraction,
     GraphEdge,
     GraphEntity,
@@ -54,6 +55,12 @@ _DDL = (
     " valid_to BIGINT, memory_id TEXT, PRIMARY KEY (agent_id, id))",
     "CREATE INDEX IF NOT EXISTS {edg_src} ON {edg} (agent_id, source, relation)",
     "CREATE INDEX IF NOT EXISTS {edg_dst} ON {edg} (agent_id, target)",
+    # EM-Graph links between memories (memvault.graph.causal): cause -> effect.
+    "CREATE TABLE IF NOT EXISTS {epi} ("
+    " agent_id TEXT NOT NULL, cause TEXT NOT NULL, effect TEXT NOT NULL,"
+    " relation TEXT NOT NULL, weight DOUBLE PRECISION NOT NULL, at BIGINT NOT NULL,"
+    " PRIMARY KEY (agent_id, cause, effect))",
+    "CREATE INDEX IF NOT EXISTS {epi_idx} ON {epi} (agent_id, effect)",
 )
 
 Statement = tuple[str, Sequence[Any]]
@@ -75,6 +82,8 @@ def _names(quote: str = "") -> dict[str, str]:
         "men": f"{quote}graph_mentions",
         "edg": f"{quote}graph_edges",
         "mem": f"{quote}memories",
+        "epi": f"{quote}graph_episode_links",
+        "epi_idx": "graph_episode_links_effect",
         "men_idx": "graph_mentions_memory",
         "edg_src": "graph_edges_source",
         "edg_dst": "graph_edges_target",
@@ -585,6 +594,94 @@ class GraphStore:
             for memory_id, key in rows:
                 out.setdefault(str(memory_id), []).append(str(key))
         return out
+
+    # -- EM-Graph links between memories (memvault.graph.causal) ----------------------------------
+
+    async def earlier_mentions(
+        self, agent_id: str, keys: Sequence[str], *, since: datetime, before: datetime
+    ) -> list[tuple[str, datetime]]:
+        """``(memory_id, at)`` of the agent's live memories naming one of ``keys``, written in
+        ``[since, before)``."""
+        out: dict[str, datetime] = {}
+        live = await self._live_filter()
+        for part in _chunks(sorted(set(keys))):
+            if not part:
+                continue
+            marks = ",".join("?" * len(part))
+            sql = (
+                "SELECT g.memory_id, g.at FROM {men} g"
+                f" WHERE g.agent_id = ? AND g.key IN ({marks}) AND g.at >= ? AND g.at < ?"
+            )
+            if live:
+                sql += " AND EXISTS (SELECT 1 FROM {mem} m WHERE m.id = g.memory_id)"
+            rows = await self._db.fetch(
+                self._s(sql), (agent_id, *part, to_us(since), to_us(before))
+            )
+            for memory_id, at in rows:
+                out[str(memory_id)] = from_us(int(at))
+        return sorted(out.items(), key=lambda pair: (pair[1], pair[0]))
+
+    async def latest_before(
+        self, agent_id: str, *, since: datetime, before: datetime
+    ) -> tuple[str, datetime] | None:
+        """The agent's latest live memory (with entities) written in ``[since, before)``."""
+        sql = (
+            "SELECT g.memory_id, g.at FROM {men} g WHERE g.agent_id = ? AND g.at >= ? AND g.at < ?"
+        )
+        if await self._live_filter():
+            sql += " AND EXISTS (SELECT 1 FROM {mem} m WHERE m.id = g.memory_id)"
+        sql += " ORDER BY g.at DESC, g.memory_id DESC LIMIT 1"
+        rows = await self._db.fetch(self._s(sql), (agent_id, to_us(since), to_us(before)))
+        return (str(rows[0][0]), from_us(int(rows[0][1]))) if rows else None
+
+    async def add_episode_links(self, agent_id: str, links: Sequence[EpisodeLink]) -> None:
+        """Store links (one transaction); a link stored again takes the newer relation."""
+        statements: list[Statement] = [
+            (
+                self._s(
+                    "INSERT INTO {epi} (agent_id, cause, effect, relation, weight, at)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, cause, effect) DO UPDATE"
+                    " SET relation = excluded.relation, weight = excluded.weight, at = excluded.at"
+                ),
+                (agent_id, k.cause, k.effect, k.relation, k.weight, to_us(k.at)),
+            )
+            for k in links
+        ]
+        if statements:
+            await self._db.script(statements)
+
+    async def episode_links(
+        self, agent_id: str, memory_ids: Sequence[str], *, as_of: datetime | None = None
+    ) -> list[EpisodeLink]:
+        """The links touching ``memory_ids`` (either end) whose both ends are live memories."""
+        out: dict[tuple[str, str], EpisodeLink] = {}
+        live = await self._live_filter()
+        for part in _chunks(sorted(set(memory_ids))):
+            if not part:
+                continue
+            marks = ",".join("?" * len(part))
+            sql = (
+                "SELECT e.cause, e.effect, e.relation, e.weight, e.at FROM {epi} e"
+                f" WHERE e.agent_id = ? AND (e.cause IN ({marks}) OR e.effect IN ({marks}))"
+            )
+            params: list[Any] = [agent_id, *part, *part]
+            if live:
+                sql += (
+                    " AND EXISTS (SELECT 1 FROM {mem} m WHERE m.id = e.cause)"
+                    " AND EXISTS (SELECT 1 FROM {mem} m WHERE m.id = e.effect)"
+                )
+            if as_of is not None:
+                sql += " AND e.at <= ?"
+                params.append(to_us(as_of))
+            for cause, effect, relation, weight, at in await self._db.fetch(self._s(sql), params):
+                out[(str(cause), str(effect))] = EpisodeLink(
+                    cause=str(cause),
+                    effect=str(effect),
+                    relation=str(relation),
+                    weight=float(weight),
+                    at=from_us(int(at)),
+                )
+        return sorted(out.values(), key=lambda k: (k.at, k.cause, k.effect))
 
     async def forget_memories(self, agent_id: str, memory_ids: Sequence[str]) -> None:
         """Drop the mentions of deleted memories (entities and edges stay: they are facts)."""
