@@ -9,10 +9,11 @@ creating the file.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
@@ -22,7 +23,7 @@ from memvault.cli._common import JsonOption, emit_json, load_cli_config, out, st
 from memvault.config import COMPOSITE_URL
 from memvault.conversation.sessions import ConversationSessionStore
 from memvault.conversation.sqlite import SQLiteConversationStore
-from memvault.errors import MemoryNotFoundError
+from memvault.errors import MemoryConfigError, MemoryConnectionError, MemoryNotFoundError
 from memvault.sessions import (
     SessionRecord,
     SessionStore,
@@ -32,7 +33,10 @@ from memvault.sessions import (
 )
 from memvault.sessions.store import LATEST, check_agent_id
 
-__all__ = ["register", "sessions_app"]
+if TYPE_CHECKING:
+    from memvault.conversation.models import ConversationStats
+
+__all__ = ["conversation_stats_if_stored", "register", "sessions_app"]
 
 T = TypeVar("T")
 
@@ -211,6 +215,77 @@ def _with_conversations(fn: Callable[[Any], Awaitable[T]], *, empty: T) -> T:
             await store.close()
 
     return asyncio.run(run())
+
+
+# The table every conversation store creates with its schema: its presence says one was used.
+_MESSAGES_TABLE = "conversation_messages"
+
+
+def _sqlite_has_conversations(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        # Read-only: looking must not create the file, its tables or a journal.
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_MESSAGES_TABLE,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False  # not a database memvault can read: it holds no conversations either
+    return row is not None
+
+
+def _postgres_has_conversations(url: str) -> bool:
+    import psycopg
+
+    from memvault.backends.postgres._dsn import parse_dsn, scrub
+
+    dsn = parse_dsn(url)
+    # The schema the conversation store would use (PostgresConversationStore's rule).
+    schema = dsn.schema or "public"
+    try:
+        with psycopg.connect(dsn.conninfo, connect_timeout=10) as conn:
+            row = conn.execute(
+                "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = %s",
+                [schema, _MESSAGES_TABLE],
+            ).fetchone()
+    except psycopg.Error as exc:
+        text = scrub(str(exc), dsn.secrets)
+        msg = f"PostgreSQL store {dsn.location} unreachable: {text}"
+        raise MemoryConnectionError(msg) from None
+    return row is not None
+
+
+def conversation_stats_if_stored() -> ConversationStats | None:
+    """The counts of the conversation store beside the ``--db`` store, or None if it has none.
+
+    For ``memvault stats``: only a store whose conversation tables exist already is opened
+    (opening one would create them). A SQLite file or PostgreSQL schema without them, an
+    in-process store (a new one would be empty), other kinds and a server URL give None.
+    """
+    from memvault.backends.factory import parse_url
+
+    try:
+        kind, target = parse_url(_store_url())
+    except MemoryConfigError:
+        return None  # a server URL: conversations are the server's business
+    if kind == "sqlite":
+        present = _sqlite_has_conversations(Path(target).expanduser())
+    elif kind == "postgresql":
+        present = _postgres_has_conversations(target)
+    else:
+        present = False
+    if not present:
+        return None
+
+    async def counts(store: Any) -> ConversationStats | None:
+        found: ConversationStats = await store.stats()
+        return found
+
+    return _with_conversations(counts, empty=None)
 
 
 @sessions_app.command("stats")

@@ -56,11 +56,17 @@ def import_(
 
 
 def stats(json_out: bool = JsonOption) -> None:
-    """Show counts of the store."""
+    """Show counts of the store (and of its conversations, when it holds any)."""
+    from memvault.cli.sessions import conversation_stats_if_stored
+
     svc = open_service()
     s = svc.run(svc.service.stats(svc.actor))
+    conversations = conversation_stats_if_stored()
     if json_out:
-        emit_json(s.model_dump())
+        data = s.model_dump()
+        if conversations is not None:
+            data["conversations"] = conversations.model_dump()
+        emit_json(data)
         return
     table = Table(show_header=False)
     table.add_row("backend", s.backend)
@@ -72,6 +78,11 @@ def stats(json_out: bool = JsonOption) -> None:
     table.add_row("embedding model", f"{s.embedding_model} ({s.dimension} dims)")
     if s.size_bytes is not None:
         table.add_row("size", f"{s.size_bytes / 1_048_576:.1f} MiB")
+    if conversations is not None:
+        counts = conversations.model_dump()
+        table.add_row("conversations", str(counts.pop("conversations")))
+        for name, n in counts.items():
+            table.add_row(f"  {name.replace('_', ' ')}", str(n))
     out.print(table)
 
 
