@@ -122,7 +122,9 @@ def strip_filler(text: str) -> str:
 
 def is_number(token: str) -> bool:
     """True if ``token`` (a normalised token) contains a digit."""
-    return any(ch.isdigit() for ch in token)
+    # Letters and digits are disjoint Unicode classes, so an all-letter token (most of them)
+    # is answered by one C call instead of a generator over its characters.
+    return not token.isalpha() and any(ch.isdigit() for ch in token)
 
 
 def words(text: str) -> list[str]:

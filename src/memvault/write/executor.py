@@ -14,9 +14,11 @@ contradicts even when the two texts are worded differently.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 
@@ -34,6 +36,11 @@ __all__ = ["NEIGHBOUR_POOL", "WriteOutcome", "execute_writes"]
 
 NEIGHBOUR_POOL = 10
 """How many dense and lexical neighbours each request is compared with."""
+
+NEIGHBOUR_CONCURRENCY = 8
+"""How many neighbour searches of one batch are in flight at once."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,31 +60,69 @@ class WriteOutcome:
         return self.decision.kind in (WriteKind.ADD, WriteKind.SUPERSEDE)
 
 
+async def _statement_neighbours(
+    store: MemoryStore, agent_id: str, request: MemoryStoreRequest
+) -> dict[str, MemoryEntry]:
+    """The agent's live entries of the request's category found by a lexical search on its
+    statement's subject and slot words (:func:`~memvault.write.contradiction_query`): the older
+    statement a new value contradicts, even when the two texts are worded differently.
+
+    Empty when the text states nothing. Lexical only, so it needs no embedding: the write path
+    runs it while the batch is being embedded.
+    """
+    extra = contradiction_query(request.content)
+    if extra is None or not query_terms(extra):
+        return {}
+    more = await store.search_candidates(
+        agent_id,
+        MemoryQuery(text=extra, categories=frozenset({request.category})),
+        pool=NEIGHBOUR_POOL,
+        dense=False,
+    )
+    return dict(more.entries)
+
+
 async def _neighbours(
-    store: MemoryStore, agent_id: str, request: MemoryStoreRequest, vector: Vectors
+    store: MemoryStore,
+    agent_id: str,
+    request: MemoryStoreRequest,
+    vector: Vectors,
+    statement_entries: dict[str, MemoryEntry],
 ) -> list[tuple[MemoryEntry, Vector | None]]:
     """The agent's nearest live entries of the request's category, with their vectors.
 
-    ``vector`` is the request's embedding from the batch, so the text is not embedded again.
+    ``vector`` is the request's embedding from the batch, so the text is not embedded again;
+    ``statement_entries`` are its :func:`_statement_neighbours`, joined to the dense and lexical
+    top ``NEIGHBOUR_POOL`` of its text.
     """
     query = MemoryQuery(text=request.content, categories=frozenset({request.category}))
     cands = await store.search_candidates(agent_id, query, pool=NEIGHBOUR_POOL, vector=vector)
     entries = dict(cands.entries)
     vectors: dict[str, Vector | None] = dict(cands.vectors)
-    extra = contradiction_query(request.content)
-    if extra is not None and query_terms(extra):
-        more = await store.search_candidates(
-            agent_id,
-            MemoryQuery(text=extra, categories=frozenset({request.category})),
-            pool=NEIGHBOUR_POOL,
-            dense=False,
-        )
-        for entry_id, entry in more.entries.items():
-            entries.setdefault(entry_id, entry)
+    for entry_id, entry in statement_entries.items():
+        entries.setdefault(entry_id, entry)
     missing = [i for i in entries if vectors.get(i) is None]
     if missing:
         vectors.update(await store.export_vectors(missing))
     return [(entry, vectors.get(entry_id)) for entry_id, entry in entries.items()]
+
+
+async def _bounded(jobs: Sequence[Awaitable[T]]) -> list[T]:
+    """Await ``jobs`` concurrently, at most ``NEIGHBOUR_CONCURRENCY`` at a time, in order.
+
+    A batch's neighbour searches are independent reads of the store as it was before the
+    batch: awaited one after another, each waits for its round trip to the store's thread
+    (or connection) to come back before the next is even queued.
+    """
+    if len(jobs) <= 1:
+        return [await job for job in jobs]
+    gate = asyncio.Semaphore(NEIGHBOUR_CONCURRENCY)
+
+    async def one(job: Awaitable[T]) -> T:
+        async with gate:
+            return await job
+
+    return list(await asyncio.gather(*(one(job) for job in jobs)))
 
 
 async def execute_writes(
@@ -103,13 +148,25 @@ async def execute_writes(
         # Refuse bad input before planning: a too-long text must fail, not match a duplicate.
         for request in requests:
             check(request, now)
-    vectors = np.asarray(
-        await asyncio.to_thread(store.embedder.embed_documents, [r.content for r in requests]),
-        dtype=np.float32,
+    # The lexical searches on statements need no vector: they run while the texts embed.
+    embedding = asyncio.ensure_future(
+        asyncio.to_thread(store.embedder.embed_documents, [r.content for r in requests])
     )
-    near = [
-        await _neighbours(store, agent_id, r, v) for r, v in zip(requests, vectors, strict=True)
-    ]
+    try:
+        statements = await _bounded([_statement_neighbours(store, agent_id, r) for r in requests])
+    except BaseException:
+        # Never leave the embedding behind unawaited (its error, if any, would be logged as
+        # never retrieved); the search's error is the one to raise.
+        with contextlib.suppress(BaseException):
+            await embedding
+        raise
+    vectors = np.asarray(await embedding, dtype=np.float32)
+    near = await _bounded(
+        [
+            _neighbours(store, agent_id, r, v, found)
+            for r, v, found in zip(requests, vectors, statements, strict=True)
+        ]
+    )
     decisions = plan_batch(
         requests,
         list(vectors),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from memvault._blas import single_threaded
 from memvault.backends._base import BaseBackend, Vectors
 from memvault.backends.sqlite._rows import (
     _CATEGORY_CODE,
@@ -214,7 +215,12 @@ class SQLiteCandidatesMixin(_MixinBase):
             if excluded:
                 gone = np.fromiter((r[0] for r in excluded), dtype=np.int64)
                 mask &= ~np.isin(index.rowids[: index.n], gone)
-        dense = index.search(vector, mask, pool) if vector is not None else []
+        dense: list[tuple[int, float]] = []
+        if vector is not None:
+            # One BLAS thread: the product is memory-bound, and idle OpenBLAS workers spin on
+            # the cores the embedder and other requests need (see memvault._blas).
+            with single_threaded():
+                dense = index.search(vector, mask, pool)
         lexical: list[tuple[int, float]] = []
         if lexical_terms:
             lexical = index.lexical.search(

@@ -580,6 +580,14 @@ class SQLiteBackend(
         self._require_connected()
 
         def run() -> int:
+            if not wanted:
+                # The agent's loaded matrix holds exactly its private rows (every write of this
+                # store updates or drops it; _refresh drops it after another process's write), so
+                # the cap check after each write counts there instead of scanning the agent's rows.
+                self._refresh()
+                index = self._indexes.get(agent)
+                if index is not None:
+                    return index.count(None if category is None else _CATEGORY_CODE[category])
             sql = "SELECT COUNT(*) FROM memories m WHERE m.agent_id = ? AND m.scope = 'private'"
             params: list[Any] = [agent]
             if category is not None:

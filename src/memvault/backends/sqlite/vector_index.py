@@ -177,6 +177,13 @@ class AgentIndex:
     def __len__(self) -> int:
         return self.n - self.dead
 
+    def count(self, category: int | None = None) -> int:
+        """Live rows (of one category code): ``len(self)`` without a category."""
+        if category is None:
+            return len(self)
+        n = self.n
+        return int(np.count_nonzero(self.alive[:n] & (self.category[:n] == category)))
+
     def _grow(self, needed: int) -> None:
         cap = self.matrix.shape[1]
         if needed <= cap:

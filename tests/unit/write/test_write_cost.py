@@ -1,0 +1,297 @@
+"""What one write costs, counted rather than timed: embeddings, searches, statements, commits.
+
+A single ``add`` with dedup on embeds its text once, searches its neighbours once (plus one
+lexical search when the text states something a later value could contradict), commits once,
+and checks the agent's cap without scanning its rows. The dense product runs on one BLAS thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memvault import AsyncMemory, _blas
+from memvault.backends.sqlite.backend import SQLiteBackend
+from memvault.backends.sqlite.vector_index import AgentIndex
+from memvault.config import MemoryOptionsConfig, MemvaultConfig
+from memvault.models import MemoryCategory
+from memvault.protocols import Embedder
+from memvault.write import WriteKind
+
+AGENT = "cost"
+FILLER = [
+    f"Deploy note {i}: the {svc} service moved to cluster {i % 7} after the {day} review."
+    for i, (svc, day) in enumerate(
+        (s, d)
+        for s in ("billing", "search", "ingest", "checkout", "auth")
+        for d in ("Monday", "Tuesday", "Friday", "sprint")
+    )
+]
+
+
+class CountingEmbedder:
+    """The real embedder, counting calls and texts of each method."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str) -> Any:
+        self.calls["query"] += 1
+        return self.inner.embed_query(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        self.calls["documents"] += 1
+        self.calls["texts"] += len(texts)
+        return self.inner.embed_documents(texts)
+
+
+class Probe:
+    """Counts what the SQLite store does: candidate searches, vector exports, SQL statements."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, backend: SQLiteBackend) -> None:
+        self.calls: Counter[str] = Counter()
+        self.statements: list[str] = []
+        self._backend = backend
+        for name in ("_candidates_sync", "export_vectors", "record_audit", "record_access"):
+            self._count(monkeypatch, name)
+
+    def _count(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        original = getattr(SQLiteBackend, name)
+        calls = self.calls
+
+        if name == "_candidates_sync":
+
+            def sync(*args: Any, **kwargs: Any) -> Any:
+                calls[name] += 1
+                return original(*args, **kwargs)
+
+            monkeypatch.setattr(SQLiteBackend, name, sync)
+            return
+
+        async def wrapped(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return await original(*args, **kwargs)
+
+        monkeypatch.setattr(SQLiteBackend, name, wrapped)
+
+    async def start(self) -> None:
+        self.calls.clear()
+        self.statements.clear()
+        # The trace callback is set on the store's own thread, where its connection lives.
+        await self._backend._run(lambda: self._backend._db.set_trace_callback(self._note))
+
+    async def stop(self) -> None:
+        await self._backend._run(lambda: self._backend._db.set_trace_callback(None))
+
+    def _note(self, sql: str) -> None:
+        if not sql.startswith("--"):  # FTS5's own statements, not ours
+            self.statements.append(" ".join(sql.split()))
+
+    def count(self, prefix: str) -> int:
+        return sum(s.upper().startswith(prefix) for s in self.statements)
+
+
+def _durable(mem: AsyncMemory) -> SQLiteBackend:
+    backend: Any = mem.backend
+    durable = getattr(backend, "durable", backend)
+    assert isinstance(durable, SQLiteBackend)
+    return durable
+
+
+@pytest.fixture
+def counting(minilm: Embedder) -> CountingEmbedder:
+    return CountingEmbedder(minilm)
+
+
+@pytest.fixture
+async def store(tmp_path: Path, counting: CountingEmbedder) -> Any:
+    # The default configuration: dedup on, a 10,000-memory cap per agent.
+    mem = AsyncMemory(str(tmp_path / "cost.db"), embedder=counting)  # type: ignore[arg-type]
+    await mem.add_many([{"content": t} for t in FILLER], agent_id=AGENT, dedup=False)
+    await mem.search("warm the index", agent_id=AGENT)
+    try:
+        yield mem
+    finally:
+        await mem.close()
+
+
+async def test_single_add_embeds_once_searches_once_and_commits_once(
+    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = Probe(monkeypatch, _durable(store))
+    counting.calls.clear()
+    await probe.start()
+    result = await store.write(
+        "The search service moved to cluster 9 after the Thursday incident.", agent_id=AGENT
+    )
+    await probe.stop()
+    assert result.decision.kind is WriteKind.ADD
+    assert counting.calls == Counter({"documents": 1, "texts": 1})
+    assert probe.calls == Counter({"_candidates_sync": 1})
+    assert probe.count("BEGIN") == 1
+    assert probe.count("COMMIT") == 1
+    # Memory row, vector, FTS row and audit record, all inside the one transaction.
+    inserts = [s.split("(")[0].strip() for s in probe.statements if s.startswith("INSERT")]
+    assert inserts == [
+        "INSERT INTO memories",
+        "INSERT INTO memory_vectors",
+        "INSERT INTO memories_fts",
+        "INSERT INTO audit",
+    ]
+    begin = next(i for i, s in enumerate(probe.statements) if s.startswith("BEGIN"))
+    commit = next(i for i, s in enumerate(probe.statements) if s.startswith("COMMIT"))
+    assert all(begin < i < commit for i, s in enumerate(probe.statements) if "INSERT" in s)
+    # The cap check (10,000 by default) reads the loaded index, not COUNT(*) over the rows.
+    assert not [s for s in probe.statements if "COUNT(" in s.upper()]
+
+
+async def test_duplicate_add_embeds_once_and_stores_nothing(
+    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = Probe(monkeypatch, _durable(store))
+    counting.calls.clear()
+    await probe.start()
+    result = await store.write(FILLER[3], agent_id=AGENT)
+    await probe.stop()
+    assert result.decision.kind is WriteKind.NOOP
+    assert counting.calls == Counter({"documents": 1, "texts": 1})
+    assert probe.calls["_candidates_sync"] == 1
+    assert probe.calls["export_vectors"] == 0
+    assert not [s for s in probe.statements if s.startswith("INSERT INTO memories ")]
+    assert await store.count(agent_id=AGENT) == len(FILLER)
+
+
+async def test_a_statement_gets_one_more_lexical_search_and_still_one_embedding(
+    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = await store.write("Lucia prefers dark mode for the editor.", agent_id=AGENT)
+    probe = Probe(monkeypatch, _durable(store))
+    counting.calls.clear()
+    await probe.start()
+    second = await store.write("Lucia now prefers light mode for the editor.", agent_id=AGENT)
+    await probe.stop()
+    assert second.decision.kind is WriteKind.SUPERSEDE
+    assert second.decision.old_id == first.id
+    assert counting.calls == Counter({"documents": 1, "texts": 1})
+    # The text's neighbours, plus the lexical search on the statement's subject and slot.
+    assert probe.calls["_candidates_sync"] == 2
+    assert probe.count("BEGIN") == 1 and probe.count("COMMIT") == 1
+
+
+async def test_add_many_with_dedup_searches_each_item_and_keeps_batch_order(
+    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = Probe(monkeypatch, _durable(store))
+    texts = [
+        f"Release {i} of the mobile app ships with offline maps for region {i}." for i in range(12)
+    ]
+    items = [{"content": t} for t in [*texts, texts[4], FILLER[0]]]
+    counting.calls.clear()
+    await probe.start()
+    ids = await store.add_many(items, agent_id=AGENT, dedup=True)
+    await probe.stop()
+    assert counting.calls == Counter({"documents": 1, "texts": len(items)})
+    assert probe.calls["_candidates_sync"] == len(items)
+    assert probe.count("BEGIN") == 1 + 2  # the batch; the confirmation; its audit record
+    assert len(set(ids[:12])) == 12
+    assert ids[12] == ids[4]  # a repeat within the batch
+    stored = {e.id: e.content for e in await store.list(agent_id=AGENT, limit=100)}
+    assert [stored[i] for i in ids[:12]] == texts
+    assert stored[ids[13]] == FILLER[0]  # a repeat of a stored memory
+
+
+def _sql_count(path: str, agent: str, category: str | None = None) -> int:
+    with sqlite3.connect(path) as conn:
+        sql = "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND scope = 'private'"
+        params: list[Any] = [agent]
+        if category is not None:
+            sql += " AND category = ?"
+            params.append(category)
+        return int(conn.execute(sql, params).fetchone()[0])
+
+
+async def test_count_from_the_index_matches_the_rows(tmp_path: Path, minilm: Embedder) -> None:
+    path = str(tmp_path / "count.db")
+    config = MemvaultConfig(options=MemoryOptionsConfig(max_memories_per_agent=None))
+    async with AsyncMemory(path, embedder=minilm, config=config) as mem:
+        ids = await mem.add_many([{"content": t} for t in FILLER], agent_id=AGENT, dedup=False)
+        await mem.add("We went hiking on Saturday.", agent_id=AGENT, category="episodic")
+        await mem.search("warm the index", agent_id=AGENT)
+        assert AGENT in _durable(mem)._indexes
+        await mem.delete(ids[0], agent_id=AGENT)
+        await mem.add("Timezone: UTC+1", agent_id=AGENT)
+        await mem.add("Timezone: UTC+2", agent_id=AGENT)  # supersedes: both rows stay
+        for category in (None, MemoryCategory.SEMANTIC, MemoryCategory.EPISODIC):
+            expected = _sql_count(path, AGENT, None if category is None else category.value)
+            assert await mem.count(agent_id=AGENT, category=category) == expected
+        assert await mem.count(agent_id=AGENT) == len(FILLER) + 2
+        # Another connection's write is seen (the index is dropped and the rows counted).
+        async with AsyncMemory(path, embedder=minilm, config=config) as other:
+            await other.add("The ingest service moved to cluster 12.", agent_id=AGENT)
+        assert await mem.count(agent_id=AGENT) == _sql_count(path, AGENT) == len(FILLER) + 3
+
+
+async def test_a_write_at_the_cap_evicts_down_to_the_margin(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    config = MemvaultConfig(options=MemoryOptionsConfig(max_memories_per_agent=40))
+    async with AsyncMemory(str(tmp_path / "cap.db"), embedder=minilm, config=config) as mem:
+        texts = [
+            f"Build {i} of the data pipeline passed {i * 3} integration checks." for i in range(40)
+        ]
+        await mem.add_many([{"content": t} for t in texts], agent_id=AGENT, dedup=False)
+        await mem.search("warm the index", agent_id=AGENT)
+        assert await mem.count(agent_id=AGENT) == 40
+        await mem.add("The staging database was resized to 64 GB on Friday.", agent_id=AGENT)
+        # 41 > 40: evicted down to 40 - 5% = 38, so the next write has headroom.
+        assert await mem.count(agent_id=AGENT) == 38
+        assert len(await mem.archived(agent_id=AGENT)) == 3
+
+
+@pytest.fixture
+def two_blas_threads() -> Iterator[None]:
+    api = _blas._api()
+    if api is None:
+        pytest.skip("numpy is not using OpenBLAS here")
+    setter, getter = api
+    before = getter()
+    setter(2)
+    try:
+        yield
+    finally:
+        setter(before)
+
+
+async def test_the_dense_search_runs_on_one_blas_thread(
+    store: AsyncMemory, monkeypatch: pytest.MonkeyPatch, two_blas_threads: None
+) -> None:
+    seen: list[int | None] = []
+    original = AgentIndex.search
+
+    def search(self: AgentIndex, *args: Any, **kwargs: Any) -> Any:
+        seen.append(_blas.blas_threads())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(AgentIndex, "search", search)
+    found = await store.search("which cluster did billing move to", agent_id=AGENT)
+    assert found
+    assert seen == [1]
+    assert _blas.blas_threads() == 2  # restored for the application's own numpy work
+
+
+def test_single_threaded_blocks_nest_and_restore(two_blas_threads: None) -> None:
+    with _blas.single_threaded():
+        assert _blas.blas_threads() == 1
+        with _blas.single_threaded():
+            assert _blas.blas_threads() == 1
+        assert _blas.blas_threads() == 1
+    assert _blas.blas_threads() == 2
