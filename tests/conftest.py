@@ -1,11 +1,23 @@
-"""Shared fixtures: the real bundled embedding model, loaded once per test session."""
+"""Shared fixtures: the real bundled embedding model (loaded once per test session), the
+PostgreSQL server, throwaway schemas, and conversation stores of every kind."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memvault.embeddings import default_embedder
 from memvault.protocols import Embedder
+
+if TYPE_CHECKING:
+    from memvault.conversation import SQLConversationStore
+
+ConversationStoreFactory = Callable[[str, Callable[[], datetime] | None], "SQLConversationStore"]
+"""``conversation_stores(kind, clock)``: a fresh conversation store of ``kind``."""
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +45,57 @@ def postgres_url(request: pytest.FixtureRequest) -> str:
         pytest.fail(f"PostgreSQL tests cannot run: {problem}", pytrace=False)
     request.addfinalizer(lambda: server.__exit__(None, None, None))
     return url
+
+
+@pytest.fixture
+def schemas(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
+    """Fresh PostgreSQL schema names (dropped afterwards); starts the server on first use."""
+    from postgres_server import SchemaFactory
+
+    factory: SchemaFactory | None = None
+
+    def new() -> str:
+        nonlocal factory
+        if factory is None:
+            factory = SchemaFactory(request.getfixturevalue("postgres_url"))
+        return factory()
+
+    yield new
+    if factory is not None:
+        factory.drop_all()
+
+
+@pytest.fixture
+async def conversation_stores(
+    request: pytest.FixtureRequest, tmp_path: Path, schemas: Callable[[], str]
+) -> AsyncIterator[ConversationStoreFactory]:
+    """Builds fresh, empty conversation stores: ``conversation_stores(kind, clock)``.
+
+    ``kind`` is ``sqlite`` (a new file), ``memory`` (in process) or ``postgres`` (a new schema
+    of the test server); every store built is closed after the test.
+    """
+    from memvault.conversation import InMemoryConversationStore
+    from memvault.conversation.sqlite import SQLiteConversationStore
+
+    built: list[SQLConversationStore] = []
+
+    def make(kind: str, clock: Callable[[], datetime] | None) -> SQLConversationStore:
+        store: SQLConversationStore
+        if kind == "sqlite":
+            store = SQLiteConversationStore(tmp_path / f"conv{len(built)}.db", clock=clock)
+        elif kind == "memory":
+            store = InMemoryConversationStore(clock=clock)
+        elif kind == "postgres":
+            from memvault.conversation.postgres import PostgresConversationStore
+
+            url = request.getfixturevalue("postgres_url")
+            store = PostgresConversationStore(url, schema=schemas(), clock=clock)
+        else:
+            msg = f"unknown conversation store kind {kind!r}"
+            raise ValueError(msg)
+        built.append(store)
+        return store
+
+    yield make
+    for store in built:
+        await store.close()

@@ -1,4 +1,5 @@
-"""A real memvault server for tests: uvicorn on a free loopback port, in a background thread.
+"""A real memvault server for tests: uvicorn on a free loopback port, in a background thread
+(:func:`live_server.run_app`, shared with the dashboard tests; re-exported here).
 
 The server runs the real app over a real SQLite file with the real embedding model (shared with
 the rest of the session through the ``minilm`` fixture); clients talk to it over real HTTP.
@@ -6,9 +7,6 @@ the rest of the session through the ``minilm`` fixture); clients talk to it over
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,13 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from live_server import run_app
 from memvault.config import load_config
 from memvault.protocols import Embedder
 from memvault.server.keys import KeyStore, open_key_store
 from memvault.server.rest import ServerSettings, create_app
 from memvault.service import MemoryService
+
+__all__ = ["STANDARD_KEYS", "LiveServer", "ServerFactory", "run_app"]
 
 
 @dataclass
@@ -39,34 +39,6 @@ class LiveServer:
         """An HTTP client for the server, authenticated with the named test key."""
         headers = {} if key is None else {"Authorization": f"Bearer {self.secrets[key]}"}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30.0, **kwargs)
-
-
-def run_app(app: Any) -> tuple[str, Callable[[], None]]:
-    """Serve ``app`` with uvicorn on a free loopback port; returns the URL and a stop function."""
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the
-    # listening socket says TCP (proto 0 would leave every response waiting on delayed ACKs).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            msg = "the test server did not start"
-            raise RuntimeError(msg)
-        time.sleep(0.02)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-
-    return f"http://127.0.0.1:{port}", stop
 
 
 ServerFactory = Callable[..., LiveServer]

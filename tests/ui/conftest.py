@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -23,8 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from live_server import run_app
 from memvault.api.auth import Actor
 from memvault.config import load_config
 from memvault.learning.models import (
@@ -85,32 +82,6 @@ def csrf_of(html: str) -> str:
     found = CSRF_RE.search(html)
     assert found is not None, html[:2000]
     return found.group(1)
-
-
-def run_app(app: Any) -> tuple[str, Callable[[], None]]:
-    """Serve ``app`` with uvicorn on a free loopback port; returns its URL and a stop function."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            msg = "the dashboard test server did not start"
-            raise RuntimeError(msg)
-        time.sleep(0.02)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-
-    return f"http://127.0.0.1:{port}", stop
 
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

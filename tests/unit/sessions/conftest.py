@@ -1,37 +1,24 @@
 """Session stores of every kind: a real SQLite file, a real PostgreSQL schema, in process.
 
 ``make_store(clock=None)`` builds a fresh store of the parametrised kind; every store it built is
-closed after the test (PostgreSQL schemas are dropped).
+closed after the test (PostgreSQL schemas are dropped). ``schemas`` and the conversation stores
+under the "-messages" kinds come from ``tests/conftest.py``, shared with the conversation tests.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sessions_helpers import MakeStore, StepClock
 
 from memvault.sessions import InMemorySessionStore, SessionStore, SQLiteSessionStore
 
-
-@pytest.fixture
-def schemas(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
-    """Fresh PostgreSQL schema names (dropped afterwards); starts the server on first use."""
-    from postgres_server import SchemaFactory
-
-    factory: SchemaFactory | None = None
-
-    def new() -> str:
-        nonlocal factory
-        if factory is None:
-            factory = SchemaFactory(request.getfixturevalue("postgres_url"))
-        return factory()
-
-    yield new
-    if factory is not None:
-        factory.drop_all()
+if TYPE_CHECKING:
+    from conftest import ConversationStoreFactory  # tests/conftest.py (no package: typing only)
 
 
 # The "-messages" kinds run the same session contract over the conversation store
@@ -48,7 +35,10 @@ def schemas(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
     ],
 )
 async def make_store(
-    request: pytest.FixtureRequest, tmp_path: Path, schemas: Callable[[], str]
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    schemas: Callable[[], str],
+    conversation_stores: ConversationStoreFactory,
 ) -> AsyncIterator[MakeStore]:
     """A builder of fresh, empty session stores of one kind."""
     built: list[SessionStore] = []
@@ -57,27 +47,11 @@ async def make_store(
     def make(clock: Callable[[], datetime] | None = None) -> SessionStore:
         store: SessionStore
         if kind.endswith("-messages"):
-            from memvault.conversation import (
-                ConversationSessionStore,
-                InMemoryConversationStore,
-                SQLConversationStore,
+            from memvault.conversation import ConversationSessionStore
+
+            store = ConversationSessionStore(
+                conversation_stores(kind.removesuffix("-messages"), clock)
             )
-
-            conversations: SQLConversationStore
-            if kind == "sqlite-messages":
-                from memvault.conversation.sqlite import SQLiteConversationStore
-
-                conversations = SQLiteConversationStore(
-                    tmp_path / f"store{len(built)}.db", clock=clock
-                )
-            elif kind == "memory-messages":
-                conversations = InMemoryConversationStore(clock=clock)
-            else:
-                from memvault.conversation.postgres import PostgresConversationStore
-
-                url = request.getfixturevalue("postgres_url")
-                conversations = PostgresConversationStore(url, schema=schemas(), clock=clock)
-            store = ConversationSessionStore(conversations)
         elif kind == "sqlite":
             store = SQLiteSessionStore(tmp_path / f"store{len(built)}.db", clock=clock)
         elif kind == "memory":
