@@ -1,8 +1,10 @@
 """Shared fixtures: the real bundled embedding model (loaded once per test session), the
-PostgreSQL server, throwaway schemas, and conversation stores of every kind."""
+PostgreSQL server, throwaway schemas, conversation stores of every kind, and an environment
+cleared of the machine's memvault settings."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -99,3 +101,14 @@ async def conversation_stores(
     yield make
     for store in built:
         await store.close()
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No MEMVAULT_* setting and no ./memvault.yaml of the machine leaks into a test: the
+    variables are removed (but the model cache's) and the test runs in ``tmp_path``."""
+    for name in list(os.environ):
+        if name.startswith("MEMVAULT_") and name != "MEMVAULT_CACHE_DIR":
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -8,26 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from memvault.cli.app import main
 from memvault.conversation.factory import open_conversation_store
 
-
-@pytest.fixture(autouse=True)
-def _cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No MEMVAULT_* setting of the machine and no ./memvault.yaml reach the commands."""
-    for name in list(os.environ):
-        if name.startswith("MEMVAULT_") and name != "MEMVAULT_CACHE_DIR":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+# No MEMVAULT_* setting of the machine and no ./memvault.yaml reach the commands.
+pytestmark = pytest.mark.usefixtures("isolated_env")
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -54,6 +46,8 @@ def _sqlite_tables(path: Path) -> set[str]:
 
 
 def _pg_tables(postgres_url: str, schema: str) -> set[str]:
+    import psycopg
+
     with psycopg.connect(postgres_url) as conn:
         rows = conn.execute(
             "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = %s", [schema]

@@ -4,7 +4,6 @@ per label (or one at a time with ``replace``), transient; and the commands that 
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import pytest
@@ -87,28 +86,18 @@ def test_the_default_is_the_cli_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- commands ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No MEMVAULT_* setting of the machine and no ./memvault.yaml reach the commands."""
-    for name in list(os.environ):
-        if name.startswith("MEMVAULT_") and name != "MEMVAULT_CACHE_DIR":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def test_backup_shows_its_stages_on_a_terminal_only(
-    cli_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(cli_env / "store.db")
+    db = str(isolated_env / "store.db")
     assert main(["--db", db, "add", "The deploy pipeline has three stages."]) == 0
     capsys.readouterr()
     # Captured stderr is no terminal: no bar, not even a blank line.
-    assert main(["--db", db, "backup", str(cli_env / "a.bak")]) == 0
+    assert main(["--db", db, "backup", str(isolated_env / "a.bak")]) == 0
     assert capsys.readouterr().err == ""
 
     console, text = _screen(terminal=True)
     monkeypatch.setattr("memvault.cli._common.err_console", console)
-    assert main(["--db", db, "backup", str(cli_env / "b.bak")]) == 0
+    assert main(["--db", db, "backup", str(isolated_env / "b.bak")]) == 0
     assert "backup" in text.getvalue()
-    assert (cli_env / "b.bak").exists()
+    assert (isolated_env / "b.bak").exists()
