@@ -13,12 +13,18 @@ admin key made with the real CLI, a free port on 127.0.0.1; benchmarks/bench_ser
    1/rate seconds whether or not earlier ones answered, at most ``--max-in-flight`` at a time)
    for ``--duration`` seconds; ``--add-share`` of them are ``POST /v1/memories``, the rest
    ``POST /v1/search``;
-3. the server's RSS (process and children: psutil when installed, else /proc/<pid>/status VmRSS)
-   is sampled every ``--sample-every`` seconds for the whole run.
+3. search only: the same rate for ``--search-only-seconds`` with no adds (a fixed store size);
+4. the server's RSS (process and children: psutil when installed, else /proc/<pid>/status VmRSS)
+   is sampled every ``--sample-every`` seconds for the whole run, with the adds made so far.
+
+Capacity is measured on the seeded store and again on probe agents seeded to the size the run's
+agents will reach (a search's cost grows with the agent's store), and the lower one is used.
+The RSS verdict separates the store's growth from a leak: the mixed phase may grow by at most
+``PER_MEMORY_BUDGET_BYTES`` per added memory, the search-only phase hardly at all.
 
 Printed and written to ``--out``: errors (non-2xx answers and transport failures), p50/p99/max
-latency, the achieved rate, how late the scheduler fell behind, and the RSS series with its
-growth over the second half of the run (a leak grows steadily; adds grow the store a little).
+latency, the achieved rate, how late the scheduler fell behind, the load average with each
+figure (the machine is shared), and the RSS series, per minute, with bytes per added memory.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import platform
 import random
@@ -81,6 +88,7 @@ class Workload:
         self.statuses: Counter[str] = Counter()
         self.errors = 0
         self.error_samples: list[str] = []
+        self.added = 0  # acknowledged adds since the start (never reset: the store's size)
 
     def reset(self) -> None:
         """Forget what was recorded (after the capacity phase)."""
@@ -101,6 +109,7 @@ class Workload:
                     "/v1/memories", json={"agent_id": agent, "content": text}
                 )
                 ok = r.status_code == 201
+                self.added += ok
             else:
                 query = pick_query(rng, self.queries)
                 r = await self.client.post(
@@ -142,9 +151,9 @@ class Workload:
         return out
 
 
-async def seed(client: httpx.AsyncClient, agents: list[str], n: int) -> None:
+async def seed(client: httpx.AsyncClient, agents: list[str], n: int, text_seed: int = 7) -> None:
     """``n`` memories over ``agents`` through /v1/memories/batch (dedup off)."""
-    texts = memory_texts(n)
+    texts = memory_texts(n, seed=text_seed)
     for i, agent in enumerate(agents):
         chunk = texts[i :: len(agents)]
         for j in range(0, len(chunk), 500):
@@ -176,16 +185,45 @@ async def capacity(work: Workload, concurrency: int, seconds: float) -> float:
     return done / (time.perf_counter() - start)
 
 
+#: Expected in-process footprint of one added memory on the SQLite store (bytes), measured with
+#: benchmarks/load_run.py's phases and an in-process count of each structure (issue 21): the
+#: vector row (384 float32 = 1.5 KiB) and its lexical postings grow by design; the hydrated
+#: entry in the store's entry cache (~7.5 KiB, bounded at 20,000 entries) and the retrieval
+#: caches keyed by text (term sets, question share, temporal mentions; bounded at 65,536 texts)
+#: fill with each new memory until their bound. Growth at or under this per added memory is the
+#: store's own size, not a leak.
+PER_MEMORY_BUDGET_BYTES = 16 * 1024
+
+#: A search-only phase (fixed store size) may grow by at most this much RSS (MiB, or 1% of the
+#: starting RSS if larger): allocator noise and caches of queries, never per-request garbage.
+SEARCH_ONLY_SLACK_MB = 8.0
+
+
+def load_avg() -> list[float]:
+    """The 1/5/15-minute load averages (every figure is recorded with the machine's load)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+Sample = tuple[float, float | None, int, str]  # (seconds, RSS MiB, adds so far, phase)
+
+
 async def sample_rss(
-    pid: int, every: float, series: list[tuple[float, float | None]], stop: asyncio.Event
+    pid: int,
+    every: float,
+    series: list[Sample],
+    stop: asyncio.Event,
+    phase: list[str],
+    work: Workload,
 ) -> None:
-    """Append (seconds since start, RSS MiB) every ``every`` seconds until ``stop``."""
+    """Append (seconds, RSS MiB, adds so far, phase) every ``every`` s until ``stop``."""
     start = time.perf_counter()
     while True:
-        series.append((round(time.perf_counter() - start, 1), rss_mb(pid)))
+        series.append((round(time.perf_counter() - start, 1), rss_mb(pid), work.added, phase[0]))
         try:
             await asyncio.wait_for(stop.wait(), timeout=every)
-            series.append((round(time.perf_counter() - start, 1), rss_mb(pid)))
+            series.append(
+                (round(time.perf_counter() - start, 1), rss_mb(pid), work.added, phase[0])
+            )
             return
         except TimeoutError:
             continue
@@ -235,24 +273,78 @@ async def open_loop(
     return out
 
 
-def rss_report(series: list[tuple[float, float | None]]) -> dict[str, Any]:
-    """Start/end/peak RSS and the growth over the second half of the run (MiB, MiB/min)."""
-    values = [(t, v) for t, v in series if v is not None]
+def rss_report(series: list[Sample]) -> dict[str, Any]:
+    """RSS start/end/peak; per phase the growth, MiB/min and, for the mixed phase, bytes per add.
+
+    The verdict ``flat`` is honest about adds growing the store: the mixed phase's second half
+    may grow by at most ``PER_MEMORY_BUDGET_BYTES`` per memory added in it (the store's own
+    size), and the search-only phase (no adds, fixed store size) by at most
+    ``SEARCH_ONLY_SLACK_MB`` (or 1% of the starting RSS).
+    """
+    values = [(t, v, n, ph) for t, v, n, ph in series if v is not None]
     if len(values) < 2:
-        return {"samples": len(values)}
-    half = [(t, v) for t, v in values if t >= values[-1][0] / 2]
-    (t0, v0), (t1, v1) = half[0], half[-1]
-    return {
+        return {"samples": len(values), "flat": False}
+    out: dict[str, Any] = {
         "samples": len(values),
         "start_mb": round(values[0][1], 1),
         "end_mb": round(values[-1][1], 1),
-        "peak_mb": round(max(v for _, v in values), 1),
-        "second_half_growth_mb": round(v1 - v0, 1),
-        "second_half_mb_per_min": round((v1 - v0) / ((t1 - t0) / 60), 2) if t1 > t0 else 0.0,
-        # Flat: the second half grew by under 3% of the starting RSS (at least 10 MiB of
-        # slack), which the adds' own growth of the store and index stays within.
-        "flat": v1 - v0 <= max(10.0, 0.03 * values[0][1]),
+        "peak_mb": round(max(v for _, v, _, _ in values), 1),
+        "per_memory_budget_bytes": PER_MEMORY_BUDGET_BYTES,
     }
+    flat = True
+    mixed = [x for x in values if x[3] == "mixed"]
+    if len(mixed) >= 2:
+        half = [x for x in mixed if x[0] >= (mixed[0][0] + mixed[-1][0]) / 2]
+        (t0, v0, n0, _), (t1, v1, n1, _) = half[0], half[-1]
+        grew = v1 - v0
+        adds = n1 - n0
+        per_add = grew * 1024 * 1024 / adds if adds else None
+        out["mixed"] = {
+            "start_mb": round(mixed[0][1], 1),
+            "end_mb": round(mixed[-1][1], 1),
+            "second_half_growth_mb": round(grew, 1),
+            "second_half_mb_per_min": round(grew / ((t1 - t0) / 60), 2) if t1 > t0 else 0.0,
+            "second_half_adds": adds,
+            "second_half_bytes_per_add": None if per_add is None else round(per_add),
+            "per_minute_mb": _per_minute(mixed),
+        }
+        ok = grew <= 2.0 if not adds else per_add is not None and per_add <= PER_MEMORY_BUDGET_BYTES
+        out["mixed"]["flat"] = ok
+        flat = flat and ok
+    search = [x for x in values if x[3] == "search-only"]
+    if len(search) >= 2:
+        grew = search[-1][1] - search[0][1]
+        minutes = (search[-1][0] - search[0][0]) / 60
+        slack = max(SEARCH_ONLY_SLACK_MB, 0.01 * search[0][1])
+        out["search_only"] = {
+            "start_mb": round(search[0][1], 1),
+            "end_mb": round(search[-1][1], 1),
+            "growth_mb": round(grew, 1),
+            "mb_per_min": round(grew / minutes, 2) if minutes else 0.0,
+            "slack_mb": round(slack, 1),
+            "flat": grew <= slack,
+        }
+        flat = flat and grew <= slack
+    out["flat"] = flat
+    return out
+
+
+def _per_minute(samples: list[Sample]) -> list[list[float]]:
+    """[minute, RSS MiB, adds so far] at each whole minute of a phase."""
+    out: list[list[float]] = []
+    t_start = samples[0][0]
+    for t, v, n, _ in samples:
+        minute = int((t - t_start) // 60)
+        if v is not None and (not out or minute > out[-1][0]):
+            out.append([minute, round(v, 1), n])
+    return out
+
+
+async def seed_probe(client: httpx.AsyncClient, agents: list[str], per_agent: int) -> float:
+    """Seed the capacity probe's own agents to ``per_agent`` memories each; seconds taken."""
+    t0 = time.perf_counter()
+    await seed(client, agents, per_agent * len(agents), text_seed=99)
+    return time.perf_counter() - t0
 
 
 async def run(args: argparse.Namespace, server: SpawnedServer) -> dict[str, Any]:
@@ -272,66 +364,171 @@ async def run(args: argparse.Namespace, server: SpawnedServer) -> dict[str, Any]
         work = Workload(client, agents, args.add_share)
         result: dict[str, Any] = {}
         if args.rate is None:
-            print(f"measuring capacity ({args.capacity_seconds:.0f} s) ...", file=sys.stderr)
-            cap = await capacity(work, args.capacity_concurrency, args.capacity_seconds)
-            result["capacity"] = {
-                "req_per_s": round(cap, 1),
-                "concurrency": args.capacity_concurrency,
-                "seconds": args.capacity_seconds,
-                **{k: v for k, v in work.summary(args.capacity_seconds).items() if k != "seconds"},
-            }
-            rate = cap * args.fraction
-            work.reset()
+            rate = await measure_capacity(args, client, work, result)
         else:
             rate = args.rate
         print(
-            f"driving {rate:.1f} req/s for {args.duration:.0f} s ...", file=sys.stderr, flush=True
+            f"driving {rate:.1f} req/s for {args.duration:.0f} s, then search only for "
+            f"{args.search_only_seconds:.0f} s ...",
+            file=sys.stderr,
+            flush=True,
         )
-        series: list[tuple[float, float | None]] = []
+        series: list[Sample] = []
         stop = asyncio.Event()
-        sampler = asyncio.create_task(sample_rss(server.pid, args.sample_every, series, stop))
+        phase = ["mixed"]
+        sampler = asyncio.create_task(
+            sample_rss(server.pid, args.sample_every, series, stop, phase, work)
+        )
+        added_before = work.added
         result["load"] = await open_loop(work, rate, args.duration, args.max_in_flight)
+        result["load"]["loadavg_end"] = load_avg()
+        result["load"]["memories_added"] = work.added - added_before
+        result["load"]["store_size_end"] = args.memories + work.added
+        if args.search_only_seconds > 0:
+            phase[0] = "search-only"
+            work.reset()
+            work.add_share = 0.0
+            result["search_only"] = await open_loop(
+                work, rate, args.search_only_seconds, args.max_in_flight
+            )
+            result["search_only"]["loadavg_end"] = load_avg()
         stop.set()
         await sampler
-        result["rss_series_mb"] = [[t, None if v is None else round(v, 1)] for t, v in series]
+        result["rss_series"] = [
+            [t, None if v is None else round(v, 1), n, ph] for t, v, n, ph in series
+        ]
         result["rss"] = rss_report(series)
         result["rss"]["source"] = "psutil" if psutil is not None else "/proc/<pid>/status VmRSS"
     return result
 
 
-def render(result: dict[str, Any]) -> str:
-    lines = [f"command: {result['command']}"]
-    if "capacity" in result:
-        c = result["capacity"]
-        lines.append(
-            f"capacity: {c['req_per_s']} req/s at concurrency {c['concurrency']} "
-            f"(p50 {c['all']['p50_ms']} ms, p99 {c['all']['p99_ms']} ms, errors {c['errors']})"
+async def measure_capacity(
+    args: argparse.Namespace, client: httpx.AsyncClient, work: Workload, result: dict[str, Any]
+) -> float:
+    """The rate to drive: ``--fraction`` of the capacity on a store the size the run ends with.
+
+    A fresh store's capacity overstates what 10 minutes sustain: every add grows the agent's
+    store, and a search's cost grows with it. So capacity is measured twice with the same
+    mixed workload: on the seeded agents (``start``), and on a second set of agents, each
+    seeded first to the size the run's agents will reach (``end``: seeded + the adds the
+    run will make at ``--fraction`` of the start capacity). The run uses the lower one.
+    """
+    print(f"measuring capacity at the start ({args.capacity_seconds:.0f} s) ...", file=sys.stderr)
+    cap_start = await capacity(work, args.capacity_concurrency, args.capacity_seconds)
+    result["capacity_start"] = {
+        "req_per_s": round(cap_start, 1),
+        "loadavg": load_avg(),
+        **{k: v for k, v in work.summary(args.capacity_seconds).items() if k != "seconds"},
+    }
+    work.reset()
+    cap = cap_start
+    if args.capacity_at_end:
+        expected_adds = cap_start * args.fraction * args.add_share * args.duration
+        per_agent = math.ceil((args.memories + work.added + expected_adds) / args.agents)
+        probe = [f"probe-{a}" for a in agent_ids(args.agents)]
+        print(
+            f"seeding {per_agent} memories for each of {len(probe)} probe agents ...",
+            file=sys.stderr,
+            flush=True,
         )
-    ld = result["load"]
-    lines.append(
-        f"load: target {ld['target_req_per_s']} req/s for {result['config']['duration_s']} s, "
-        f"achieved {ld['req_per_s']} req/s, {ld['requests']} requests, errors {ld['errors']}"
-    )
-    for name in ("all", "search", "add"):
-        s = ld[name]
-        lines.append(
-            f"  {name:<6} n={s['requests']:<7} p50 {s['p50_ms']} ms  p99 {s['p99_ms']} ms  "
-            f"max {s['max_ms']} ms"
+        seeded_in = await seed_probe(client, probe, per_agent)
+        main_agents, added = work.agents, work.added
+        work.agents = probe
+        # A short warm-up first: the probe's entries reach the caches as the run's would.
+        await capacity(work, args.capacity_concurrency, min(10.0, args.capacity_seconds))
+        work.reset()
+        print(
+            f"measuring capacity at the end size ({args.capacity_seconds:.0f} s) ...",
+            file=sys.stderr,
         )
+        cap_end = await capacity(work, args.capacity_concurrency, args.capacity_seconds)
+        result["capacity_end"] = {
+            "req_per_s": round(cap_end, 1),
+            "memories_per_agent": per_agent,
+            "seeded_in_s": round(seeded_in, 1),
+            "loadavg": load_avg(),
+            **{k: v for k, v in work.summary(args.capacity_seconds).items() if k != "seconds"},
+        }
+        work.agents, work.added = main_agents, added
+        work.reset()
+        cap = min(cap_start, cap_end)
+    result["capacity"] = {
+        "req_per_s": round(cap, 1),
+        "concurrency": args.capacity_concurrency,
+        "seconds": args.capacity_seconds,
+        "measured_at": "end size" if args.capacity_at_end else "start",
+    }
+    return cap * args.fraction
+
+
+def _phase_lines(name: str, ld: dict[str, Any], duration: float) -> list[str]:
+    lines = [
+        f"{name}: target {ld['target_req_per_s']} req/s for {duration:.0f} s, "
+        f"achieved {ld['req_per_s']} req/s, {ld['requests']} requests, errors {ld['errors']} "
+        f"(load average at the end {ld.get('loadavg_end')})"
+    ]
+    for kind in ("all", "search", "add"):
+        s = ld[kind]
+        if s["requests"]:
+            lines.append(
+                f"  {kind:<6} n={s['requests']:<7} p50 {s['p50_ms']} ms  p99 {s['p99_ms']} ms  "
+                f"max {s['max_ms']} ms"
+            )
     lines.append(
         f"  scheduler: max lag {ld['scheduler_lag_max_s']} s, "
         f"{ld['scheduled_over_100ms_late']} requests sent over 100 ms late"
     )
     lines.append(f"  statuses: {ld['statuses']}")
-    for sample in ld.get("error_samples", []):
-        lines.append(f"  error: {sample}")
+    lines.extend(f"  error: {sample}" for sample in ld.get("error_samples", []))
+    return lines
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [f"command: {result['command']}", f"machine: {json.dumps(result['machine'])}"]
+    for key in ("capacity_start", "capacity_end"):
+        if key in result:
+            c = result[key]
+            extra = f", {c['memories_per_agent']} memories/agent" if key == "capacity_end" else ""
+            lines.append(
+                f"{key}: {c['req_per_s']} req/s (p50 {c['all']['p50_ms']} ms, p99 "
+                f"{c['all']['p99_ms']} ms, errors {c['errors']}{extra}; load average "
+                f"{c['loadavg']})"
+            )
+    if "capacity" in result:
+        c = result["capacity"]
+        lines.append(f"capacity used: {c['req_per_s']} req/s ({c['measured_at']})")
+    lines += _phase_lines("load (mixed)", result["load"], result["config"]["duration_s"])
+    lines.append(
+        f"  memories added {result['load']['memories_added']}, store size at the end "
+        f"{result['load']['store_size_end']}"
+    )
+    if "search_only" in result:
+        lines += _phase_lines(
+            "search only", result["search_only"], result["config"]["search_only_s"]
+        )
     rss = result["rss"]
     lines.append(
-        f"RSS ({rss.get('source')}): {json.dumps({k: v for k, v in rss.items() if k != 'source'})}"
+        f"RSS ({rss.get('source')}): start {rss.get('start_mb')} MiB, end {rss.get('end_mb')} "
+        f"MiB, peak {rss.get('peak_mb')} MiB"
     )
-    lines.append(
-        "RSS series (s, MiB): " + ", ".join(f"{t:.0f}:{v}" for t, v in result["rss_series_mb"])
-    )
+    if "mixed" in rss:
+        m = rss["mixed"]
+        lines.append(
+            f"  mixed: {m['start_mb']} -> {m['end_mb']} MiB; second half +"
+            f"{m['second_half_growth_mb']} MiB ({m['second_half_mb_per_min']} MiB/min) for "
+            f"{m['second_half_adds']} adds = {m['second_half_bytes_per_add']} B/add "
+            f"(budget {rss['per_memory_budget_bytes']} B/memory): flat {m['flat']}"
+        )
+        lines.append(
+            "  per minute [min, MiB, adds]: "
+            + ", ".join(f"{a:.0f}:{b}:{c:.0f}" for a, b, c in m["per_minute_mb"])
+        )
+    if "search_only" in rss:
+        s = rss["search_only"]
+        lines.append(
+            f"  search only: {s['start_mb']} -> {s['end_mb']} MiB ({s['growth_mb']:+} MiB, "
+            f"{s['mb_per_min']} MiB/min, slack {s['slack_mb']} MiB): flat {s['flat']}"
+        )
     lines.append(f"pass (zero errors, flat RSS): {result['pass']}")
     return "\n".join(lines)
 
@@ -351,6 +548,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-in-flight", type=int, default=64, help="[64]")
     ap.add_argument("--sample-every", type=float, default=10.0, help="RSS sample period s [10]")
     ap.add_argument("--workers", type=int, default=1, help="serve --workers [1]")
+    ap.add_argument(
+        "--search-only-seconds",
+        type=float,
+        default=120.0,
+        help="a search-only phase after the load, same rate, fixed store size [120]",
+    )
+    ap.add_argument(
+        "--capacity-at-start-only",
+        dest="capacity_at_end",
+        action="store_false",
+        help="measure capacity on the fresh store only (overstates what long runs sustain)",
+    )
     ap.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="JSON output [build/load_run.json]"
     )
@@ -372,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ),
         "machine": {
             "cpus": os.cpu_count(),
-            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+            "loadavg_start": load_avg(),
             "platform": platform.platform(),
             "python": platform.python_version(),
         },
@@ -383,6 +592,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "add_share": args.add_share,
             "memories": args.memories,
             "workers": args.workers,
+            "search_only_s": args.search_only_seconds,
         },
     }
     try:
@@ -395,8 +605,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         raise
     finally:
         server.stop()
-    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result["pass"] = result["load"]["errors"] == 0 and bool(result["rss"].get("flat"))
+    result["machine"]["loadavg_end"] = load_avg()
+    errors = result["load"]["errors"] + result.get("search_only", {}).get("errors", 0)
+    result["pass"] = errors == 0 and bool(result["rss"].get("flat"))
     print(render(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
