@@ -124,7 +124,9 @@ def is_number(token: str) -> bool:
     """True if ``token`` (a normalised token) contains a digit."""
     # Letters and digits are disjoint Unicode classes, so an all-letter token (most of them)
     # is answered by one C call instead of a generator over its characters.
-    return not token.isalpha() and any(ch.isdigit() for ch in token)
+    if token.isalpha():
+        return False
+    return token.isdigit() or any(ch.isdigit() for ch in token)
 
 
 def words(text: str) -> list[str]:
@@ -166,8 +168,8 @@ def analyse(text: str) -> Analysed:
     return Analysed(
         clauses=tuple(clauses),
         tokens=tokens,
-        numbers=frozenset(t for t in tokens if is_number(t)),
-        negated=any(t in NEGATIONS for t in tokens),
+        numbers=frozenset(filter(is_number, tokens)),
+        negated=not NEGATIONS.isdisjoint(tokens),
     )
 
 

@@ -138,6 +138,10 @@ def cosine(a: Vector, b: Vector) -> float:
     return float(va @ vb) / denom
 
 
+def _cosine(a: Vector | None, b: Vector | None) -> float | None:
+    return None if a is None or b is None else cosine(a, b)
+
+
 def _eligible(
     entry: MemoryEntry,
     *,
@@ -205,18 +209,22 @@ def find_duplicate_match(
             window=cfg.episodic_window,
         ):
             continue
-        cos = None if new_vector is None or vector is None else cosine(new_vector, vector)
+        # The cosine is computed only where it can decide or rank a match: most neighbours
+        # share too few words to be duplicates whatever their vectors say.
         match: DuplicateMatch | None = None
         if target.tokens and analyse(entry.content).tokens == target.tokens:
-            match = DuplicateMatch(entry, cos, 1.0, "exact")
+            match = DuplicateMatch(entry, _cosine(new_vector, vector), 1.0, "exact")
         else:
             sim = text_similarity(new_text, entry.content)
             if cfg.text_only_threshold is not None and sim >= cfg.text_only_threshold:
-                match = DuplicateMatch(entry, cos, sim, "text")
-            elif cos is not None and cos >= cfg.vector_threshold and sim >= cfg.text_threshold:
-                match = DuplicateMatch(entry, cos, sim, "vector+text")
+                match = DuplicateMatch(entry, _cosine(new_vector, vector), sim, "text")
+            elif sim >= cfg.text_threshold:
+                cos = _cosine(new_vector, vector)
+                if cos is not None and cos >= cfg.vector_threshold:
+                    match = DuplicateMatch(entry, cos, sim, "vector+text")
         if match is None:
             continue
+        cos = match.cosine
         key = (
             match.text_similarity,
             -2.0 if cos is None else cos,
