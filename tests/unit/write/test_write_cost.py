@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from memvault import AsyncMemory, _blas
+from memvault import AsyncMemory
+from memvault.backends.sqlite import _blas
 from memvault.backends.sqlite.backend import SQLiteBackend
 from memvault.backends.sqlite.vector_index import AgentIndex
 from memvault.config import MemoryOptionsConfig, MemvaultConfig

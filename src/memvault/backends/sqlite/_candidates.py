@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault._blas import single_threaded
 from memvault.backends._base import BaseBackend, Vectors
+from memvault.backends.sqlite._blas import single_threaded
 from memvault.backends.sqlite._rows import (
     _CATEGORY_CODE,
     _COLUMNS,
@@ -218,7 +218,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         dense: list[tuple[int, float]] = []
         if vector is not None:
             # One BLAS thread: the product is memory-bound, and idle OpenBLAS workers spin on
-            # the cores the embedder and other requests need (see memvault._blas).
+            # the cores the embedder and other requests need (see ._blas).
             with single_threaded():
                 dense = index.search(vector, mask, pool)
         lexical: list[tuple[int, float]] = []
