@@ -168,3 +168,28 @@ async def test_pinned_messages_survive_the_hard_threshold(store: SQLConversation
     view = await store.messages("dev", "s")
     assert view[0].content.startswith("PINNED RULE")
     assert view[0].compacted_at is None
+
+
+async def test_a_summary_longer_than_what_it_replaces_is_not_applied(
+    store: SQLConversationStore,
+) -> None:
+    # Terse tool pairs past the hard threshold: an anchored summary (header, identifiers, tool
+    # facts) would be longer than the pair it replaces, so compaction must leave them be.
+    config = CompactionConfig(token_budget=64, keep_recent=1)
+    for i in range(14):  # 5 tokens a pair: 70 tokens, past 90% of 64
+        await store.append(
+            "dev",
+            "s",
+            [
+                {"role": "assistant", "content": f"run job_{i}"},
+                {"role": "tool", "content": f"ok job_{i}"},
+            ],
+        )
+    report = await Compactor(store, config).prepare("dev", "s")
+    assert report.before.level == "hard"
+    assert report.after.tokens <= report.before.tokens
+    view = await store.messages("dev", "s")
+    for summary in (m for m in view if m.kind == "summary"):
+        replaced = [m for m in await store.messages("dev", "s", view="all")
+                    if m.summary_id == summary.message_id]  # fmt: skip
+        assert summary.tokens < sum(m.tokens for m in replaced)

@@ -330,7 +330,10 @@ class Compactor:
         view = await self._store.messages(agent_id, session_id)
         # 1. The deferred tool pairs, one summary per consecutive run of marked messages.
         for run in self._runs([m for m in view if m.pending_summary], view):
-            stored, probe, fixed = await self._summarise(agent_id, session_id, run)
+            made = await self._summarise(agent_id, session_id, run)
+            if made is None:
+                continue
+            stored, probe, fixed = made
             summaries.append(stored)
             probes.append(probe)
             compacted += len(run)
@@ -354,11 +357,13 @@ class Compactor:
                 if freed - self._config.max_summary_tokens >= excess:
                     break
             if len(block) >= 2 or (block and freed > self._config.max_summary_tokens):
-                stored, probe, fixed = await self._summarise(agent_id, session_id, block)
-                summaries.append(stored)
-                probes.append(probe)
-                compacted += len(block)
-                repaired += fixed
+                made = await self._summarise(agent_id, session_id, block)
+                if made is not None:
+                    stored, probe, fixed = made
+                    summaries.append(stored)
+                    probes.append(probe)
+                    compacted += len(block)
+                    repaired += fixed
         after = self.pressure_of(await self._store.messages(agent_id, session_id))
         logger.info(
             "conversation.compacted agent=%s session=%s before=%.2f after=%.2f summaries=%d",
@@ -394,7 +399,10 @@ class Compactor:
 
     async def _summarise(
         self, agent_id: str, session_id: str, block: Sequence[StoredMessage]
-    ) -> tuple[int, ProbeResult, int]:
+    ) -> tuple[int, ProbeResult, int] | None:
+        """Summarise ``block`` and apply the summary; None (nothing applied) when the summary
+        would not be shorter than what it replaces (short turns: compacting them would only
+        grow the context)."""
         summary = await self.summarize(block)
         probe = await self.probe(block, summary)
         fixed = 0
@@ -409,6 +417,13 @@ class Compactor:
             )
             fixed = 1
         text = summary.render(len(block))
+        if estimate_tokens(text) >= sum(m.tokens for m in block):
+            logger.info(
+                "conversation.summary.skipped: %d message(s) are shorter than their summary",
+                len(block),
+                extra={"event": "conversation.summary.skipped", "agent_id": agent_id},
+            )
+            return None
         stored = await self._store.apply_summary(
             agent_id, session_id, [m.message_id for m in block], text
         )
