@@ -24,7 +24,13 @@ import numpy as np
 
 from memvault._actor import audit_actor
 from memvault._ids import new_id
-from memvault.models import AuditRecord, MemoryEntry, MemoryQuery, MemoryStoreRequest
+from memvault.models import (
+    AuditRecord,
+    MemoryCategory,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryStoreRequest,
+)
 from memvault.protocols import MemoryStore, Vectors
 from memvault.retrieval.text import query_terms
 from memvault.write.admission import AdmissionController
@@ -268,29 +274,36 @@ async def execute_writes(
             outcomes.append(WriteOutcome(outdated_ids[position], decision))
         else:
             outcomes.append(WriteOutcome(ids[stored_at[position]], decision))
+    records = _unstored_audit(agent_id, requests, outcomes, now)
+    record = getattr(store, "record_audit", None)
+    # A store that can bump and audit in one transaction does (SQLite); WORKING memories live
+    # in process beside such a store (see WorkingOverlay), so their confirmations go the long way.
+    both = getattr(store, "record_access_audited", None)
+    if both is not None and all(r.category is not MemoryCategory.WORKING for r in requests):
+        if confirmations or records:
+            await both(agent_id, confirmations, now, records)
+        return outcomes
     if confirmations:
         await store.record_access(agent_id, confirmations, now)
-    await _audit_unstored(store, agent_id, requests, outcomes, now)
+    if records and record is not None:
+        await record(records)
     return outcomes
 
 
-async def _audit_unstored(
-    store: MemoryStore,
+def _unstored_audit(
     agent_id: str,
     requests: Sequence[MemoryStoreRequest],
     outcomes: Sequence[WriteOutcome],
     now: datetime,
-) -> None:
-    """Audit the writes that stored nothing: ``memory.duplicate`` (a confirmation of the memory
-    that already held the fact) and ``memory.reject`` (refused by admission control).
+) -> list[AuditRecord]:
+    """The audit records of the writes that stored nothing: ``memory.duplicate`` (a
+    confirmation of the memory that already held the fact) and ``memory.reject`` (refused by
+    admission control).
 
     They change no row, but an operator asking "what did this agent try to write, and what
     became of it" (the dashboard's writes-by-decision chart) needs them; the store's own audit
     records only what it stored. The content is not copied into the log, only its category.
     """
-    record = getattr(store, "record_audit", None)
-    if record is None:
-        return
     records: list[AuditRecord] = []
     for request, outcome in zip(requests, outcomes, strict=True):
         kind = outcome.decision.kind
@@ -313,5 +326,4 @@ async def _audit_unstored(
                 details=details,
             )
         )
-    if records:
-        await record(records)
+    return records

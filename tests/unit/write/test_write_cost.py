@@ -158,6 +158,8 @@ async def test_single_add_embeds_once_searches_once_and_commits_once(
 async def test_duplicate_add_embeds_once_and_stores_nothing(
     store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    listed = await store.list(agent_id=AGENT, limit=100)
+    before = next(e for e in listed if e.content == FILLER[3])
     probe = Probe(monkeypatch, _durable(store))
     counting.calls.clear()
     await probe.start()
@@ -168,7 +170,16 @@ async def test_duplicate_add_embeds_once_and_stores_nothing(
     assert probe.calls["_candidates_sync"] == 1
     assert probe.calls["export_vectors"] == 0
     assert not [s for s in probe.statements if s.startswith("INSERT INTO memories ")]
+    # The access bump and the memory.duplicate audit record commit together.
+    assert probe.count("BEGIN") == 1 and probe.count("COMMIT") == 1
+    assert probe.count("UPDATE MEMORIES SET ACCESS_COUNT") == 1
+    assert probe.count("INSERT INTO AUDIT") == 1
     assert await store.count(agent_id=AGENT) == len(FILLER)
+    assert result.id == before.id
+    confirmed = await store.get(before.id, agent_id=AGENT)
+    assert confirmed.access_count == before.access_count + 1
+    audit = await store.audit(agent_id=AGENT)
+    assert [a.memory_id for a in audit if a.action == "memory.duplicate"] == [result.id]
 
 
 async def test_a_statement_gets_one_more_lexical_search_and_still_one_embedding(
@@ -202,7 +213,7 @@ async def test_add_many_with_dedup_searches_each_item_and_keeps_batch_order(
     await probe.stop()
     assert counting.calls == Counter({"documents": 1, "texts": len(items)})
     assert probe.calls["_candidates_sync"] == len(items)
-    assert probe.count("BEGIN") == 1 + 2  # the batch; the confirmation; its audit record
+    assert probe.count("BEGIN") == 2  # the batch; the confirmation with its audit record
     assert len(set(ids[:12])) == 12
     assert ids[12] == ids[4]  # a repeat within the batch
     stored = {e.id: e.content for e in await store.list(agent_id=AGENT, limit=100)}

@@ -527,6 +527,35 @@ class SQLiteBackend(
 
         await self._run(run, write=True)
 
+    async def record_access_audited(
+        self, agent_id: str, ids: Sequence[str], when: datetime, records: Sequence[AuditRecord]
+    ) -> None:
+        """:meth:`record_access` (once each) and :meth:`record_audit` in one transaction.
+
+        The write path's confirmations: a write that duplicates a stored memory bumps that
+        memory and audits the attempt (``memory.duplicate``) with one commit instead of two.
+        """
+        agent = check_agent(agent_id)
+        self._require_connected()
+        wanted = list(ids)
+        when_us = to_us(when)
+
+        def run() -> None:
+            with self._transaction() as conn:
+                if wanted:
+                    marks = ",".join("?" * len(wanted))
+                    # "+agent_id": by id, as in record_access.
+                    conn.execute(
+                        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                        f" WHERE +agent_id = ? AND id IN ({marks})",
+                        [when_us, agent, *wanted],
+                    )
+                _insert_audit(conn, records)
+            if wanted:
+                self._cache.touch(agent, wanted, when, 1)
+
+        await self._run(run, write=True)
+
     async def mark_consolidated(self, agent_id: str, ids: Sequence[str], when: datetime) -> None:
         """Set ``consolidated_at`` of the agent's entries among ``ids``."""
         agent = check_agent(agent_id)
