@@ -199,6 +199,16 @@ def translate_error(exc: sqlite3.Error, *, write: bool, what: str, path: Path) -
         else:
             msg = f"{what} {path} cannot be read now: {text} (failing storage?)"
         return MemoryConnectionError(msg)
+    if isinstance(exc, sqlite3.OperationalError) and "database is locked" in text:
+        # Another writer held the lock past the busy timeout (a slow disk stretches every
+        # commit): nothing was written and a retry later succeeds, so the store is busy, not
+        # broken (503 with Retry-After from the server, not 500).
+        verb = "write to" if write else "read from"
+        msg = (
+            f"{what} {path} is busy: could not {verb} it within the busy timeout ({text}); "
+            "nothing was written, retry shortly"
+        )
+        return MemoryConnectionError(msg)
     verb = "write to" if write else "read from"
     kind = what.removesuffix(" store")
     error = MemoryStoreError if write else MemoryRetrievalError
