@@ -147,6 +147,12 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
             "memory_fine_tune_checkpoints",
             "memory_active_embedder",
             "memory_checkpoint_rollback",
+            # issue 18: conversations
+            "conversation_append",
+            "conversation_messages",
+            "conversation_list",
+            "conversation_context",
+            "conversation_compact",
         )
     )
     for tool in listed:
