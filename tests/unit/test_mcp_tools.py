@@ -195,6 +195,11 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
         "memory_fine_tune_checkpoints": set(),
         "memory_active_embedder": set(),
         "memory_checkpoint_rollback": {"checkpoint_id", "confirm", "reason"},
+        "conversation_append": {"session_id", "messages"},
+        "conversation_messages": {"session_id"},
+        "conversation_list": set(),
+        "conversation_context": {"session_id"},
+        "conversation_compact": {"session_id"},
     }
     store = tools["store_memory"].input_schema["properties"]
     assert store["content"]["minLength"] == 1
