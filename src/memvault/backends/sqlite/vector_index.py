@@ -347,7 +347,13 @@ class AgentIndex:
         n = self.n
         m = self.alive[:n] & (self.expires[:n] > now_us)
         if categories is not None:
-            m &= np.isin(self.category[:n], np.asarray(categories, dtype=np.int8))
+            # One comparison per category (there are six): np.isin sorts its inputs, which on
+            # this int8 column costs ~150x more, and every dedup search filters one category.
+            column = self.category[:n]
+            wanted = np.zeros(n, dtype=np.bool_)
+            for code in set(categories):
+                wanted |= column == code
+            m &= wanted
         if since_us is not None:
             m &= self.created[:n] >= since_us
         if until_us is not None:
