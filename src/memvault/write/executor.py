@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -128,7 +129,19 @@ async def _bounded(jobs: Sequence[Awaitable[T]]) -> list[T]:
         async with gate:
             return await job
 
-    return list(await asyncio.gather(*(one(job) for job in jobs)))
+    tasks = [asyncio.ensure_future(one(job)) for job in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        # The first failure is raised; the other searches are stopped and their outcomes
+        # collected, so none is left running or logged as never retrieved.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for job in jobs:
+            if inspect.iscoroutine(job):
+                job.close()  # one cancelled before it started: never awaited, not a warning
+        raise
 
 
 async def execute_writes(

@@ -20,6 +20,7 @@ from memvault.backends.sqlite import _blas
 from memvault.backends.sqlite.backend import SQLiteBackend
 from memvault.backends.sqlite.vector_index import AgentIndex
 from memvault.config import MemoryOptionsConfig, MemvaultConfig
+from memvault.errors import MemoryError
 from memvault.models import MemoryCategory
 from memvault.protocols import Embedder
 from memvault.write import WriteKind
@@ -219,6 +220,27 @@ async def test_add_many_with_dedup_searches_each_item_and_keeps_batch_order(
     stored = {e.id: e.content for e in await store.list(agent_id=AGENT, limit=100)}
     assert [stored[i] for i in ids[:12]] == texts
     assert stored[ids[13]] == FILLER[0]  # a repeat of a stored memory
+
+
+async def test_a_failing_neighbour_search_fails_the_batch_and_stores_nothing(
+    store: AsyncMemory, monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
+) -> None:
+    original = SQLiteBackend._candidates_sync
+    calls = Counter[str]()
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls["search"] += 1
+        if calls["search"] == 3:
+            raise sqlite3.OperationalError("disk I/O error")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(SQLiteBackend, "_candidates_sync", flaky)
+    texts = [f"Runbook step {i}: rotate the {i}th signing key before the audit." for i in range(20)]
+    with pytest.raises(MemoryError):
+        await store.add_many([{"content": t} for t in texts], agent_id=AGENT, dedup=True)
+    monkeypatch.setattr(SQLiteBackend, "_candidates_sync", original)
+    assert await store.count(agent_id=AGENT) == len(FILLER)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
 def _sql_count(path: str, agent: str, category: str | None = None) -> int:
