@@ -96,8 +96,10 @@ def evaluate(qs, weights):
 
 def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05):
     """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``)."""
-    cols = list(range(len(FEATURES))) if cols is None else cols
     train = [q for q in qs if q["ds"] in ("locomo", "lme") and q["y"].sum() > 0]
+    # Experiments may append columns after FEATURES (benchmarks/ranking_adaptive.py).
+    width = train[0]["X"].shape[1]
+    cols = list(range(width)) if cols is None else cols
     X = np.vstack([q["X"][:, cols] for q in train])
     y = np.concatenate([q["y"] for q in train])
     lens = [len(q["y"]) for q in train]
@@ -123,7 +125,7 @@ def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05):
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         b -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-    full = np.zeros(len(FEATURES))
+    full = np.zeros(width)
     full[cols] = b
     return full
 

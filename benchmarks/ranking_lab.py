@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import time
@@ -32,8 +33,8 @@ from memvault.bench.datasets import load_locomo, load_longmemeval
 from memvault.bench.locomo import turn_items
 from memvault.bench.longmemeval import haystack_items
 from memvault.bench.metrics import recall_at_k
-from memvault.embeddings import default_embedder
-from memvault.retrieval.presets import RetrievalConfig, get_preset
+from memvault.embeddings import create_embedder, default_embedder
+from memvault.retrieval.presets import DEFAULT, DEFAULT_EVIDENCE, RetrievalConfig, get_preset
 
 AGENT = "bench"
 
@@ -202,6 +203,19 @@ def show(name: str, res: dict[str, dict[str, float]]) -> None:
         )
 
 
+def refit_config(path: str) -> RetrievalConfig:
+    """The default preset with the evidence model of a ``ranking_fit.py --json`` file."""
+    fitted = json.loads(Path(path).read_text())
+    model = DEFAULT_EVIDENCE.model_copy(
+        update={
+            "weights": {k: round(v, 3) for k, v in fitted["weights"].items()},
+            "scale": round(fitted["scale"], 4),
+            "offset": round(fitted["offset"], 4),
+        }
+    )
+    return DEFAULT.model_copy(update={"name": "refit", "evidence": model})
+
+
 def resolve(name: str, extra: dict[str, RetrievalConfig]) -> RetrievalConfig:
     return extra[name] if name in extra else get_preset(name)
 
@@ -216,15 +230,32 @@ async def main(
     ap.add_argument("--longmemeval")
     ap.add_argument("--configs", default="default")
     ap.add_argument("--cache", default="/tmp/memvault-embcache")
+    ap.add_argument(
+        "--embedder",
+        default="default",
+        help="embedder spec for create_embedder (e.g. minilm-l3); 'default': the default model",
+    )
     ap.add_argument("--max-conv", type=int)
     ap.add_argument("--max-q", type=int)
     ap.add_argument("--offtopic", action="store_true", help="measure the context relevance gate")
+    ap.add_argument(
+        "--evidence-json",
+        help="ranking_fit.py --json output: adds the config 'refit' (default with that model)",
+    )
+    ap.add_argument(
+        "--dump",
+        help="after the configs, also write the candidate dump of ranking_features.py here",
+    )
     ap.add_argument(
         "--sqlite-dir",
         help="build the stores as SQLite files in this (empty) directory instead of in process",
     )
     args = ap.parse_args(argv)
-    lab = Lab(CachedEmbedder(default_embedder(), args.cache), args.sqlite_dir)
+    extra = dict(extra or {})
+    if args.evidence_json:
+        extra["refit"] = refit_config(args.evidence_json)
+    inner = default_embedder() if args.embedder == "default" else create_embedder(args.embedder)
+    lab = Lab(CachedEmbedder(inner, args.cache), args.sqlite_dir)
     t0 = time.perf_counter()
     if args.locomo:
         await lab.load_locomo(args.locomo, args.max_conv)
@@ -243,6 +274,10 @@ async def main(
     for name in args.configs.split(","):
         show(name, await evaluate(lab, resolve(name, extra or {})))
     lab.embedder.save()
+    if args.dump:
+        from ranking_features import dump  # one store build for evaluation and dump
+
+        await dump(lab, args.dump)
     return lab
 
 
