@@ -20,7 +20,7 @@ from memvault.protocols import MemoryStore, SharedMemoryStore
 from memvault.retrieval.expansion import expansion_terms, merge_feedback
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.pipeline import rank
-from memvault.retrieval.presets import RetrievalConfig
+from memvault.retrieval.presets import RetrievalConfig, for_embedder
 from memvault.retrieval.text import query_terms
 
 __all__ = ["hybrid_search", "merge_candidates"]
@@ -55,6 +55,9 @@ async def hybrid_search(
         shared_store = store
     shared = set(shared_ids)
     text = query.text or ""
+    # The default evidence model was fitted on one embedder's cosines; a store indexed with
+    # another model for which coefficients were fitted ranks with those.
+    config = for_embedder(config, store.embedder.model_id)
     cands = await _candidates(
         store, agent_id, shared_store, exclude_agent, query, config, terms=None, shared=shared
     )

@@ -18,9 +18,12 @@ from memvault.retrieval.signals import FiveSignalWeights
 __all__ = [
     "DEFAULT",
     "DEFAULT_EVIDENCE",
+    "EMBEDDER_EVIDENCE",
     "LEGACY",
+    "MINILM_L3_EVIDENCE",
     "PRESETS",
     "RetrievalConfig",
+    "for_embedder",
     "get_preset",
 ]
 
@@ -147,6 +150,39 @@ DEFAULT_EVIDENCE = EvidenceModel(
     thread_spread=1.0,
 )
 
+# The same model refitted, with the same protocol and data, on the cosines of
+# paraphrase-MiniLM-L3-v2 (`create_embedder("minilm-l3")`). Cosine scales differ between models
+# (L3's weigh 11x more here, BM25's share moves to term coverage), so a store indexed with L3
+# ranks with these coefficients: see :func:`for_embedder`. Full pipeline on the development sets
+# (benchmarks/results/ranking.md): LoCoMo R@10 0.753 and LongMemEval turn R@10 0.834 against
+# 0.746 and 0.817 for L3 with the coefficients above.
+MINILM_L3_EVIDENCE = DEFAULT_EVIDENCE.model_copy(
+    update={
+        "weights": {
+            "cos": 2.193,
+            "lex": -0.462,
+            "coverage": 2.421,
+            "ctx_prev": -0.373,
+            "ctx_next": 0.698,
+            "question": -0.638,
+            "answers": 2.482,
+            "thread": 5.214,
+            "when": 2.275,
+            "period": 1.991,
+            "length": 1.889,
+        },
+        "scale": 0.7411,
+        "offset": -6.3457,
+    }
+)
+
+EMBEDDER_EVIDENCE: dict[str, EvidenceModel] = {
+    "sentence-transformers/paraphrase-MiniLM-L3-v2": MINILM_L3_EVIDENCE,
+}
+"""Evidence models fitted for an embedder other than the default, by the embedder's model id.
+Only the fitted part (weights and calibration) replaces the default's; a preset's structural
+settings (``context_hops``, ``thread_top_k``, ``thread_spread``) stay its own."""
+
 # Every value is a general setting: no rule refers to a benchmark's data. See `memvault bench`.
 DEFAULT = RetrievalConfig(
     name="default",
@@ -198,6 +234,44 @@ PRESETS: dict[str, RetrievalConfig] = {
     "bm25": RetrievalConfig(name="bm25", use_dense=False, fusion="linear"),
     "dense": RetrievalConfig(name="dense", use_lexical=False, fusion="linear"),
 }
+
+
+_FOR_EMBEDDER: dict[tuple[int, str], tuple[RetrievalConfig, RetrievalConfig]] = {}
+
+
+def for_embedder(config: RetrievalConfig, model_id: str) -> RetrievalConfig:
+    """``config`` with the evidence coefficients fitted for the embedder ``model_id``.
+
+    Raw cosines mean different things under different models, so the default evidence model's
+    coefficients hold only for the model they were fitted on. When ``config`` ranks with the
+    default coefficients (any preset built on :data:`DEFAULT_EVIDENCE`) and
+    :data:`EMBEDDER_EVIDENCE` has coefficients for ``model_id``, those replace them; otherwise
+    (another model, a custom evidence model, a non-evidence preset) ``config`` is returned as is.
+    Pure; the result is memoised per (config, model) since this runs on every search.
+    """
+    fitted = EMBEDDER_EVIDENCE.get(model_id)
+    model = config.evidence
+    if fitted is None or model is None or not config.uses_evidence:
+        return config
+    key = (id(config), model_id)
+    hit = _FOR_EMBEDDER.get(key)
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    default = DEFAULT_EVIDENCE
+    out = config
+    if (model.weights, model.scale, model.offset) == (
+        default.weights,
+        default.scale,
+        default.offset,
+    ):
+        swapped = model.model_copy(
+            update={"weights": fitted.weights, "scale": fitted.scale, "offset": fitted.offset}
+        )
+        out = config.model_copy(update={"evidence": swapped})
+    if len(_FOR_EMBEDDER) >= 256:  # custom configs built per request must not grow this
+        _FOR_EMBEDDER.clear()
+    _FOR_EMBEDDER[key] = (config, out)
+    return out
 
 
 def get_preset(name: str) -> RetrievalConfig:
