@@ -89,6 +89,8 @@ class Workload:
         self.errors = 0
         self.error_samples: list[str] = []
         self.added = 0  # acknowledged adds since the start (never reset: the store's size)
+        self.started = time.perf_counter()
+        self.timeline: list[tuple[float, float]] = []  # (seconds since reset, latency ms)
 
     def reset(self) -> None:
         """Forget what was recorded (after the capacity phase)."""
@@ -96,6 +98,8 @@ class Workload:
         self.statuses.clear()
         self.errors = 0
         self.error_samples = []
+        self.started = time.perf_counter()
+        self.timeline = []
 
     async def one(self, rng: random.Random) -> None:
         """Send one request (an add or a search) and record its latency and outcome."""
@@ -117,13 +121,29 @@ class Workload:
                 )
                 ok = r.status_code == 200
         except httpx.HTTPError as exc:
-            self.latencies[kind].append((time.perf_counter() - t0) * 1000)
+            self._record(kind, t0)
             self._error(f"{kind}: {type(exc).__name__}: {exc}")
             return
-        self.latencies[kind].append((time.perf_counter() - t0) * 1000)
+        self._record(kind, t0)
         self.statuses[f"{kind} {r.status_code}"] += 1
         if not ok:
             self._error(f"{kind}: HTTP {r.status_code}: {r.text[:200]}")
+
+    def _record(self, kind: str, t0: float) -> None:
+        ms = (time.perf_counter() - t0) * 1000
+        self.latencies[kind].append(ms)
+        self.timeline.append((t0 - self.started, ms))
+
+    def per_minute(self) -> list[dict[str, float]]:
+        """p50/p99 of the requests sent in each minute (where queueing starts shows here)."""
+        minutes: dict[int, list[float]] = {}
+        for t, ms in self.timeline:
+            minutes.setdefault(int(t // 60), []).append(ms)
+        return [
+            {"minute": m, "requests": len(v), "p50_ms": round(pct(v, 50), 1),
+             "p99_ms": round(pct(v, 99), 1)}
+            for m, v in sorted(minutes.items())
+        ]  # fmt: skip
 
     def _error(self, text: str) -> None:
         self.errors += 1
@@ -266,6 +286,7 @@ async def open_loop(
         await asyncio.gather(*tasks)
     seconds = time.perf_counter() - start
     out = work.summary(seconds)
+    out["per_minute"] = work.per_minute()
     out["scheduled"] = i
     out["target_req_per_s"] = round(rate, 1)
     out["scheduler_lag_max_s"] = round(lag_max, 3)
@@ -477,6 +498,13 @@ def _phase_lines(name: str, ld: dict[str, Any], duration: float) -> list[str]:
     lines.append(
         f"  scheduler: max lag {ld['scheduler_lag_max_s']} s, "
         f"{ld['scheduled_over_100ms_late']} requests sent over 100 ms late"
+    )
+    lines.append(
+        "  per minute [min: n, p50, p99 ms]: "
+        + ", ".join(
+            f"{m['minute']}: {m['requests']}, {m['p50_ms']}, {m['p99_ms']}"
+            for m in ld.get("per_minute", [])
+        )
     )
     lines.append(f"  statuses: {ld['statuses']}")
     lines.extend(f"  error: {sample}" for sample in ld.get("error_samples", []))
