@@ -202,6 +202,27 @@ def test_gold_mode_trains_on_the_training_part_questions_only(tmp_path: Path) ->
     assert "own gold questions" in (tmp_path / "e2e.md").read_text("utf-8")
 
 
+def test_held_out_units_evaluates_only_the_first_held_out_conversations(tmp_path: Path) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(
+        json.dumps(
+            [
+                _conversation("conv-a", ("Alice", "Bob"), FACTS_A),
+                _conversation("conv-b", ("Cara", "Dan"), FACTS_B),
+                _conversation("conv-c", ("Eve", "Finn"), FACTS_A[:3] + FACTS_B[:2]),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    asyncio.run(bench.end_to_end(_args(tmp_path, data, held_out_units=1)))
+    result = json.loads((tmp_path / "e2e.json").read_text("utf-8"))
+    assert result["base"]["questions"] == result["fine_tuned"]["questions"] == len(FACTS_B)
+    assert result["base"]["conversations"] == 1
+    assert "evaluate on conversations 1..1 (1, 6 questions)" in (tmp_path / "e2e.md").read_text(
+        "utf-8"
+    )
+
+
 def test_end_to_end_refuses_to_hold_out_nothing(tmp_path: Path) -> None:
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps([_conversation("conv-a", ("Alice", "Bob"), FACTS_A)]), "utf-8")
