@@ -21,6 +21,9 @@ it follows. Pool-relative features (gap to the best cosine, share of the best BM
 fusion, list agreement) were tried and did not help once refitted; they would also make the
 score relative again. The weights were fitted on the two development sets together, checked on
 held-out questions and across sets (fit on one, test on the other): ``benchmarks/ranking_fit.py``.
+Raw cosines differ between embedding models, so the weights hold for the model they were fitted
+on; ``presets.EMBEDDER_EVIDENCE`` holds the refits for other models, picked by the store's model
+id (``presets.for_embedder``).
 
 Everything here is pure: no I/O, no model calls.
 """
