@@ -57,6 +57,12 @@ TOOLS = {
     "memory_fine_tune_checkpoints",
     "memory_active_embedder",
     "memory_checkpoint_rollback",
+    # issue 18: conversations
+    "conversation_append",
+    "conversation_messages",
+    "conversation_list",
+    "conversation_context",
+    "conversation_compact",
 }
 
 
