@@ -102,7 +102,11 @@ def main() -> None:
         w = rf.fit(qs, cols)
         print(rf.line(name + " all", rf.evaluate(qs, w)))
         print(rf.line("   heldout B (fit lo+A)", rf.evaluate(B, wa)))
-        extra = {n: round(float(w[len(FEATURES) + j]), 3) for j, n in enumerate(EXTRA) if w[len(FEATURES) + j]}
+        extra = {
+            n: round(float(w[len(FEATURES) + j]), 3)
+            for j, n in enumerate(EXTRA)
+            if w[len(FEATURES) + j]
+        }
         if extra:
             print("   extra weights", extra, flush=True)
 
