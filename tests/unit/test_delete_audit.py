@@ -114,3 +114,50 @@ async def test_one_delete_yields_exactly_one_audit_record(
         ours = [r for r in passed if r.action == "memory.delete"]
         assert len(ours) == (0 if SELF_AUDITING[kind] else 1)
         assert (await mem.get(kept, agent_id=AGENT)).id == kept
+
+
+@pytest.mark.parametrize(
+    "kind", ["memory", "sqlite", "composite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_one_clear_yields_exactly_one_audit_record(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder
+) -> None:
+    backend = _backend(kind, request, tmp_path, minilm)
+    passed: list[AuditRecord] = []
+    record = backend.record_audit
+
+    async def spy(records: Sequence[AuditRecord]) -> None:
+        passed.extend(records)
+        await record(records)
+
+    backend.record_audit = spy
+    store: MemoryStore = backend
+    async with AsyncMemory(backend=store) as mem:
+        items = [{"content": t, "category": "episodic"} for t in ("Met Bob.", "Met Carol.")]
+        await mem.add_many(items, agent_id=AGENT)
+        assert await mem.clear(agent_id=AGENT, category="episodic") == 2
+        clears = [r for r in await backend.audit_log(limit=100) if r.action == "memory.clear"]
+        assert [(r.agent_id, r.details["count"]) for r in clears] == [(AGENT, 2)]
+        assert not [r for r in passed if r.action == "memory.clear"]
+
+
+async def test_self_audited_bookkeeping_stays_bounded(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Callers that know the store audits deletions pass no record, so nothing would ever
+    # consume the store's note of each deletion: the notes must not grow with the process.
+    from memvault.backends import _base
+
+    monkeypatch.setattr(_base, "_SELF_AUDITED_KEPT", 4)
+    backend = SQLiteBackend(tmp_path / "store.db", minilm)
+    async with AsyncMemory(backend=backend) as mem:
+        items = [{"content": f"note number {i}"} for i in range(10)]
+        ids = await mem.add_many(items, agent_id=AGENT, dedup=False)
+        for mid in ids:
+            assert await mem.delete(mid, agent_id=AGENT)
+        assert len(backend._self_audited) == 4
+        # The newest deletion is still recognised when a caller passes its record after all.
+        last = await backend.audit_log(memory_id=ids[-1])
+        await backend.record_audit([last[0].model_copy(update={"id": "other"})])
+        trail = await backend.audit_log(memory_id=ids[-1])
+        assert [r.action for r in trail].count("memory.delete") == 1

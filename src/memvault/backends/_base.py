@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections import Counter
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -95,6 +95,11 @@ DELETE = "memory.delete"
 CLEAR = "memory.clear"
 """Audit action of ``clear`` (likewise)."""
 _SELF_AUDITED = frozenset({DELETE, CLEAR})
+_SELF_AUDITED_KEPT = 1024
+"""How many self-audited deletions are remembered for :meth:`BaseBackend.record_audit` to
+recognise. Callers that know the store audits deletions (``audits_deletions``) pass no record
+at all, so without a bound every deletion would leave an entry behind for the life of the
+process; a caller that does pass one passes it right after the deletion, well inside it."""
 
 
 class BaseBackend(SharedArchiveAuditMixin, ABC):
@@ -126,7 +131,8 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         self._connected = False
         # Deletions this store audited itself, not yet matched by the record a caller passes
         # to record_audit (see _deletion_audit).
-        self._self_audited: Counter[tuple[str, str, str | None]] = Counter()
+        # Bounded (oldest dropped first): see _SELF_AUDITED_KEPT.
+        self._self_audited: OrderedDict[tuple[str, str, str | None], int] = OrderedDict()
 
     # -- capabilities ---------------------------------------------------------------------------
 
@@ -228,7 +234,11 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         reason = audit_details()
 
         def make(action: str, memory_id: str | None, details: dict[str, Any]) -> AuditRecord:
-            self._self_audited[(action, agent_id, memory_id)] += 1
+            key = (action, agent_id, memory_id)
+            self._self_audited[key] = self._self_audited.get(key, 0) + 1
+            self._self_audited.move_to_end(key)
+            while len(self._self_audited) > _SELF_AUDITED_KEPT:
+                self._self_audited.popitem(last=False)
             return AuditRecord(
                 id=new_id(),
                 at=self._clock(),
@@ -250,10 +260,12 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         fresh: list[AuditRecord] = []
         for r in records:
             key = (r.action, r.agent_id or "", r.memory_id)
-            if r.action in _SELF_AUDITED and self._self_audited[key] > 0:
-                self._self_audited[key] -= 1
-                if self._self_audited[key] == 0:
+            pending = self._self_audited.get(key, 0) if r.action in _SELF_AUDITED else 0
+            if pending > 0:
+                if pending == 1:
                     del self._self_audited[key]
+                else:
+                    self._self_audited[key] = pending - 1
                 continue
             fresh.append(r)
         await super().record_audit(fresh)

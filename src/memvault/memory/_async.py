@@ -892,7 +892,8 @@ class AsyncMemory:
         cat = None if category is None else parse_category(category)
         backend = await self._ready()
         count = await backend.clear(agent, category=cat)
-        if count:
+        # As in delete: a store that audits deletions already wrote the record.
+        if count and not getattr(backend, "audits_deletions", False):
             details = {"count": count, "category": None if cat is None else cat.value}
             await self._audit(backend, "memory.clear", agent, None, details)
         return count
