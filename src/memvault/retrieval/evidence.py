@@ -262,8 +262,11 @@ def evidence_features(
         groups.setdefault(key, []).append(base[i])
     # A thread's strength is the mean of its best entries; an entry outside any conversation
     # (a stored fact) is a thread of its own, as strong as itself.
+    # Most groups hold one entry (a fact is its own thread): no sort for those.
     strength = {
-        key: sum(top := sorted(vals, reverse=True)[:thread_top_k]) / len(top)
+        key: vals[0]
+        if len(vals) == 1
+        else sum(top := sorted(vals, reverse=True)[:thread_top_k]) / len(top)
         for key, vals in groups.items()
     }
 

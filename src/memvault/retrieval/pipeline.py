@@ -225,16 +225,18 @@ def spread_threads(
     The rest follow in their original order.
     """
     head = list(ranked[:pool])
+    # Each candidate's thread, once: the greedy loop below looks at every one of them per pick.
+    threads = [thread_of(entry_id) for entry_id, _ in head]
     taken: dict[str, int] = {}
     picked: list[str] = []
     for _ in range(min(k, len(head))):
         best = max(
             range(len(head)),
-            key=lambda j: (head[j][1] - penalty * taken.get(thread_of(head[j][0]), 0), -j),
+            key=lambda j: (head[j][1] - penalty * taken.get(threads[j], 0), -j),
         )
         entry_id = head.pop(best)[0]
+        key = threads.pop(best)
         picked.append(entry_id)
-        key = thread_of(entry_id)
         taken[key] = taken.get(key, 0) + 1
     return picked + [i for i, _ in head] + [i for i, _ in ranked[pool:]]
 

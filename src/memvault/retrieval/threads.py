@@ -37,6 +37,8 @@ THREAD_GAP = timedelta(hours=1)
 def thread_key(entry: MemoryEntry) -> str | None:
     """The conversation thread an entry belongs to, from its metadata, or None."""
     extra = entry.metadata.extra
+    if not extra:  # most stored facts carry no metadata; ranking asks once per candidate
+        return None
     for key in THREAD_KEYS:
         value = extra.get(key)
         if value is not None:
