@@ -266,6 +266,7 @@ def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
     from memvault.server.rest import ServerSettings, create_app
     from memvault.service import MemoryService
 
+    _one_blas_thread()
     config = _load(options)
     keys = _open_keys(options, config, warn=warn)
     settings = ServerSettings(
@@ -284,6 +285,19 @@ def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
 
         app.state.memvault_maintenance = ServiceMaintenance(service)
     return app
+
+
+def _one_blas_thread() -> None:
+    """Run this server process's numpy (OpenBLAS) on one thread, unless the user chose a count.
+
+    A search's products are small (a query against a few hundred candidates): OpenBLAS splits
+    any over 9,216 elements across every core, and its idle threads then spin on the cores the
+    embedder and the other requests (and the other workers) need.
+    """
+    from memvault.backends.sqlite._blas import BLAS_THREAD_ENV, limit_threads
+
+    if not any(os.environ.get(name, "").strip() for name in BLAS_THREAD_ENV):
+        limit_threads(1)
 
 
 def app_factory() -> Any:

@@ -24,7 +24,11 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["blas_threads", "single_threaded"]
+__all__ = ["BLAS_THREAD_ENV", "blas_threads", "limit_threads", "single_threaded"]
+
+#: Environment variables OpenBLAS reads its thread count from (first set wins). A user who set
+#: one has chosen; :func:`limit_threads` callers leave the count alone then.
+BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 # (setter, getter) symbol names: numpy's wheels bundle scipy-openblas (ILP64, suffixed);
 # a numpy built against a system OpenBLAS exports the plain names.
@@ -88,6 +92,28 @@ def blas_threads() -> int | None:
     """How many threads OpenBLAS uses now (None: no OpenBLAS found)."""
     api = _api()
     return None if api is None else int(api[1]())
+
+
+def limit_threads(count: int) -> bool:
+    """Run OpenBLAS on ``count`` threads for the rest of the process; False: no OpenBLAS found.
+
+    For a process whose every BLAS product is small, a server worker for one: its searches rank
+    a few hundred candidates, and a second BLAS thread only spins on the cores the embedder and
+    the other requests need. Blocks of :func:`single_threaded` open now restore ``count``.
+    """
+    global _saved
+    if count < 1:
+        msg = f"count must be at least 1, got {count}"
+        raise ValueError(msg)
+    api = _api()
+    if api is None:
+        return False
+    with _lock:
+        if _depth > 0:
+            _saved = count  # what the last open block restores
+        else:
+            api[0](count)
+    return True
 
 
 @contextlib.contextmanager
