@@ -4,6 +4,15 @@
         [--concurrency 1,8,32] [--duration 20 | --requests N] [--no-auth] [--out FILE.json]
     python benchmarks/bench_server.py --server http://127.0.0.1:8765 --api-key mvk_... \\
         [--skip-ingest] [--server-pid PID]
+    python benchmarks/bench_server.py --compare HEAD~3 --workers 2 --concurrency 8,32 \\
+        [--rounds 4] [--adds 0]
+
+``--compare REF`` starts two servers, this checkout's and REF's (from a temporary git worktree,
+same interpreter and packages), fills both with the same memories, then at each concurrency
+level runs the search load against them in turns (``--rounds`` each, ``--duration`` split
+between them, the first build alternating) so both see the same machine; it prints each
+build's figures, the server CPU per search, and this/REF ratios. On a shared machine absolute
+figures drift with other people's work; the ratios are what to read.
 
 By default a private server is started: a temporary SQLite store, an admin API key made with
 the real CLI (``memvault keys create --scope admin --json``) and ``python -m memvault serve`` as
@@ -307,6 +316,8 @@ class SpawnedServer:
     no_auth: bool = False
     workers: int = 1
     startup_timeout: float = 120.0
+    #: A source tree to run instead of the installed memvault (``--compare``'s worktree).
+    src: Path | None = None
     url: str = ""
     api_key: str | None = None
     pid: int | None = None
@@ -316,6 +327,12 @@ class SpawnedServer:
 
     def _cli(self, db: Path) -> list[str]:
         return [sys.executable, "-m", "memvault", "--db", str(db)]
+
+    def _env(self) -> dict[str, str] | None:
+        if self.src is None:
+            return None
+        path = os.environ.get("PYTHONPATH")
+        return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.src), path]))}
 
     def start(self) -> None:
         """Make the store and key, start the server, wait until GET /health answers."""
@@ -328,6 +345,7 @@ class SpawnedServer:
                 text=True,
                 check=False,
                 timeout=120,
+                env=self._env(),
             )
             if done.returncode != 0:
                 msg = f"memvault keys create failed ({done.returncode}): {done.stderr.strip()}"
@@ -340,7 +358,9 @@ class SpawnedServer:
         if self.no_auth:
             cmd.append("--no-auth")
         self._log = (self.tmp / "server.log").open("wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self._env()
+        )
         self.pid = self.proc.pid
         deadline = time.monotonic() + self.startup_timeout
         with httpx.Client(base_url=self.url, timeout=2.0) as client:
@@ -915,6 +935,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=1,
         help="serve --workers of the spawned (or given) server; >1 skips /metrics means [1]",
     )
+    ap.add_argument(
+        "--compare",
+        default=None,
+        metavar="REF",
+        help="also run git REF's server (temporary worktree) and search both in turns",
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=4, help="--compare: turns per build and level [4]"
+    )
     args = ap.parse_args(argv)
     args.levels = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
     if not args.levels or min(args.levels) < 1:
@@ -925,6 +954,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error("--requests must be >= 1")
     if args.server is None and (args.api_key or args.server_pid):
         ap.error("--api-key and --server-pid go with --server")
+    if args.compare and args.server:
+        ap.error("--compare starts its own servers; it does not go with --server")
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
     return args
 
 
@@ -978,6 +1011,163 @@ async def run(
     return result
 
 
+# -- --compare REF: two builds searched in turns -------------------------------------------------
+
+
+@contextlib.contextmanager
+def ref_worktree(ref: str) -> Any:
+    """A temporary detached git worktree of ``ref`` (removed after); yields its ``src`` path."""
+    root = Path(__file__).resolve().parent.parent
+    where = Path(tempfile.mkdtemp(prefix="memvault-bench-ref-")) / "tree"
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", str(where), ref],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield where / "src"
+    finally:
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "remove", "--force", str(where)],
+            check=False,
+            capture_output=True,
+        )
+        shutil.rmtree(where.parent, ignore_errors=True)
+
+
+async def compare_level(
+    servers: dict[str, SpawnedServer],
+    level: int,
+    queries: list[str],
+    agents: list[str],
+    *,
+    duration: float,
+    rounds: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """One concurrency level against every server, in turns; a summary per build."""
+    phases = {name: Phase() for name in servers}
+    cpu = dict.fromkeys(servers, 0.0)
+    names = list(servers)
+    for srv in servers.values():
+        headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
+        await run_raw_search_phase(
+            srv.url, headers, queries, agents, concurrency=level, total=max(warmup, level),
+            duration=None, seed=7,
+        )  # fmt: skip
+    for turn in range(rounds):
+        for name in names if turn % 2 == 0 else names[::-1]:
+            srv = servers[name]
+            headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
+            before = proc_cpu_seconds(srv.pid)
+            got = await run_raw_search_phase(
+                srv.url, headers, queries, agents, concurrency=level, total=None,
+                duration=duration / rounds, seed=1000 * level + turn,
+            )  # fmt: skip
+            after = proc_cpu_seconds(srv.pid)
+            if before is not None and after is not None:
+                cpu[name] += after - before
+            into = phases[name]
+            into.latencies_ms += got.latencies_ms
+            into.seconds += got.seconds
+            into.errors += got.errors
+            into.error_samples += got.error_samples[: 5 - len(into.error_samples)]
+            into.statuses.update(got.statuses)
+    out: dict[str, Any] = {"concurrency": level}
+    for name, phase in phases.items():
+        row = phase.summary()
+        row.pop("client_cpu_pct", None)
+        row.pop("server_cpu_pct", None)
+        row["server_cpu_ms_per_search"] = (
+            round(1000 * cpu[name] / phase.requests, 2) if phase.requests else None
+        )
+        out[name] = row
+    return out
+
+
+def render_compare(result: dict[str, Any]) -> str:
+    """The --compare table: each build's figures per level and this/ref ratios."""
+    ref = result["compare"]["ref"]
+    lines = [
+        f"memvault serve --workers {result['config']['workers']}: this checkout vs {ref} "
+        f"(searched in turns, {result['config']['rounds']} rounds each); "
+        f"load average at start {result['machine']['loadavg_start']}, "
+        f"at end {result['machine']['loadavg_end']}",
+        f"{'conc':>4}  {'build':<6} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} "
+        f"{'cpu ms/search':>13}",
+    ]
+    for row in result["compare"]["levels"]:
+        for name in ("ref", "this"):
+            r = row[name]
+            lines.append(
+                f"{row['concurrency']:>4}  {name:<6} {r['req_per_s']:>7.1f} {r['p50_ms']:>7.1f} "
+                f"{r['p99_ms']:>7.1f} {r['errors']:>6} "
+                f"{fmt_opt(r['server_cpu_ms_per_search'], '.2f'):>13}"
+            )
+        ratio = row["ratio_this_over_ref"]
+        cpu = fmt_opt(ratio["server_cpu_ms_per_search"], ".2f")
+        lines.append(
+            f"{'':>4}  {'ratio':<6} {fmt_opt(ratio['req_per_s'], '.2f'):>7} "
+            f"{fmt_opt(ratio['p50_ms'], '.2f'):>7} {fmt_opt(ratio['p99_ms'], '.2f'):>7} "
+            f"{'':>6} {cpu:>13}"
+        )
+    return "\n".join(lines)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def main_compare(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
+    """``--compare REF``: both builds' servers, the same memories, searches in turns."""
+    result["config"].update({"workers": args.workers, "rounds": args.rounds})
+    result["compare"] = {"ref": args.compare, "levels": []}
+    agents, queries = agent_ids(args.agents), query_pool(args.queries)
+    with ref_worktree(args.compare) as ref_src:
+        servers = {
+            "ref": SpawnedServer(no_auth=args.no_auth, workers=args.workers, src=ref_src),
+            "this": SpawnedServer(no_auth=args.no_auth, workers=args.workers),
+        }
+        try:
+            for name, srv in servers.items():
+                print(f"starting {name} server, ingesting ...", file=sys.stderr, flush=True)
+                srv.start()
+                headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
+
+                async def fill(url: str = srv.url, h: dict[str, str] = headers) -> None:
+                    async with httpx.AsyncClient(
+                        base_url=url, headers=h, timeout=httpx.Timeout(120.0)
+                    ) as client:
+                        if args.memories:
+                            await ingest(client, args.memories, agents, None)
+                        if args.adds:
+                            await single_adds(client, args.adds, agents, None)
+
+                asyncio.run(fill())
+            for level in args.levels:
+                print(f"search at concurrency {level} ...", file=sys.stderr, flush=True)
+                row = asyncio.run(
+                    compare_level(
+                        servers, level, queries, agents, duration=args.duration,
+                        rounds=args.rounds, warmup=args.warmup,
+                    )
+                )  # fmt: skip
+                row["ratio_this_over_ref"] = {
+                    key: _ratio(row["this"][key], row["ref"][key])
+                    for key in ("req_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_search")
+                }
+                result["compare"]["levels"].append(row)
+        finally:
+            for srv in servers.values():
+                srv.stop()
+    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    print(render_compare(result))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, write ``--out``; returns the results."""
     args = parse_args(argv)
@@ -1009,6 +1199,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         },
         "target": {"req_per_s": TARGET_RPS, "p99_ms": TARGET_P99_MS, "errors": 0},
     }
+    if args.compare:
+        return main_compare(args, result)
     try:
         if spawned is not None:
             print("starting memvault serve ...", file=sys.stderr, flush=True)
