@@ -1019,11 +1019,15 @@ def ref_worktree(ref: str) -> Any:
     """A temporary detached git worktree of ``ref`` (removed after); yields its ``src`` path."""
     root = Path(__file__).resolve().parent.parent
     where = Path(tempfile.mkdtemp(prefix="memvault-bench-ref-")) / "tree"
-    subprocess.run(
-        ["git", "-C", str(root), "worktree", "add", "--detach", str(where), ref],
-        check=True,
-        capture_output=True,
-    )
+    try:
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", str(where), ref],
+            check=True,
+            capture_output=True,
+        )
+    except subprocess.CalledProcessError:
+        shutil.rmtree(where.parent, ignore_errors=True)
+        raise
     try:
         yield where / "src"
     finally:
