@@ -9,6 +9,7 @@ an embedder (it needs :mod:`memvault.embeddings`, a layer above :mod:`memvault.c
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +28,10 @@ __all__ = [
     "build_embedder",
     "config_sources",
     "flatten",
+    "names_embedder",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 class SourceKind(StrEnum):
@@ -158,10 +162,33 @@ def _written(data: Mapping[str, Any], key: tuple[str, ...]) -> bool:
     return True
 
 
-def build_embedder(config: MemvaultConfig) -> Embedder:
+def names_embedder(config: MemvaultConfig) -> bool:
+    """True if ``config`` names an embedder: an ``embedder`` spec other than ``default`` (from
+    a file, a ``MEMVAULT_*`` variable or an argument), a remote ``embeddings`` endpoint, or a
+    deployed fine-tuned checkpoint. False means "whatever the default is"."""
+    if config.embedder.strip().lower() not in ("", "default"):
+        return True
+    if config.embeddings.remote:
+        return True
+    fine_tuned = config.fine_tune.embedder_spec
+    if fine_tuned is not None and config.fine_tune.checkpoint_path is not None:
+        from memvault.embeddings.adapter import read_active
+
+        return bool(read_active(Path(config.fine_tune.checkpoint_path).expanduser()))
+    return False
+
+
+def build_embedder(config: MemvaultConfig, *, url: str | None = None) -> Embedder:
     """The embedder ``config`` names: the fine-tuned checkpoint when ``fine_tune`` is enabled and
     one is deployed, else ``embeddings`` for an OpenAI-compatible endpoint, else the ``embedder``
     spec (:func:`memvault.embeddings.create_embedder`).
+
+    With ``url`` (the store it is for) and a ``config`` that names no embedder
+    (:func:`names_embedder`), the model the store was built with
+    (:func:`memvault.backends.recorded_model.recorded_model`) wins over the default when memvault
+    can build it (:func:`memvault.embeddings.spec_for_model_id`): changing the default model
+    never locks existing stores out. A store on another model than the one ``config`` names
+    still raises :class:`~memvault.errors.EmbeddingModelChangedError` when opened.
 
     The API key is read here, from the variable ``embeddings.api_key_env`` (default
     ``OPENAI_API_KEY``), when the store is opened; the configuration never holds it.
@@ -176,6 +203,10 @@ def build_embedder(config: MemvaultConfig) -> Embedder:
         create_embedder,
     )
 
+    if url is not None and not names_embedder(config):
+        followed = _store_embedder(config, url)
+        if followed is not None:
+            return followed
     fine_tuned = config.fine_tune.embedder_spec
     if fine_tuned is not None and config.fine_tune.checkpoint_path is not None:
         from memvault.embeddings.adapter import read_active
@@ -195,3 +226,31 @@ def build_embedder(config: MemvaultConfig) -> Embedder:
             dimension=emb.dims,
         )
     return create_embedder(config.embedder)
+
+
+def _store_embedder(config: MemvaultConfig, url: str) -> Embedder | None:
+    """The embedder of the model the store at ``url`` records, if memvault can build it."""
+    from memvault.backends.recorded_model import recorded_model
+    from memvault.embeddings import create_embedder, spec_for_model_id
+
+    model = recorded_model(url, config=config)
+    spec = spec_for_model_id(model) if model is not None else None
+    if spec is None:
+        return None
+    embedder = create_embedder(spec)
+    logger.info(
+        "store %s was built with %s: using that model (no embedder configured)",
+        _shown(url),
+        model,
+        extra={"event": "embedder.follow_store", "model": model},
+    )
+    return embedder
+
+
+def _shown(url: str) -> str:
+    """``url`` without a password, for the log."""
+    if url.strip().startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        from memvault.backends.postgres._dsn import parse_dsn
+
+        return parse_dsn(url).location
+    return url

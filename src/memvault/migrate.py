@@ -342,7 +342,8 @@ async def migrate_urls(
     if embedder is None:
         from memvault._config_sources import build_embedder
 
-        embedder = build_embedder(cfg)
+        # The source's model when the configuration names none: a copy keeps its vectors.
+        embedder = build_embedder(cfg, url=source_url)
     source = open_backend(source_url, embedder=embedder, config=cfg)
     dest = open_backend(dest_url, embedder=embedder, config=cfg)
     try:

@@ -194,20 +194,18 @@ class MemoryService:
                 raise MemoryConfigError(msg)
             found = self._memories.get(name)
             if found is None:
-                if self._embedder is None:
-                    from memvault._config_sources import build_embedder
-
-                    self._embedder = build_embedder(self._config)
+                # Without an embedder given here, each tenant's store gets the one the
+                # configuration names, or (naming none) the model that store was built with:
+                # a read of the store, so off the event loop.
                 # WORKING memories stay in the server's process unless the configuration
                 # routes them to a store (memvault.backends.working).
-                backend = keep_working_in_process(
-                    create_memory_backend(
-                        working_routed(self._config),
-                        embedder=self._embedder,
-                        tenant=None if name == DEFAULT_TENANT else name,
-                    ),
-                    self._config,
+                store = await asyncio.to_thread(
+                    create_memory_backend,
+                    working_routed(self._config),
+                    embedder=self._embedder,
+                    tenant=None if name == DEFAULT_TENANT else name,
                 )
+                backend = keep_working_in_process(store, self._config)
                 found = AsyncMemory(
                     backend=backend,
                     config=self._config,

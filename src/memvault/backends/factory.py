@@ -110,17 +110,21 @@ def open_backend(
     config: MemvaultConfig | None = None,
     **kwargs: Any,
 ) -> MemoryStore:
-    """A (not yet connected) backend for ``url``; the default embedder unless one is given.
+    """A (not yet connected) backend for ``url``.
+
+    Without ``embedder``: the one ``config`` names, or, naming none, the model the store at
+    ``url`` records (:func:`memvault._config_sources.build_embedder`), else the default.
 
     ``composite://`` builds a :class:`~memvault.backends.composite.CompositeBackend` from
     ``config.composite``; its children share one embedder (and ``kwargs``).
     """
     cfg = config or MemvaultConfig()
     if embedder is None:
-        # The ``embeddings`` section (an OpenAI-compatible endpoint) or the ``embedder`` spec.
+        # The ``embeddings`` section (an OpenAI-compatible endpoint) or the ``embedder`` spec;
+        # naming neither, the model the store at ``url`` was built with (else the default).
         from memvault._config_sources import build_embedder
 
-        embedder = build_embedder(cfg)
+        embedder = build_embedder(cfg, url=url)
     opts: dict[str, Any] = {
         "max_content_chars": cfg.options.max_content_chars,
         "max_memories_per_agent": cfg.options.max_memories_per_agent,

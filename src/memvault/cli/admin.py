@@ -75,7 +75,7 @@ def check(
     from memvault.integrity import check_store
 
     url, cfg = _url()
-    embedder = build_embedder(cfg)
+    embedder = build_embedder(cfg, url=url)
     with progress_bar() as progress:  # one bar per stage
         report = check_store(url, embedder=embedder, progress=progress)
     if as_json:
@@ -95,7 +95,7 @@ def repair(
     from memvault.integrity import repair_store
 
     url, cfg = _url()
-    embedder = build_embedder(cfg)
+    embedder = build_embedder(cfg, url=url)
     with progress_bar() as progress:  # one bar per stage
         report = repair_store(url, embedder, progress=progress)
     if as_json:

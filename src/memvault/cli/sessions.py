@@ -316,7 +316,7 @@ def backfill(
     from memvault.conversation.config import EmbeddingQueueConfig
     from memvault.conversation.queue import EmbeddingQueue
 
-    embedder = build_embedder(load_cli_config())
+    embedder = build_embedder(load_cli_config(), url=_store_url())
     config = EmbeddingQueueConfig(enabled=True, backfill_batch_size=batch)
 
     async def run(store: Any) -> int:
