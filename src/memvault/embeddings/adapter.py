@@ -262,7 +262,11 @@ def load_checkpoint_embedder(
         target = active.get("checkpoint_dir")
         if not target:
             # Rolled back to the base model.
-            return create_embedder(str(active.get("base_model") or "default"))
+            # The base the registry was built on, by model id when recorded: "default" named
+            # all-MiniLM-L6-v2 before the default changed, and a rollback must keep that model.
+            return create_embedder(
+                _base_spec(str(active.get("base_model") or "minilm"), active.get("base_model_id"))
+            )
         target_path = Path(str(target))
         if not target_path.is_absolute():
             target_path = directory / target_path
@@ -277,6 +281,25 @@ def load_checkpoint_embedder(
                 f"cannot read the adapter in {directory}: {exc}"
             ) from exc
         return AdapterEmbedder(
-            create_embedder(meta.base_model), weight, bias, model_id=meta.model_id
+            create_base(_base_spec(meta.base_model, meta.base_model_id)),
+            weight,
+            bias,
+            model_id=meta.model_id,
         )
     return FineTunedMiniLMEmbedder(directory / MODEL_SUBDIR, meta.model_id)
+
+
+def _base_spec(spec: str, base_model_id: object) -> str:
+    """The spec that builds a checkpoint's base model: from its recorded model id when memvault
+    knows it (an adapter trained on all-MiniLM-L6-v2 with base ``"default"`` keeps L6 after the
+    default model changed), else the spec as written."""
+    from memvault.embeddings import spec_for_model_id
+
+    if isinstance(base_model_id, str) and base_model_id:
+        known = spec_for_model_id(base_model_id)
+        if known is not None:
+            return known
+    if spec.strip().lower() in ("", "default"):
+        # Checkpoints before the switch recorded "default" for all-MiniLM-L6-v2.
+        return "minilm"
+    return spec
