@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.config import DEFAULT_OPENAI_EMBEDDING_MODEL, MemvaultConfig, _env_path, _load
+from memvault.errors import MemoryConnectionError
 from memvault.models import MemoryLevel
 from memvault.protocols import Embedder
 
@@ -233,7 +234,12 @@ def _store_embedder(config: MemvaultConfig, url: str) -> Embedder | None:
     from memvault.backends.recorded_model import recorded_model
     from memvault.embeddings import create_embedder, spec_for_model_id
 
-    model = recorded_model(url, config=config)
+    try:
+        model = recorded_model(url, config=config)
+    except MemoryConnectionError:
+        # Unreadable now (a damaged file, a server down): opening the store reports that, in
+        # its own words; until then the configured default stands.
+        return None
     spec = spec_for_model_id(model) if model is not None else None
     if spec is None:
         return None

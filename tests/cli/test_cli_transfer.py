@@ -107,9 +107,13 @@ def test_export_to_file_and_import_round_trip_losslessly(run, source, tmp_path: 
     assert "Café orders: naïve flat white ☕, 日本茶 on Fridays" in {e["content"] for e in copy}
 
 
-def test_imported_memories_are_searchable(run, source, tmp_path: Path) -> None:
+def test_imported_memories_are_searchable(run, source, tmp_path: Path, monkeypatch) -> None:
     dump = tmp_path / "dump.json"
     run("--db", source, "export", "-o", str(dump))
+    # The copy names all-MiniLM-L6-v2: "who to page for a major outage" -> "Escalate P1
+    # incidents to the on-call SRE" is a paraphrase paraphrase-MiniLM-L3-v2 (the default now)
+    # ranks below an unrelated memory.
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "minilm")
     target = str(tmp_path / "target.db")
     run("--db", target, "import", str(dump))
     hits = run("--db", target, "search", "who to page for a major outage", "-a", "bob", "--json")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memvault.backends.factory import _split_collection, parse_url
+from memvault.backends._urls import _split_collection, parse_url
 from memvault.config import MemvaultConfig
 
 __all__ = ["recorded_model"]

@@ -28,6 +28,7 @@ from memvault.embeddings._model_files import (
     MINILM_MODEL_ID,
     locate_model_dir,
 )
+from memvault.embeddings._specs import spec_for_model_id
 from memvault.embeddings.hashing import HashingEmbedder
 from memvault.embeddings.minilm_l3_onnx import (
     MINILM_L3_INSTALL_HINT,
@@ -116,25 +117,6 @@ def shared_minilm_l3_embedder() -> OnnxMiniLML3Embedder:
             if _default_l3 is None:
                 _default_l3 = OnnxMiniLML3Embedder()
     return _default_l3
-
-
-def spec_for_model_id(model_id: str) -> str | None:
-    """The :func:`create_embedder` spec that builds the model ``model_id`` locally, or None.
-
-    A store records the model id of its vectors; this maps it back to a spec memvault can build
-    offline: ``sentence-transformers/all-MiniLM-L6-v2`` -> ``"minilm"``,
-    ``sentence-transformers/paraphrase-MiniLM-L3-v2`` -> ``"minilm-l3"``, ``hashing-v1-<dim>``
-    -> ``"hashing:<dim>"``. Remote models and fine-tuned checkpoints give None (building them
-    needs configuration a model id does not carry).
-    """
-    if model_id == MINILM_MODEL_ID:
-        return "minilm"
-    if model_id == MINILM_L3_MODEL_ID:
-        return "minilm-l3"
-    prefix = "hashing-v1-"
-    if model_id.startswith(prefix) and model_id[len(prefix) :].isdigit():
-        return f"hashing:{int(model_id[len(prefix) :])}"
-    return None
 
 
 _SPEC_HELP = (

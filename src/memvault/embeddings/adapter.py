@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memvault.embeddings._base import QueryCache, check_texts
+from memvault.embeddings._specs import spec_for_model_id
 from memvault.embeddings.minilm_onnx import OnnxMiniLMEmbedder
 from memvault.errors import EmbedderUnavailableError
 from memvault.protocols import Embedder
@@ -293,8 +294,6 @@ def _base_spec(spec: str, base_model_id: object) -> str:
     """The spec that builds a checkpoint's base model: from its recorded model id when memvault
     knows it (an adapter trained on all-MiniLM-L6-v2 with base ``"default"`` keeps L6 after the
     default model changed), else the spec as written."""
-    from memvault.embeddings import spec_for_model_id
-
     if isinstance(base_model_id, str) and base_model_id:
         known = spec_for_model_id(base_model_id)
         if known is not None:

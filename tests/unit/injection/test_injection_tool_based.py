@@ -11,13 +11,14 @@ import pytest
 from pydantic import ValidationError
 
 from memvault import AsyncMemory
+from memvault.embeddings import create_embedder
 from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.injection import (
     ToolBasedInjectionConfig,
     ToolBasedInjectionStrategy,
 )
 from memvault.models import MemoryCategory
-from memvault.protocols import Embedder, MemoryInjectionStrategy
+from memvault.protocols import MemoryInjectionStrategy
 from memvault.retrieval.packing import (
     DELIMITER_PLACEHOLDER,
     MEMORY_BLOCK_END,
@@ -38,8 +39,10 @@ MEMORIES = [
 
 
 @pytest.fixture
-async def mem(minilm: Embedder) -> AsyncIterator[AsyncMemory]:
-    async with AsyncMemory("memory://", embedder=minilm) as memory:
+async def mem() -> AsyncIterator[AsyncMemory]:
+    # all-MiniLM-L6-v2 named: "which web framework did we pick?" must find the Litestar memory,
+    # which paraphrase-MiniLM-L3-v2 (the default now) does not tell from the others.
+    async with AsyncMemory("memory://", embedder=create_embedder("minilm")) as memory:
         for content, category in MEMORIES:
             await memory.add(content, agent_id="dev-1", category=category, created_at=NOW)
         await memory.add("Carol prefers tabs over spaces", agent_id="dev-2", created_at=NOW)

@@ -1,5 +1,6 @@
 """Evidence coefficients follow the store's embedder (issue 12): an L3 store ranks with the model
-fitted on L3 cosines, a store of the default model (new or reopened) exactly as before."""
+fitted on L3 cosines, a store of all-MiniLM-L6-v2 (the default model before L3, whose coefficients
+are ``DEFAULT_EVIDENCE``) ranks exactly as before, reopened without naming a model."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memvault import AsyncMemory
-from memvault.embeddings import MINILM_L3_MODEL_ID, create_embedder, default_embedder
+from memvault.embeddings import MINILM_L3_MODEL_ID, MINILM_MODEL_ID, create_embedder
 from memvault.embeddings import minilm_l3_onnx as l3
 from memvault.models import MemoryCategory, MemoryEntry
 from memvault.retrieval.evidence import EvidenceModel
@@ -24,7 +25,7 @@ from memvault.retrieval.presets import (
     for_embedder,
 )
 
-L6_ID = default_embedder().model_id
+L6_ID = MINILM_MODEL_ID
 
 
 def _installed() -> bool:
@@ -129,7 +130,7 @@ async def test_a_store_indexed_with_l3_ranks_with_the_l3_coefficients() -> None:
 
 async def test_a_default_model_store_reopened_ranks_exactly_as_before(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    async with AsyncMemory(str(db)) as mem:
+    async with AsyncMemory(str(db), embedder=create_embedder("minilm")) as mem:
         await _fill(mem)
         first = list(
             await mem.search("What did Caroline research?", agent_id="a", limit=5, explain=True)
