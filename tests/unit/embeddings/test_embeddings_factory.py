@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from memvault.embeddings import (
-    HashingEmbedder,
     MINILM_L3_MODEL_ID,
     MINILM_MODEL_ID,
+    HashingEmbedder,
     NumpyMiniLMEmbedder,
     OnnxMiniLMEmbedder,
     OnnxMiniLML3Embedder,
