@@ -59,7 +59,7 @@ from memvault.bench import run_locomo, run_longmemeval
 from memvault.bench.datasets import LocomoDataset, LongMemEvalDataset, load_locomo, load_longmemeval
 from memvault.bench.locomo import turn_content
 from memvault.bench.report import MetricRow
-from memvault.embeddings import create_embedder, default_embedder
+from memvault.embeddings import create_embedder
 from memvault.embeddings.adapter import load_checkpoint_embedder, read_active
 from memvault.finetune import FineTuneManager, FineTunePlan, Stage
 from memvault.protocols import Embedder
@@ -326,7 +326,9 @@ async def end_to_end(args: argparse.Namespace) -> None:
     # The base embedder, cached on disk; the deployed checkpoint is loaded from the registry
     # exactly as `embedder: finetuned:<registry>` would load it, but over the cached base (an
     # adapter runs on the frozen base model, so its vectors are the base ones, mapped).
-    base: Embedder = CachedEmbedder(default_embedder(), args.cache_dir)
+    # The plan's base model (all-MiniLM-L6-v2 unless named), so base and fine-tuned differ only
+    # by the checkpoint.
+    base: Embedder = CachedEmbedder(create_embedder(plan.base_model), args.cache_dir)
     deployed = load_checkpoint_embedder(registry, create_base=lambda _spec: base)
     served = create_embedder(f"finetuned:{registry}").model_id
     active = read_active(registry) or {}

@@ -24,7 +24,8 @@ ConversationStoreFactory = Callable[[str, Callable[[], datetime] | None], "SQLCo
 
 @pytest.fixture(scope="session")
 def minilm() -> Embedder:
-    """The bundled all-MiniLM-L6-v2 model (onnxruntime int8), shared by every test."""
+    """The bundled default model (paraphrase-MiniLM-L3-v2, onnxruntime int8), shared by every
+    test; tests that need all-MiniLM-L6-v2's behaviour name ``"minilm"`` explicitly."""
     return default_embedder()
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from memvault.embeddings import MINILM_MODEL_ID
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -158,7 +160,7 @@ def test_end_to_end_trains_deploys_and_compares_in_memvault_search(tmp_path: Pat
     assert len(pairs) == 12
     base, fine_tuned = result["base"], result["fine_tuned"]
     assert base["questions"] == fine_tuned["questions"] == len(FACTS_B)
-    assert base["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert base["embedder"] == MINILM_MODEL_ID  # the plan's base model (L6 unless named)
     assert fine_tuned["embedder"].startswith(base["embedder"] + "+ft-")
     assert fine_tuned["embedder"].endswith(run["checkpoint_id"])
     assert base["limit"] == fine_tuned["limit"] == 10 and base["preset"] == "default"

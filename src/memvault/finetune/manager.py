@@ -217,7 +217,8 @@ class FineTuneManager:
                     else f"biencoder needs torch: {FINETUNE_INSTALL_COMMAND}",
                 )
             )
-            if plan.base_model.strip().lower() not in ("minilm", "default", "minilm-numpy"):
+            # "default" is paraphrase-MiniLM-L3-v2, whose package ships only an ONNX graph.
+            if plan.base_model.strip().lower() not in ("minilm", "minilm-numpy"):
                 checks.append(
                     PreflightCheck(
                         name="base_model",
