@@ -24,8 +24,7 @@ ConversationStoreFactory = Callable[[str, Callable[[], datetime] | None], "SQLCo
 
 @pytest.fixture(scope="session")
 def minilm() -> Embedder:
-    """The bundled default model (paraphrase-MiniLM-L3-v2, onnxruntime int8), shared by every
-    test; tests that need all-MiniLM-L6-v2's behaviour name ``"minilm"`` explicitly."""
+    """The bundled all-MiniLM-L6-v2 model (onnxruntime int8), the default, shared by every test."""
     return default_embedder()
 
 

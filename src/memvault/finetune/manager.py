@@ -217,8 +217,8 @@ class FineTuneManager:
                     else f"biencoder needs torch: {FINETUNE_INSTALL_COMMAND}",
                 )
             )
-            # "default" is paraphrase-MiniLM-L3-v2, whose package ships only an ONNX graph.
-            if plan.base_model.strip().lower() not in ("minilm", "minilm-numpy"):
+            # L6's package ships the weights the trainer needs; L3's ships only an ONNX graph.
+            if plan.base_model.strip().lower() not in ("minilm", "default", "minilm-numpy"):
                 checks.append(
                     PreflightCheck(
                         name="base_model",

@@ -192,10 +192,10 @@ class TokenCapper:
 def _window_of(base_model: str) -> int | None:
     spec = base_model.strip().lower()
     # The token window of each bundled model (longer inputs are truncated by the model).
-    if spec in ("minilm", "minilm-numpy"):
-        return 256  # all-MiniLM-L6-v2
-    if spec in ("", "default", "minilm-l3", "paraphrase-minilm-l3"):
-        return 128  # paraphrase-MiniLM-L3-v2, the default
+    if spec in ("", "default", "minilm", "minilm-numpy"):
+        return 256  # all-MiniLM-L6-v2, the default
+    if spec in ("minilm-l3", "paraphrase-minilm-l3"):
+        return 128  # paraphrase-MiniLM-L3-v2
     return None
 
 

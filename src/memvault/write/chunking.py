@@ -15,14 +15,10 @@ import re
 
 __all__ = ["CHUNK_CHARS", "CHUNK_OVERLAP", "chunk_text"]
 
-CHUNK_CHARS = 500
-"""The longest chunk, in characters: about what the default model reads. paraphrase-MiniLM-L3-v2
-embeds the first 128 tokens of a text (126 after its two markers), and conversational English
-runs about 4.2 characters per token of its tokenizer (measured on LoCoMo), so ~530 characters;
-500 leaves room for denser text. (all-MiniLM-L6-v2 reads 256 tokens, so smaller chunks lose
-nothing on stores built with it.)"""
+CHUNK_CHARS = 2000
+"""The longest chunk, in characters."""
 
-CHUNK_OVERLAP = 100
+CHUNK_OVERLAP = 200
 """How many characters of a chunk's end the next chunk repeats."""
 
 # Where a cut may fall, best first: a paragraph break, a sentence end, any whitespace.

@@ -21,21 +21,21 @@ from memvault.embeddings import (
 from memvault.errors import MemoryConfigError
 
 
-def test_default_embedder_is_a_shared_lazy_onnx_l3_instance() -> None:
+def test_default_embedder_is_a_shared_lazy_onnx_l6_instance() -> None:
     first = default_embedder()
-    assert isinstance(first, OnnxMiniLML3Embedder)
-    assert first.model_id == MINILM_L3_MODEL_ID
+    assert isinstance(first, OnnxMiniLMEmbedder)
+    assert first.model_id == MINILM_MODEL_ID
     assert first.quantized
     assert default_embedder() is first
+    assert shared_minilm_embedder() is first
 
 
-def test_minilm_stays_all_minilm_l6_shared() -> None:
-    l6 = shared_minilm_embedder()
-    assert isinstance(l6, OnnxMiniLMEmbedder)
-    assert l6.model_id == MINILM_MODEL_ID
-    assert l6.quantized
-    assert shared_minilm_embedder() is l6
-    assert l6 is not default_embedder()
+def test_minilm_l3_is_its_own_shared_instance() -> None:
+    l3 = create_embedder("minilm-l3")
+    assert isinstance(l3, OnnxMiniLML3Embedder)
+    assert l3.model_id == MINILM_L3_MODEL_ID
+    assert create_embedder("paraphrase-minilm-l3") is l3
+    assert l3 is not default_embedder()
 
 
 def test_default_embedder_singleton_under_concurrency() -> None:
@@ -54,14 +54,9 @@ def test_default_embedder_singleton_under_concurrency() -> None:
     assert len({id(e) for e in seen}) == 1
 
 
-@pytest.mark.parametrize("spec", [None, "", "default", " Default "])
+@pytest.mark.parametrize("spec", [None, "", "default", " Default ", "minilm", " MiniLM "])
 def test_default_specs(spec: str | None) -> None:
     assert create_embedder(spec) is default_embedder()
-
-
-@pytest.mark.parametrize("spec", ["minilm", " MiniLM "])
-def test_minilm_spec_is_l6(spec: str) -> None:
-    assert create_embedder(spec) is shared_minilm_embedder()
 
 
 def test_numpy_and_hashing_specs() -> None:

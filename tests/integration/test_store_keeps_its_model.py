@@ -1,11 +1,13 @@
-"""The default embedder became paraphrase-MiniLM-L3-v2; stores built with all-MiniLM-L6-v2 (the
-default before) keep opening and searching exactly as before.
+"""A store built with a model other than the default keeps opening and searching with its own
+model when none is configured, so the default can change (or a user can pick
+paraphrase-MiniLM-L3-v2 once) without locking any store out.
 
-An "old" store is built here the way the previous default built it (all-MiniLM-L6-v2, int8), its
-search results (ids and scores) recorded with that model named explicitly; then it is opened
-without naming a model through ``Memory(url)``, the CLI (``memvault --db``) and the REST server,
-and must answer identically. New stores get L3 and record it; naming ``minilm`` gives L6; naming a
-model other than the store's still raises. Real SQLite files, the real bundled models, real HTTP.
+A store is built here with paraphrase-MiniLM-L3-v2 (not the default), its search results (ids
+and scores) recorded with that model named explicitly; then it is opened without naming a model
+through ``Memory(url)``, the CLI (``memvault --db``) and the REST server, and must answer
+identically. New stores get the default (all-MiniLM-L6-v2) and record it; naming ``minilm-l3``
+gives L3; naming a model other than the store's still raises. Real SQLite files, the real bundled
+models, real HTTP.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from memvault.embeddings import (
     MINILM_MODEL_ID,
     default_embedder,
     shared_minilm_embedder,
+    shared_minilm_l3_embedder,
 )
 from memvault.errors import EmbeddingModelChangedError
 from memvault.server.rest import create_app
@@ -50,38 +53,38 @@ def _hits(mem: Memory, query: str) -> list[tuple[str, float | None]]:
 
 
 @pytest.fixture
-def l6_store(isolated_env: Path) -> tuple[str, dict[str, list[tuple[str, float | None]]]]:
-    """A store built with all-MiniLM-L6-v2, and its answers with that model named."""
-    url = str(isolated_env / "old.db")
-    with Memory(url, embedder=shared_minilm_embedder(), config=MemvaultConfig()) as mem:
+def l3_store(isolated_env: Path) -> tuple[str, dict[str, list[tuple[str, float | None]]]]:
+    """A store built with paraphrase-MiniLM-L3-v2, and its answers with that model named."""
+    url = str(isolated_env / "l3.db")
+    with Memory(url, embedder=shared_minilm_l3_embedder(), config=MemvaultConfig()) as mem:
         for text in FACTS:
             mem.add(text, agent_id="a")
-    with Memory(url, embedder=shared_minilm_embedder(), config=MemvaultConfig()) as mem:
+    with Memory(url, embedder=shared_minilm_l3_embedder(), config=MemvaultConfig()) as mem:
         expected = {q: _hits(mem, q) for q in QUERIES}
-    assert recorded_model(url) == MINILM_MODEL_ID
+    assert recorded_model(url) == MINILM_L3_MODEL_ID
     return url, expected
 
 
-def test_the_default_model_is_l3() -> None:
-    assert DEFAULT_MODEL_ID == MINILM_L3_MODEL_ID
-    assert default_embedder().model_id == MINILM_L3_MODEL_ID
+def test_the_default_model_is_l6() -> None:
+    assert DEFAULT_MODEL_ID == MINILM_MODEL_ID
+    assert default_embedder() is shared_minilm_embedder()
 
 
-def test_an_l6_store_searches_unchanged_through_memory(
-    l6_store: tuple[str, dict[str, list[tuple[str, float | None]]]],
+def test_an_l3_store_searches_unchanged_through_memory(
+    l3_store: tuple[str, dict[str, list[tuple[str, float | None]]]],
 ) -> None:
-    url, expected = l6_store
+    url, expected = l3_store
     with Memory(url) as mem:
-        assert mem.backend.embedder.model_id == MINILM_MODEL_ID
+        assert mem.backend.embedder.model_id == MINILM_L3_MODEL_ID
         assert {q: _hits(mem, q) for q in QUERIES} == expected
     assert expected[QUERIES[0]][0][1] is not None
 
 
-def test_an_l6_store_searches_unchanged_through_the_cli(
-    l6_store: tuple[str, dict[str, list[tuple[str, float | None]]]],
+def test_an_l3_store_searches_unchanged_through_the_cli(
+    l3_store: tuple[str, dict[str, list[tuple[str, float | None]]]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    url, expected = l6_store
+    url, expected = l3_store
     for query in QUERIES:
         capsys.readouterr()
         assert main(["--db", url, "search", query, "-a", "a", "--limit", "5", "--json"]) == 0
@@ -89,10 +92,10 @@ def test_an_l6_store_searches_unchanged_through_the_cli(
         assert [(h["id"], h["relevance_score"]) for h in hits] == expected[query]
 
 
-def test_an_l6_store_searches_unchanged_through_the_server(
-    l6_store: tuple[str, dict[str, list[tuple[str, float | None]]]],
+def test_an_l3_store_searches_unchanged_through_the_server(
+    l3_store: tuple[str, dict[str, list[tuple[str, float | None]]]],
 ) -> None:
-    url, expected = l6_store
+    url, expected = l3_store
     service = MemoryService(load_config(url=url))
     base, stop = run_app(create_app(service, keys=None))
     try:
@@ -106,39 +109,39 @@ def test_an_l6_store_searches_unchanged_through_the_server(
         stop()
 
 
-def test_a_new_store_gets_l3_and_records_it(isolated_env: Path) -> None:
+def test_a_new_store_gets_the_default_and_records_it(isolated_env: Path) -> None:
     url = str(isolated_env / "new.db")
     with Memory(url) as mem:
         assert mem.backend.embedder is default_embedder()
         mem.add(FACTS[0], agent_id="a")
         assert mem.search("coffee", agent_id="a")[0].content == FACTS[0]
-    assert recorded_model(url) == MINILM_L3_MODEL_ID
-    with Memory(url) as again:  # and opens with it again
-        assert again.backend.embedder.model_id == MINILM_L3_MODEL_ID
-
-
-def test_naming_minilm_on_a_new_store_gives_l6(isolated_env: Path) -> None:
-    url = str(isolated_env / "pinned.db")
-    cfg = load_config(url=url, env={"MEMVAULT_EMBEDDER": "minilm"})
-    with Memory(url, config=cfg) as mem:
-        assert mem.backend.embedder is shared_minilm_embedder()
-        mem.add(FACTS[1], agent_id="a")
     assert recorded_model(url) == MINILM_MODEL_ID
+    with Memory(url) as again:  # and opens with it again
+        assert again.backend.embedder.model_id == MINILM_MODEL_ID
+
+
+def test_naming_minilm_l3_on_a_new_store_gives_l3(isolated_env: Path) -> None:
+    url = str(isolated_env / "pinned.db")
+    cfg = load_config(url=url, env={"MEMVAULT_EMBEDDER": "minilm-l3"})
+    with Memory(url, config=cfg) as mem:
+        assert mem.backend.embedder is shared_minilm_l3_embedder()
+        mem.add(FACTS[1], agent_id="a")
+    assert recorded_model(url) == MINILM_L3_MODEL_ID
 
 
 def test_a_named_model_other_than_the_stores_still_raises(
-    l6_store: tuple[str, dict[str, list[tuple[str, float | None]]]], isolated_env: Path
+    l3_store: tuple[str, dict[str, list[tuple[str, float | None]]]], isolated_env: Path
 ) -> None:
-    url, _ = l6_store
-    cfg = load_config(url=url, env={"MEMVAULT_EMBEDDER": "minilm-l3"})
+    url, _ = l3_store
+    cfg = load_config(url=url, env={"MEMVAULT_EMBEDDER": "minilm"})
     with (
         pytest.raises(EmbeddingModelChangedError, match="memvault reindex"),
         Memory(url, config=cfg) as mem,
     ):
         mem.search("coffee", agent_id="a")
-    l3 = str(isolated_env / "l3.db")
-    with Memory(l3) as mem:
+    l6 = str(isolated_env / "l6.db")
+    with Memory(l6) as mem:
         mem.add(FACTS[2], agent_id="a")
-    named = load_config(url=l3, env={"MEMVAULT_EMBEDDER": "minilm"})
-    with pytest.raises(EmbeddingModelChangedError), Memory(l3, config=named) as mem:
+    named = load_config(url=l6, env={"MEMVAULT_EMBEDDER": "minilm-l3"})
+    with pytest.raises(EmbeddingModelChangedError), Memory(l6, config=named) as mem:
         mem.search("peanuts", agent_id="a")
