@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from live_server import run_app
+from memvault.cli import _common
 from memvault.config import load_config
 from memvault.protocols import Embedder
 from memvault.server.keys import KeyStore, open_key_store
@@ -89,3 +90,13 @@ STANDARD_KEYS: dict[str, dict[str, Any]] = {
 def server(live_server: ServerFactory) -> LiveServer:
     """A server with authentication on and the standard test keys."""
     return live_server(keys=STANDARD_KEYS)
+
+
+@pytest.fixture
+def cli_store(tmp_path: Path) -> Iterator[Path]:
+    """The ``memvault`` CLI's store for this test (a SQLite file), closed and forgotten after."""
+    path = tmp_path / "cli.db"
+    _common.state.db = str(path)
+    yield path
+    _common.close_memory()
+    _common.state.db = None

@@ -415,15 +415,6 @@ async def test_the_remote_client_reaches_the_conversation_operations(
         stop()
 
 
-@pytest.fixture
-def cli_store(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "cli.db"
-    _common.state.db = str(path)
-    yield path
-    _common.close_memory()
-    _common.state.db = None
-
-
 def test_memvault_api_appends_and_reads_a_conversation(cli_store: Path, tmp_path: Path) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(

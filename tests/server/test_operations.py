@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,6 @@ from typer.testing import CliRunner
 from memvault.api import requests as rq
 from memvault.api.auth import Actor, Scope
 from memvault.api.operations import OPERATIONS, Http, Operation, Tool, get_operation
-from memvault.cli import _common
 from memvault.cli.api import build_api_app
 from memvault.config import load_config
 from memvault.errors import MemoryPermissionError, MemoryValidationError
@@ -167,15 +166,6 @@ async def test_a_toy_operation_appears_in_mcp(toy_service: MemoryService) -> Non
     assert not result.is_error
     assert result.structured_content == {"echo": "yo", "memories": 1}
     assert refused.is_error
-
-
-@pytest.fixture
-def cli_store(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "cli.db"
-    _common.state.db = str(path)
-    yield path
-    _common.close_memory()
-    _common.state.db = None
 
 
 def test_a_toy_operation_appears_in_the_cli(cli_store: Path) -> None:
