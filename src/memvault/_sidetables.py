@@ -218,9 +218,12 @@ class PostgresSide:
     async def _create_table(self, conn: Conn) -> None:
         from psycopg import sql
 
+        from memvault.backends.postgres._dsn import SCHEMA_LOCK
+
         async with conn.transaction():
             # Serialises concurrent creation (CREATE ... IF NOT EXISTS races on the catalog).
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._create_lock])
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
             cur = await conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
             )

@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     _msg = 'PostgreSQL conversations need psycopg 3: pip install "memvault[postgres]"'
     raise MemoryConfigError(_msg) from exc
 
-from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
+from memvault.backends.postgres._dsn import SCHEMA_LOCK, check_schema, parse_dsn, scrub
 from memvault.conversation.store import Q, SQLConversationStore
 
 __all__ = ["PostgresConversationStore"]
@@ -110,6 +110,7 @@ class PostgresConversationStore(SQLConversationStore):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
                 conn.execute(
                     sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema))
                 )

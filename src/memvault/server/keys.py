@@ -705,8 +705,11 @@ class PostgresKeyStore(_KeyStoreBase):
     def _create_table(self, conn: psycopg.Connection[TupleRow]) -> None:
         from psycopg import sql
 
+        from memvault.backends.postgres._dsn import SCHEMA_LOCK
+
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [_PG_CREATE_LOCK])
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
             row = conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
             ).fetchone()

@@ -8,6 +8,7 @@ error messages) never contains the password.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -17,7 +18,17 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memvault.errors import MemoryConfigError
 
-__all__ = ["ParsedDsn", "check_schema", "parse_dsn", "scrub"]
+__all__ = ["SCHEMA_LOCK", "ParsedDsn", "check_schema", "parse_dsn", "scrub"]
+
+SCHEMA_LOCK = int.from_bytes(
+    hashlib.sha256(b"memvault:postgres:schema").digest()[:8], "big", signed=True
+)
+"""The advisory lock every creator of a memvault schema holds (transaction-scoped) around its
+``CREATE SCHEMA``: the store's migrations, the side tables, the key store and the conversation
+store each serialise their own DDL under their own lock, but they share the schema, and two of
+them creating it at once (a server starting: the first request and the maintenance scheduler)
+race on ``pg_namespace``'s unique index even with ``IF NOT EXISTS``. Always taken after the
+creator's own lock, so the locks cannot deadlock."""
 
 _SCHEMES = ("postgresql+psycopg://", "postgresql://", "postgres://")
 # PostgreSQL truncates identifiers to 63 bytes; refuse instead of silently using another name.

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from memvault.backends._base import BaseBackend, check_stored_model
 from memvault.backends.postgres._driver import Conn, psycopg, sql
+from memvault.backends.postgres._dsn import SCHEMA_LOCK
 from memvault.backends.postgres.schema import (
     HNSW_INDEX,
     MIGRATIONS,
@@ -64,6 +65,7 @@ class PostgresMigrateMixin(_MixinBase):
         schema = sql.Identifier(self._schema)
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATE_LOCK])
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
             ext_schema = await self._ensure_vector(conn)
             cur = await conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
