@@ -34,54 +34,58 @@ def schemas(postgres_url: str) -> Iterator[Callable[[], str]]:
     factory.drop_all()
 
 
+def _race(postgres_url: str, schema: str, embedder: Embedder) -> list[BaseException]:
+    """Open the store twice, the key store and the conversation store on ``schema`` at once."""
+    sep = "&" if "?" in postgres_url else "?"
+    url = f"{postgres_url}{sep}schema={schema}"
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def store() -> None:
+        async def run() -> None:
+            backend = PostgresBackend(postgres_url, embedder, schema=schema)
+            barrier.wait()
+            await backend.connect()
+            await backend.disconnect()
+
+        asyncio.run(run())
+
+    def keys() -> None:
+        key_store = open_key_store(url)
+        barrier.wait()
+        assert key_store.authenticate("mv_not_a_key") is None
+        key_store.close()
+
+    def conversations() -> None:
+        async def run() -> None:
+            conv = open_conversation_store(url)
+            barrier.wait()
+            assert await conv.conversation("a", "s") is None
+            await conv.close()
+
+        asyncio.run(run())
+
+    def guarded(fn: Callable[[], None]) -> Callable[[], None]:
+        def go() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # reported by the test, with the round's schema
+                errors.append(exc)
+
+        return go
+
+    threads = [threading.Thread(target=guarded(fn)) for fn in (store, store, keys, conversations)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 def test_store_keys_and_conversations_create_one_fresh_schema_at_once(
     postgres_url: str, schemas: Callable[[], str], minilm: Embedder
 ) -> None:
-    sep = "&" if "?" in postgres_url else "?"
     for _ in range(ROUNDS):
         schema = schemas()
-        url = f"{postgres_url}{sep}schema={schema}"
-        barrier = threading.Barrier(4)
-        errors: list[BaseException] = []
-
-        def store() -> None:
-            async def run() -> None:
-                backend = PostgresBackend(postgres_url, minilm, schema=schema)
-                barrier.wait()
-                await backend.connect()
-                await backend.disconnect()
-
-            asyncio.run(run())
-
-        def keys() -> None:
-            key_store = open_key_store(url)
-            barrier.wait()
-            assert key_store.authenticate("mv_not_a_key") is None
-            key_store.close()
-
-        def conversations() -> None:
-            async def run() -> None:
-                conv = open_conversation_store(url)
-                barrier.wait()
-                assert await conv.conversation("a", "s") is None
-                await conv.close()
-
-            asyncio.run(run())
-
-        def guarded(fn: Callable[[], None]) -> Callable[[], None]:
-            def go() -> None:
-                try:
-                    fn()
-                except BaseException as exc:  # reported below, with the round's schema
-                    errors.append(exc)
-
-            return go
-
-        threads = [
-            threading.Thread(target=guarded(fn)) for fn in (store, store, keys, conversations)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = _race(postgres_url, schema, minilm)
         assert not errors, (schema, errors)
