@@ -69,6 +69,19 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp: Path, embedder: Emb
     return Mem0Backend(tmp / "mem0", embedder)
 
 
+def _spy_on_audit(backend: Any) -> list[AuditRecord]:
+    """The records callers pass to ``backend.record_audit`` from now on (still written)."""
+    passed: list[AuditRecord] = []
+    record = backend.record_audit
+
+    async def spy(records: Sequence[AuditRecord]) -> None:
+        passed.extend(records)
+        await record(records)
+
+    backend.record_audit = spy
+    return passed
+
+
 @pytest.mark.parametrize(
     "kind",
     [
@@ -90,14 +103,7 @@ async def test_one_delete_yields_exactly_one_audit_record(
 ) -> None:
     backend = _backend(kind, request, tmp_path, minilm)
     assert backend.audits_deletions is SELF_AUDITING[kind]
-    passed: list[AuditRecord] = []
-    record = backend.record_audit
-
-    async def spy(records: Sequence[AuditRecord]) -> None:
-        passed.extend(records)
-        await record(records)
-
-    backend.record_audit = spy
+    passed = _spy_on_audit(backend)
     store: MemoryStore = backend
     async with AsyncMemory(backend=store) as mem:
         gone = await mem.add(
@@ -123,14 +129,7 @@ async def test_one_clear_yields_exactly_one_audit_record(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder
 ) -> None:
     backend = _backend(kind, request, tmp_path, minilm)
-    passed: list[AuditRecord] = []
-    record = backend.record_audit
-
-    async def spy(records: Sequence[AuditRecord]) -> None:
-        passed.extend(records)
-        await record(records)
-
-    backend.record_audit = spy
+    passed = _spy_on_audit(backend)
     store: MemoryStore = backend
     async with AsyncMemory(backend=store) as mem:
         items = [{"content": t, "category": "episodic"} for t in ("Met Bob.", "Met Carol.")]
