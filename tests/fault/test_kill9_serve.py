@@ -26,6 +26,7 @@ import httpx
 import pytest
 from test_kill9_campaign import BUILD, ROUNDS, SEED, _verify
 
+from live_server import wait_until_serving
 from memvault.protocols import Embedder
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
@@ -90,16 +91,7 @@ async def test_kill9_of_the_server_under_concurrent_writes(
         proc = _serve(db, port, log)
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+            wait_until_serving(proc, url, log, timeout=120)
             acks: list[dict[str, Any]] = []
             stop = threading.Event()
             threads = [

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
+from live_server import wait_until_serving
 from memvault.backends.sqlite import SQLiteBackend
 from memvault.backup import backup_store, restore_backup
 from memvault.errors import MemoryConnectionError, MemoryError, MemoryStoreError
@@ -337,14 +338,7 @@ def test_postgres_stopped_gives_503_retry_after_and_the_server_recovers(
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+        wait_until_serving(proc, base, log, timeout=120)
         with httpx.Client(base_url=base, timeout=60) as c:
             before = c.post(
                 "/v1/memories", json={"agent_id": "ops", "content": "Before the outage."}

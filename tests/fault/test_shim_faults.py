@@ -17,7 +17,6 @@ trigger file exists:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -25,12 +24,12 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from live_server import wait_until_serving
 from memvault.backends.sqlite import SQLiteBackend
 from memvault.errors import MemoryConnectionError, MemoryError
 from memvault.integrity import check_store
@@ -188,14 +187,7 @@ def test_read_only_after_open_gives_503_reads_go_on_and_writes_recover(
     base = f"http://127.0.0.1:{port}"
     acked: list[str] = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+        wait_until_serving(proc, base, log, timeout=120)
         with httpx.Client(base_url=base, timeout=60) as c:
             for i in range(3):
                 r = c.post("/v1/memories", json={"agent_id": "ops", "content": f"Disk alarm {i}."})

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from live_server import wait_until_serving
 from memvault.errors import MemoryValidationError
 from memvault.server.rest import ServerSettings
 
@@ -146,16 +147,7 @@ def test_serve_rate_limit_option_reaches_the_server(tmp_path: Path) -> None:
         )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
+        wait_until_serving(proc, url, log, timeout=90)
         with httpx.Client(base_url=url, timeout=60) as c:
             answers = _burst(c, 8)
             assert [r.status_code for r in answers[:2]] == [200, 200]

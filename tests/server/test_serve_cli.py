@@ -7,11 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from live_server import wait_until_serving
 
 
 def _free_port() -> int:
@@ -48,16 +49,7 @@ def test_serve_answers_with_keys_and_stops_on_sigint(tmp_path: Path, workers: in
         )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
+        wait_until_serving(proc, url, log, timeout=90)
         headers = {"Authorization": f"Bearer {secret}"}
         with httpx.Client(base_url=url, headers=headers, timeout=60) as c:
             assert c.get("/v1/count", params={"agent_id": "dev-1"}).json() == {"count": 0}
