@@ -25,45 +25,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from memvault import Memory
 from memvault.cli.app import main
 from memvault.protocols import Embedder
+from memvault.server.mcp import TOOL_NAMES
 
-TOOLS = {
-    "store_memory",
-    "remember_conversation",
-    "update_memory",
-    "memory_history",
-    "search_memory",
-    "recall_memory",
-    "list_memories",
-    "delete_memory",
-    "publish_shared",
-    "search_shared",
-    # issue 17: context, Search-and-Ask, capture and working memory
-    "memory_context",
-    "search_and_ask",
-    "capture_episode",
-    "capture_distillation",
-    "working_memory_note",
-    "working_memory",
-    "learn_from_task",
-    "list_approvals",
-    "search_org",
-    # issue 19: the embedder fine-tune lifecycle (admin)
-    "memory_fine_tune_start",
-    "memory_fine_tune_preflight",
-    "memory_fine_tune_resume",
-    "memory_fine_tune_status",
-    "memory_fine_tune_runs",
-    "memory_fine_tune_cancel",
-    "memory_fine_tune_checkpoints",
-    "memory_active_embedder",
-    "memory_checkpoint_rollback",
-    # issue 18: conversations
-    "conversation_append",
-    "conversation_messages",
-    "conversation_list",
-    "conversation_context",
-    "conversation_compact",
-}
+# The tools the stdio server must list: the declared set, whose exact names and order
+# tests/unit/test_mcp_tools.py pins.
+TOOLS = set(TOOL_NAMES)
 
 
 @pytest.fixture(autouse=True)
