@@ -154,7 +154,10 @@ async def _verify(op: str, db: Path, acks: list[dict[str, Any]], minilm: Embedde
     acked = {a["id"] for a in acks if "id" in a and not a.get("deleted")}
     by_request = {a["id"] for a in acks if a.get("deleted")}
     acked -= by_request
-    lost = acked - live - set(archived)
+    # A delete sent but unanswered when the process died may have committed: its id is gone
+    # with a memory.delete audit record (deleted by request), not lost. Without one it is lost.
+    sent = {a["id"] for a in acks if a.get("delete_sent")} - by_request
+    lost = acked - live - set(archived) - (sent & deleted)
     undone = by_request - deleted
     if undone:
         problems.append(f"{len(undone)} acknowledged deletes without memory.delete audit")

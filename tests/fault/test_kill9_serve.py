@@ -50,6 +50,9 @@ def _writer(url: str, n: int, stop: threading.Event, acks: list[dict[str, Any]])
             try:
                 if mine and rng.random() < 0.2:
                     victim = mine.pop(rng.randrange(len(mine)))
+                    # A delete the server commits but whose answer the kill cuts off: the id
+                    # may then be gone, and only its memory.delete audit record says why.
+                    acks.append({"id": victim, "delete_sent": True})
                     r = c.delete(f"/v1/memories/{victim}", params={"agent_id": "ops"})
                     if r.status_code == 200:
                         acks.append({"id": victim, "deleted": True})
