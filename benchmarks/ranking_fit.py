@@ -5,9 +5,13 @@
 
 1. Ranking weights: a listwise softmax model (the share of each query's probability mass on its
    gold candidates); LongMemEval questions make LME_SHARE of the loss, LoCoMo the rest.
-   Candidates are exactly those a default search of limit 10 ranks.
-2. Generalisation: fitted on LoCoMo + the first half of the LongMemEval dev questions, tested on
-   the second half; and fitted on one dataset, tested on the other.
+   Candidates are exactly those a default search of limit 10 ranks. The shipped model is
+   quadratic: the features and their pairwise products, fitted on standardised columns (ridge
+   L2_QUAD) and written back as raw weights and interactions (``EvidenceModel``).
+2. Generalisation: two-fold cross-validation (even/odd LoCoMo conversations with the first/second
+   half of the LongMemEval questions: every figure is on questions the fit never saw), for the
+   linear and the quadratic model; fitted on LoCoMo + the first half of the LongMemEval dev
+   questions, tested on the second half; and fitted on one dataset, tested on the other.
 3. Calibration: relevance = sigmoid(scale * score + offset), fitted pointwise on every candidate
    of every on-topic and off-topic query (questions of another conversation or haystack).
 4. min_relevance: for thresholds t, the share of off-topic queries whose best hit falls below t
@@ -25,10 +29,14 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memvault.retrieval.evidence import FEATURES, evidence_features
+from memvault.retrieval.evidence import FEATURES, EvidenceModel, evidence_features
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 LME_SHARE = 0.25
+L2_QUAD = 0.03
+"""Ridge strength of the quadratic fit (on standardised columns): 0.01 and 0.03 cross-validate
+alike; the stronger one keeps the 66 pairwise weights small."""
+PAIRS = [(i, j) for i in range(len(FEATURES)) for j in range(i, len(FEATURES))]
 """Share of the LongMemEval questions in the training loss (LoCoMo has 16x more questions; equal
 shares over-fit the smaller set, and the two disagree on where answers sit in a thread)."""
 
@@ -53,6 +61,7 @@ def build(records):
             {
                 "ds": r["ds"],
                 "group": r["group"],
+                "conv": r.get("conv"),
                 "gold": r["gold"],
                 "gold_s": r.get("gold_s"),
                 "X": f.matrix,
@@ -63,6 +72,13 @@ def build(records):
     lme = [q for q in qs if q["ds"] == "lme"]
     for n, q in enumerate(lme):
         q["half"] = "A" if n < len(lme) // 2 else "B"
+    convs: dict[object, int] = {}
+    for q in qs:
+        q["fold"] = (
+            (0 if q["half"] == "A" else 1)
+            if q["ds"] == "lme"
+            else convs.setdefault(q["conv"], len(convs)) % 2
+        )
     return qs
 
 
@@ -82,10 +98,13 @@ def metrics(q, s):
 
 
 def evaluate(qs, weights):
+    """Metrics per dataset and category; ``weights`` is a weight vector over the columns of
+    ``X`` or an :class:`EvidenceModel`."""
+    score = weights.score if isinstance(weights, EvidenceModel) else (lambda X: X @ weights)
     groups = defaultdict(list)
     for q in qs:
         if q["ds"] in ("locomo", "lme"):
-            m = metrics(q, q["X"] @ weights)
+            m = metrics(q, score(q["X"]))
             groups[q["ds"]].append(m)
             groups[f"{q['ds']}/{q['group']}"].append(m)
     return {
@@ -94,13 +113,13 @@ def evaluate(qs, weights):
     }
 
 
-def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05):
+def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X"):
     """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``)."""
     train = [q for q in qs if q["ds"] in ("locomo", "lme") and q["y"].sum() > 0]
     # Experiments may append columns after FEATURES (benchmarks/ranking_adaptive.py).
-    width = train[0]["X"].shape[1]
+    width = train[0][key].shape[1]
     cols = list(range(width)) if cols is None else cols
-    X = np.vstack([q["X"][:, cols] for q in train])
+    X = np.vstack([q[key][:, cols] for q in train])
     y = np.concatenate([q["y"] for q in train])
     lens = [len(q["y"]) for q in train]
     st = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(int)
@@ -130,10 +149,64 @@ def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05):
     return full
 
 
+def standardiser(qs):
+    """Column means and spreads over every candidate of every query (on- and off-topic)."""
+    X = np.vstack([q["X"] for q in qs if len(q["X"])])
+    return X.mean(axis=0), np.maximum(X.std(axis=0), 1e-6)
+
+
+def expand(qs, mu, sd):
+    """``q["Z"]``: the standardised features and their pairwise products."""
+    for q in qs:
+        Z = (q["X"] - mu) / sd
+        n = Z.shape[1]  # ablations drop a column
+        pairs = [(i, j) for i in range(n) for j in range(i, n)]
+        q["Z"] = np.hstack([Z] + [(Z[:, i] * Z[:, j])[:, None] for i, j in pairs])
+
+
+def to_model(b, mu, sd, *, digits=5):
+    """The quadratic fit ``b`` (over standardised columns) as raw weights and interactions.
+
+    ``(x_i - mu_i)(x_j - mu_j) / (sd_i sd_j)`` expands to a raw product, two linear terms and a
+    constant; the constant shifts every candidate alike, so the calibration absorbs it."""
+    n = len(FEATURES)
+    lin = b[:n] / sd
+    inter = {}
+    for k, (i, j) in enumerate(PAIRS):
+        c = b[n + k] / (sd[i] * sd[j])
+        lin = lin.copy()
+        lin[i] -= c * mu[j]
+        lin[j] -= c * mu[i]
+        if c:
+            inter[f"{FEATURES[i]}*{FEATURES[j]}"] = float(f"{c:.{digits}g}")
+    weights = {name: float(f"{w:.{digits}g}") for name, w in zip(FEATURES, lin, strict=True)}
+    return EvidenceModel(weights=weights, interactions=inter)
+
+
+def fit_quadratic(qs, train, l2=L2_QUAD, iters=800):
+    """The quadratic evidence model fitted on ``train`` (standardised over ``qs``)."""
+    mu, sd = standardiser(qs)
+    expand(qs, mu, sd)
+    return to_model(fit(train, l2=l2, iters=iters, key="Z"), mu, sd)
+
+
+def cross_validate(qs, fitter):
+    """Two folds (even/odd LoCoMo conversations, LongMemEval halves): each fold scored by the
+    model fitted on the other. Returns held-out LoCoMo R@10 and LME turn@10/any@5/all@5."""
+    folds = [[q for q in qs if q.get("fold") == f] for f in (0, 1)]
+    res = [evaluate(folds[1 - f], fitter(folds[f])) for f in (0, 1)]
+    n = [r["locomo"]["n"] for r in res]
+    out = {"locomo": sum(r["locomo"]["r10"] * k for r, k in zip(res, n, strict=True)) / sum(n)}
+    for m in ("turn10", "any5", "all5"):
+        out[m] = float(np.mean([r["lme"][m] for r in res]))
+    return out
+
+
 def calibrate(qs, weights):
     """Platt scaling of the ranking score on every candidate (on- and off-topic queries):
     Newton steps on the mean log-loss, halved until the loss falls."""
-    s = np.concatenate([q["X"] @ weights for q in qs])
+    score = weights.score if isinstance(weights, EvidenceModel) else (lambda X: X @ weights)
+    s = np.concatenate([score(q["X"]) for q in qs])
     y = np.concatenate([q["y"] for q in qs])
     # Class-balanced: relevance is then a likelihood ratio (0.5 = as likely evidence as not,
     # were both equally common), free of the base rate, which depends on the store's size.
@@ -160,7 +233,8 @@ def calibrate(qs, weights):
 
 
 def thresholds(qs, weights, a, c):
-    rel = lambda q: 1 / (1 + np.exp(-(a * (q["X"] @ weights) + c)))  # noqa: E731
+    score = weights.score if isinstance(weights, EvidenceModel) else (lambda X: X @ weights)
+    rel = lambda q: 1 / (1 + np.exp(-(a * score(q["X"]) + c)))  # noqa: E731
     off = [rel(q).max() for q in qs if q["ds"].startswith("off") and len(q["y"])]
     kept = []  # relevance of gold hits in the top 10
     for q in qs:
@@ -196,28 +270,43 @@ def main() -> None:
     one = lambda name: np.eye(len(FEATURES))[j[name]]  # noqa: E731
     print(line("dense (cosine)", evaluate(qs, one("cos"))))
     print(line("bm25", evaluate(qs, one("lex") + 1e-6 * one("cos"))))
+    print("-- two-fold cross-validation (every figure on questions the fit never saw)")
+    for name, fitter in (
+        ("linear", lambda train: fit(train)),
+        ("quadratic (shipped)", lambda train: fit_quadratic(qs, train)),
+    ):
+        cv = cross_validate(qs, fitter)
+        print(
+            f"  {name:32s} LoCoMo R@10 {cv['locomo']:.4f} | LME turn@10 {cv['turn10']:.4f} "
+            f"any@5 {cv['any5']:.3f} all@5 {cv['all5']:.3f}",
+            flush=True,
+        )
     print("-- generalisation (fit on LoCoMo + LME half A; B is held out)")
-    wa = fit(lo + A)
-    print(line("  on LoCoMo", evaluate(lo, wa)))
-    print(line("  on LME half A (seen)", evaluate(A, wa)))
-    print(line("  on LME half B (held out)", evaluate(B, wa)))
+    for name, fitter in (("linear", fit), ("quadratic", lambda t: fit_quadratic(qs, t))):
+        wa = fitter(lo + A)
+        print(line(f"  {name} on LoCoMo", evaluate(lo, wa)))
+        print(line(f"  {name} on LME half B (held out)", evaluate(B, wa)))
+        print(line(f"  {name}: fit LoCoMo only -> LME", evaluate(A + B, fitter(lo))))
+        print(line(f"  {name}: fit LME only -> LoCoMo", evaluate(lo, fitter(A + B))))
     print(line("  bm25 on half B", evaluate(B, one("lex") + 1e-6 * one("cos"))))
     print(line("  dense on half B", evaluate(B, one("cos"))))
-    print(line("fit LoCoMo only -> all", evaluate(qs, fit(lo))))
-    print(line("fit LME only -> all", evaluate(qs, fit(A + B))))
-    w = fit(qs)
-    print(line("fit on both (shipped)", evaluate(qs, w)))
-    a, c = calibrate(qs, w)
-    print(
-        "weights:", json.dumps({n: round(float(x), 3) for n, x in zip(FEATURES, w, strict=False)})
-    )
+    print(line("linear, fit on both", evaluate(qs, fit(qs))))
+    model = fit_quadratic(qs, qs)
+    print(line("quadratic, fit on both (shipped)", evaluate(qs, model)))
+    a, c = calibrate(qs, model)
+    model = model.model_copy(update={"scale": a, "offset": c})
+    print("weights:", json.dumps(model.weights))
+    print("interactions:", json.dumps(model.interactions))
     print(f"calibration: scale {a:.4f} offset {c:.4f}")
     if "--json" in sys.argv:
         out = sys.argv[sys.argv.index("--json") + 1]
         with open(out, "w") as fh:
-            weights = dict(zip(FEATURES, map(float, w), strict=True))
-            json.dump({"weights": weights, "scale": a, "offset": c}, fh, indent=1)
-    rows, n_off, n_kept = thresholds(qs, w, a, c)
+            json.dump(
+                model.model_dump(include={"weights", "interactions", "scale", "offset"}),
+                fh,
+                indent=1,
+            )
+    rows, n_off, n_kept = thresholds(qs, model, a, c)
     print(
         f"-- min_relevance: off-topic queries injecting nothing ({n_off}) / "
         f"gold top-10 hits kept ({n_kept})"
@@ -225,16 +314,16 @@ def main() -> None:
     for t, rej, keep in rows:
         print(f"   t={t:.2f}  off-topic rejected {rej:.3f}  gold kept {keep:.3f}")
     if "--no-ablation" in sys.argv:
-        names = ()
-    else:
-        names = FEATURES
-        print("-- ablation: feature off in the shipped model | refitted without it")
-    for name in names:
-        off = w.copy()
-        off[j[name]] = 0.0
-        refit = fit(qs, [k for k in range(len(FEATURES)) if k != j[name]])
-        print(line(f"  -{name} (off)", evaluate(qs, off)))
-        print(line(f"  -{name} (refit)", evaluate(qs, refit)))
+        return
+    print("-- ablation: feature off in the shipped model | refitted without it")
+    for name in FEATURES:
+        print(line(f"  -{name} (off)", evaluate(qs, model.without(name))))
+        keep = [k for k in range(len(FEATURES)) if k != j[name]]
+        sub = [{**q, "X": q["X"][:, keep]} for q in qs]
+        mu, sd = standardiser(sub)
+        expand(sub, mu, sd)
+        b = fit(sub, l2=L2_QUAD, iters=800, key="Z")
+        print(line(f"  -{name} (refit)", evaluate([{**q, "X": q["Z"]} for q in sub], b)))
 
 
 if __name__ == "__main__":

@@ -208,7 +208,8 @@ def refit_config(path: str) -> RetrievalConfig:
     fitted = json.loads(Path(path).read_text())
     model = DEFAULT_EVIDENCE.model_copy(
         update={
-            "weights": {k: round(v, 3) for k, v in fitted["weights"].items()},
+            "weights": fitted["weights"],
+            "interactions": fitted.get("interactions", {}),
             "scale": round(fitted["scale"], 4),
             "offset": round(fitted["offset"], 4),
         }

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
 from memvault.retrieval.diversity import mmr
-from memvault.retrieval.evidence import FEATURES, EvidenceModel, evidence_features, sigmoid
+from memvault.retrieval.evidence import EvidenceModel, evidence_features, sigmoid
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.intent import asks_for_many
@@ -174,10 +174,9 @@ def evidence_relevance(
     )
     if not feats.ids:
         return {}, {}, {}, {}
-    weights = model.vector()
-    raw = feats.matrix @ weights
+    raw = model.score(feats.matrix)
     rel = sigmoid(model.scale * raw + model.offset)
-    parts = _Contributions(feats.ids, feats.matrix, weights)
+    parts = _Contributions(feats.ids, feats.matrix, model)
     relevance = dict(zip(feats.ids, rel.tolist(), strict=True))
     score = dict(zip(feats.ids, raw.tolist(), strict=True))
     cosine = {i: c for i, c in zip(feats.ids, feats.cosine, strict=True) if c is not None}
@@ -188,20 +187,14 @@ class _Contributions(Mapping[str, dict[str, float]]):
     """Each feature's weighted contribution per entry, computed only for entries asked about
     (the few that are returned), not for every candidate."""
 
-    def __init__(
-        self, ids: Sequence[str], matrix: NDArray[np.float64], weights: NDArray[np.float64]
-    ):
+    def __init__(self, ids: Sequence[str], matrix: NDArray[np.float64], model: EvidenceModel):
         self._row = {entry_id: row for row, entry_id in enumerate(ids)}
         self._matrix = matrix
-        self._weights = weights
+        self._model = model
 
     def __getitem__(self, entry_id: str) -> dict[str, float]:
-        row = self._matrix[self._row[entry_id]]
-        return {
-            name: round(float(row[j] * w), 4)
-            for j, (name, w) in enumerate(zip(FEATURES, self._weights, strict=True))
-            if w != 0.0 and row[j] != 0.0
-        }
+        shares = self._model.contributions(self._matrix[self._row[entry_id]])
+        return {name: round(v, 4) for name, v in shares.items() if v != 0.0}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._row)

@@ -201,8 +201,14 @@ def test_default_preset_uses_every_stage() -> None:
     cfg = PRESETS["default"]
     assert cfg.fusion == "evidence" and cfg.evidence is not None
     assert cfg.uses_neighbours and cfg.neighbour_hops == 2
-    weights = cfg.evidence.weights
-    assert weights["thread"] > 0 and weights["when"] > 0 and weights["answers"] > 0
+    model = cfg.evidence
+    # Each stage takes part in the score: its own weight or a pairwise term (the quadratic model
+    # trades the two off, so a linear weight alone may be negative while the stage still helps).
+    for name in ("thread", "when", "answers", "ctx_prev", "ctx_next", "period"):
+        used = model.weights.get(name, 0.0) != 0.0 or any(
+            name in key.split("*") and w != 0.0 for key, w in model.interactions.items()
+        )
+        assert used, name
     assert cfg.neighbour_window(10) == 20 and cfg.neighbour_window(50) == 100
     legacy = PRESETS["legacy"]
     assert legacy.fusion == "linear" and legacy.uses_neighbours and legacy.neighbour_hops == 2

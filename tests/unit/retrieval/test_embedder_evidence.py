@@ -44,8 +44,10 @@ needs_l3 = pytest.mark.skipif(
 def test_l3_coefficients_are_keyed_by_the_l3_embedders_model_id() -> None:
     assert set(EMBEDDER_EVIDENCE) == {MINILM_L3_MODEL_ID}
     assert EMBEDDER_EVIDENCE[MINILM_L3_MODEL_ID] is MINILM_L3_EVIDENCE
-    # Fitted, not copied: the cosine weighs far more under L3 than under the default model.
-    assert MINILM_L3_EVIDENCE.weights["cos"] > 5 * DEFAULT_EVIDENCE.weights["cos"]
+    # Fitted, not copied: every coefficient kind differs from the default model's.
+    assert MINILM_L3_EVIDENCE.weights["cos"] != DEFAULT_EVIDENCE.weights["cos"]
+    assert MINILM_L3_EVIDENCE.interactions != DEFAULT_EVIDENCE.interactions
+    assert set(MINILM_L3_EVIDENCE.interactions) == set(DEFAULT_EVIDENCE.interactions)
     assert MINILM_L3_EVIDENCE.offset != DEFAULT_EVIDENCE.offset
 
 
@@ -106,15 +108,21 @@ async def _fill(mem: AsyncMemory) -> None:
     )
 
 
-def _cos_weight(hits: list[MemoryEntry]) -> float:
-    """The cosine weight the ranking used, read back from each hit's explain breakdown."""
-    weights = set()
-    for h in hits:
-        assert h.score is not None and h.score.evidence is not None
-        if h.score.dense is not None and h.score.dense > 0.1:  # explain rounds to 4 places
-            weights.add(round(h.score.evidence["cos"] / h.score.dense, 2))
-    assert len(weights) == 1, weights
-    return weights.pop()
+def _model_used(hits: list[MemoryEntry]) -> EvidenceModel:
+    """The evidence model whose calibration turns every hit's explained score (the sum of its
+    contributions) into its relevance: the L3 model or the default one, never both."""
+    found = []
+    for model in (DEFAULT_EVIDENCE, MINILM_L3_EVIDENCE):
+        fits = True
+        for h in hits:
+            assert h.score is not None and h.score.evidence is not None
+            raw = sum(h.score.evidence.values())
+            expected = 1 / (1 + math.exp(-(model.scale * raw + model.offset)))
+            fits = fits and math.isclose(h.relevance_score or 0.0, expected, abs_tol=2e-3)
+        if fits:
+            found.append(model)
+    assert len(found) == 1, found
+    return found[0]
 
 
 @needs_l3
@@ -125,7 +133,7 @@ async def test_a_store_indexed_with_l3_ranks_with_the_l3_coefficients() -> None:
             await mem.search("What did Caroline research?", agent_id="a", limit=3, explain=True)
         )
     assert hits[0].content.startswith("Caroline: I'm researching adoption")
-    assert _cos_weight(hits) == round(MINILM_L3_EVIDENCE.weights["cos"], 2)
+    assert _model_used(hits) is MINILM_L3_EVIDENCE
 
 
 async def test_a_default_model_store_reopened_ranks_exactly_as_before(tmp_path: Path) -> None:
@@ -139,7 +147,7 @@ async def test_a_default_model_store_reopened_ranks_exactly_as_before(tmp_path: 
         again = list(
             await mem.search("What did Caroline research?", agent_id="a", limit=5, explain=True)
         )
-    assert _cos_weight(first) == round(DEFAULT_EVIDENCE.weights["cos"], 2)
+    assert _model_used(first) is DEFAULT_EVIDENCE
     assert [(h.id, h.relevance_score) for h in again] == [(h.id, h.relevance_score) for h in first]
     # The relevance is the shipped default model's calibration of the shipped weights.
     top = again[0]

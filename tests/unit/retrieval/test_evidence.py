@@ -149,6 +149,42 @@ def test_model_rejects_unknown_features_and_switches_features_off() -> None:
         RetrievalConfig(fusion="evidence")
 
 
+def test_interactions_are_validated_and_scored_as_pairwise_products() -> None:
+    for bad in ("cos", "cos*nope", "cos*lex*when"):
+        with pytest.raises(ValidationError, match="two evidence features"):
+            EvidenceModel(weights={"cos": 1.0}, interactions={bad: 1.0})
+    model = EvidenceModel(
+        weights={"cos": 1.0, "lex": -0.5}, interactions={"cos*lex": 2.0, "lex*lex": 3.0}
+    )
+    matrix = np.zeros((3, len(FEATURES)))
+    matrix[:, COL["cos"]] = [0.5, 0.5, 0.1]
+    matrix[:, COL["lex"]] = [0.0, 0.4, 0.4]
+    expected = [
+        cos - 0.5 * lex + 2.0 * cos * lex + 3.0 * lex * lex
+        for cos, lex in zip(matrix[:, COL["cos"]], matrix[:, COL["lex"]], strict=True)
+    ]
+    assert model.score(matrix).tolist() == pytest.approx(expected)
+    # Same cosine, and the lexical match is worth more with it than without it.
+    linear = EvidenceModel(weights=model.weights)
+    gain = model.score(matrix) - linear.score(matrix)
+    assert gain[0] == 0.0 and gain[1] > gain[2] > 0.0
+
+
+def test_contributions_add_up_and_ablation_drops_a_features_interactions() -> None:
+    model = EvidenceModel(
+        weights={"cos": 1.0, "lex": -0.5, "when": 0.3},
+        interactions={"cos*lex": 2.0, "lex*lex": 3.0, "cos*when": -1.0},
+    )
+    row = np.zeros(len(FEATURES))
+    row[[COL["cos"], COL["lex"], COL["when"]]] = [0.5, 0.4, 1.0]
+    shares = model.contributions(row)
+    assert sum(shares.values()) == pytest.approx(float(model.score(row[None, :])[0]))
+    # cos gets its own term and half of each of its two interactions.
+    assert shares["cos"] == pytest.approx(0.5 + 0.5 * 2.0 * 0.5 * 0.4 + 0.5 * -1.0 * 0.5)
+    assert model.without("lex").interactions == {"cos*when": -1.0}
+    assert model.without("cos").interactions == {"lex*lex": 3.0}
+
+
 def test_relevance_is_absolute_not_rescaled_per_query() -> None:
     # One weak candidate alone: min-max fusion calls it 1.0, the evidence model does not.
     cands = CandidateSet(
