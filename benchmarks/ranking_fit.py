@@ -37,6 +37,11 @@ L2_QUAD = 0.03
 """Ridge strength of the quadratic fit (on standardised columns): 0.01 and 0.03 cross-validate
 alike; the stronger one keeps the 66 pairwise weights small."""
 PAIRS = [(i, j) for i in range(len(FEATURES)) for j in range(i, len(FEATURES))]
+MONOTONE = ("cos", "lex", "coverage")
+"""Evidence of the entry itself: more of it must never lower the score (a quadratic fit left free
+put a memory holding the query's rare term below one without it, since BM25 and cosine partly
+stand in for each other in conversational data)."""
+MONO_PENALTY = 1000.0
 """Share of the LongMemEval questions in the training loss (LoCoMo has 16x more questions; equal
 shares over-fit the smaller set, and the two disagree on where answers sit in a thread)."""
 
@@ -113,8 +118,13 @@ def evaluate(qs, weights):
     }
 
 
-def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X"):
-    """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``)."""
+def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X", monotone=None):
+    """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``).
+
+    ``monotone`` (quadratic fits, ``key="Z"``): ``{feature column: [(pair column, factor,
+    other column)]}``; the score's slope along each such feature, ``b_i + sum factor * b_pair *
+    Z[:, other]``, is pushed to be >= 0 at every training candidate (squared hinge, MONO_PENALTY),
+    so more of that evidence never lowers a memory's score where the data lives."""
     train = [q for q in qs if q["ds"] in ("locomo", "lme") and q["y"].sum() > 0]
     # Experiments may append columns after FEATURES (benchmarks/ranking_adaptive.py).
     width = train[0][key].shape[1]
@@ -135,12 +145,24 @@ def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X"):
     b = np.zeros(len(cols))
     m = np.zeros_like(b)
     v = np.zeros_like(b)
+    mono = monotone or {}
+    pos = {c: k for k, c in enumerate(cols)}
     for t in range(1, iters + 1):
         s = X @ b
         e = np.exp(s - np.maximum.reduceat(s, st)[seg])
         p = e / np.add.reduceat(e, st)[seg]
         pg = e * y / np.add.reduceat(e * y, st)[seg]
         g = X.T @ ((p - pg) * w[seg]) + l2 * b
+        for i, terms in mono.items():
+            slope = np.full(len(X), b[pos[i]])
+            for pair, factor, other in terms:
+                slope += factor * b[pos[pair]] * X[:, pos[other]]
+            short = np.minimum(slope, 0.0)  # d/dslope of min(slope, 0)^2 is 2 * min(slope, 0)
+            if short.any():
+                scale = 2 * MONO_PENALTY / len(X)
+                g[pos[i]] += scale * short.sum()
+                for pair, factor, other in terms:
+                    g[pos[pair]] += scale * factor * (short * X[:, pos[other]]).sum()
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         b -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
@@ -183,11 +205,44 @@ def to_model(b, mu, sd, *, digits=5):
     return EvidenceModel(weights=weights, interactions=inter)
 
 
+def monotone_terms(n=None, names=MONOTONE):
+    """For ``fit(monotone=...)``: each monotone feature's slope terms over the ``Z`` columns
+    (``n`` linear columns, then the pairs in ``PAIRS`` order)."""
+    n = len(FEATURES) if n is None else n
+    pairs = [(i, j) for i in range(n) for j in range(i, n)]
+    out = {}
+    for name in names:
+        i = FEATURES.index(name)
+        terms = []
+        for k, (a, b) in enumerate(pairs):
+            if a == i and b == i:
+                terms.append((n + k, 2.0, i))
+            elif a == i or b == i:
+                terms.append((n + k, 1.0, b if a == i else a))
+        out[i] = terms
+    return out
+
+
 def fit_quadratic(qs, train, l2=L2_QUAD, iters=800):
-    """The quadratic evidence model fitted on ``train`` (standardised over ``qs``)."""
+    """The quadratic evidence model fitted on ``train`` (standardised over ``qs``), monotone in
+    the entry's own evidence (``MONOTONE``)."""
     mu, sd = standardiser(qs)
     expand(qs, mu, sd)
-    return to_model(fit(train, l2=l2, iters=iters, key="Z"), mu, sd)
+    b = fit(train, l2=l2, iters=iters, key="Z", monotone=monotone_terms())
+    return to_model(b, mu, sd)
+
+
+def slope(model, X, name):
+    """The raw score's partial derivative along feature ``name`` at each row of ``X``."""
+    i = FEATURES.index(name)
+    out = np.full(len(X), model.weights.get(name, 0.0))
+    for key, w in model.interactions.items():
+        a, b = (FEATURES.index(x) for x in key.split("*"))
+        if a == i and b == i:
+            out += 2 * w * X[:, i]
+        elif a == i or b == i:
+            out += w * X[:, b if a == i else a]
+    return out
 
 
 def cross_validate(qs, fitter):
@@ -298,6 +353,10 @@ def main() -> None:
     print("weights:", json.dumps(model.weights))
     print("interactions:", json.dumps(model.interactions))
     print(f"calibration: scale {a:.4f} offset {c:.4f}")
+    X = np.vstack([q["X"] for q in qs if len(q["X"])])
+    for name in MONOTONE:
+        share = np.mean(slope(model, X, name) < -1e-9)
+        print(f"slope along {name} < 0 at {share:.4f} of candidates")
     if "--json" in sys.argv:
         out = sys.argv[sys.argv.index("--json") + 1]
         with open(out, "w") as fh:

@@ -34,6 +34,7 @@ from memvault.bench.locomo import turn_items
 from memvault.bench.longmemeval import haystack_items
 from memvault.bench.metrics import recall_at_k
 from memvault.embeddings import create_embedder, default_embedder
+from memvault.retrieval.evidence import FEATURES
 from memvault.retrieval.presets import DEFAULT, DEFAULT_EVIDENCE, RetrievalConfig, get_preset
 
 AGENT = "bench"
@@ -217,7 +218,28 @@ def refit_config(path: str) -> RetrievalConfig:
     return DEFAULT.model_copy(update={"name": "refit", "evidence": model})
 
 
+def ablated(stage: str) -> RetrievalConfig:
+    """The default preset with one ranking stage switched off (``--configs ablation``):
+    an evidence feature (its weight and interactions), the neighbour fetch, thread spreading."""
+    evidence = DEFAULT_EVIDENCE
+    if stage == "neighbours":  # no neighbour fetch: the context features see nothing
+        model = evidence.model_copy(update={"context_hops": 0})
+        return DEFAULT.model_copy(update={"name": "-neighbours", "evidence": model})
+    if stage == "spread":
+        model = evidence.model_copy(update={"thread_spread": 0.0})
+        return DEFAULT.model_copy(update={"name": "-spread", "evidence": model})
+    if stage == "interactions":
+        model = evidence.model_copy(update={"interactions": {}})
+        return DEFAULT.model_copy(update={"name": "-interactions", "evidence": model})
+    return DEFAULT.model_copy(update={"name": f"-{stage}", "evidence": evidence.without(stage)})
+
+
+ABLATION = ("interactions", "neighbours", "spread", *FEATURES)
+
+
 def resolve(name: str, extra: dict[str, RetrievalConfig]) -> RetrievalConfig:
+    if name.startswith("-"):
+        return ablated(name[1:])
     return extra[name] if name in extra else get_preset(name)
 
 
@@ -272,7 +294,10 @@ async def main(
         grid = sorted({0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, CONTEXT_MIN_RELEVANCE})
         await offtopic(lab, resolve(args.configs.split(",")[0], extra or {}), grid)
         return lab
-    for name in args.configs.split(","):
+    names = args.configs.split(",")
+    if names == ["ablation"]:
+        names = ["default", *(f"-{stage}" for stage in ABLATION)]
+    for name in names:
         show(name, await evaluate(lab, resolve(name, extra or {})))
     lab.embedder.save()
     if args.dump:

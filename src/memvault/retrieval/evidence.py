@@ -6,7 +6,7 @@ match from one whose meaning does. Here every candidate gets a vector of *eviden
 whose scale is the same in every query and every store: raw cosine, saturated BM25, the share of
 the query's terms the entry holds, what its conversation neighbours say (and whether it answers
 a matching question just before it), how strongly its thread matches, temporal cues, and its own
-evidence scaled by its length. A linear model gives a ranking score ``s`` and
+evidence scaled by its length. A model over these features gives a ranking score ``s`` and
 
     relevance = sigmoid(scale * s + offset)
 
@@ -15,12 +15,16 @@ class-balanced, so the store's size, which sets the base rate, does not enter): 
 across queries and stores, so ``min_relevance`` works.
 
 The score is quadratic in the features: ``s = sum_i w_i f_i + sum_{i<=j} w_ij f_i f_j``. The
-pairwise terms let one piece of evidence change what another is worth (a cosine counts for more
-when the entry also holds the query's rare terms, a neighbour's evidence for less when the entry
-itself matches), which is how the model adapts to the evidence of each query. Fitted on half of
-each development set and tested on the other half, the pairwise terms lift LoCoMo R@10 from
-0.753 to 0.777 and LongMemEval turn R@10 from 0.776 to 0.814 over the linear model
-(``benchmarks/ranking_fit.py``, two-fold cross-validation).
+pairwise terms let one piece of evidence change what another is worth: in the fitted default,
+a BM25 match adds less when the cosine is already high (the two partly say the same thing), and
+the evidence of a question just before an entry adds more when the entry itself is close in
+meaning (an answer, not chit-chat). This is how the model adapts to the evidence of each
+query. The fit is constrained so that more of an entry's own evidence (cosine, BM25, term
+coverage) never lowers its score where the data lives: left free, the pairwise terms put a
+memory holding the query's rare term below one without it. Fitted on half of each development
+set and tested on the other half, the pairwise terms lift LoCoMo R@10 from 0.749 to 0.774 and
+LongMemEval turn R@10 from 0.804 to 0.819 over the linear model (``benchmarks/ranking_fit.py``,
+two-fold cross-validation).
 
 The model adapts to each query through its evidence, not through a per-dataset blend: a query
 with a sharp lexical match earns its score from BM25 and term coverage, one with none from the

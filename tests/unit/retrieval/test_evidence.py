@@ -185,6 +185,41 @@ def test_contributions_add_up_and_ablation_drops_a_features_interactions() -> No
     assert model.without("cos").interactions == {"lex*lex": 3.0}
 
 
+@pytest.mark.parametrize("model_name", ["default", "minilm-l3"])
+def test_more_of_an_entrys_own_evidence_never_lowers_its_score(model_name: str) -> None:
+    # Twins that differ only in BM25 (or only in cosine): the one with more evidence must not
+    # score lower. The pairwise terms were fitted with this constraint; left free they ranked a
+    # chunk holding the query's rare term below one without it (tests/unit/write/test_chunking).
+    from memvault.retrieval.presets import DEFAULT_EVIDENCE, MINILM_L3_EVIDENCE
+
+    model = DEFAULT_EVIDENCE if model_name == "default" else MINILM_L3_EVIDENCE
+    contents = (
+        "The billing service listens on port 8217.",
+        "I think the billing team moved the service last week and it listens elsewhere now.",
+    )
+    queries = (
+        "which port does the billing service listen on",
+        "when did the billing service move?",
+    )
+    checked = 0
+    for content in contents:
+        for query in queries:
+            for cos in (0.05, 0.2, 0.35, 0.5, 0.65, 0.75):
+                for low, high in ((0.0, 2.0), (2.0, 5.0), (5.0, 10.0), (10.0, 25.0)):
+                    for a, b in (((cos, low), (cos, high)), ((cos, low), (cos + 0.1, low))):
+                        twins = {"a": a, "b": b}
+                        cands = CandidateSet(
+                            dense=[(i, c) for i, (c, _) in twins.items()],
+                            lexical=[(i, bm) for i, (_, bm) in twins.items() if bm > 0],
+                            entries={i: entry(i, content) for i in twins},
+                        )
+                        feats = evidence_features(cands, query_text=query, now=NOW)
+                        score = dict(zip(feats.ids, model.score(feats.matrix), strict=True))
+                        assert score["b"] >= score["a"] - 1e-9, (content, query, a, b)
+                        checked += 1
+    assert checked == 192
+
+
 def test_relevance_is_absolute_not_rescaled_per_query() -> None:
     # One weak candidate alone: min-max fusion calls it 1.0, the evidence model does not.
     cands = CandidateSet(
