@@ -146,7 +146,9 @@ def estimate_tokens(text: str) -> int:
             total += _word_cost(piece)
         else:
             total += 1.0 if len(piece) == 1 else math.ceil(len(piece) / _REPEATED_PUNCT_CHARS)
-    return max(1, math.ceil(total))
+    # Rounded first: fractional costs (5/3 + 4/3) sum to 3.0000000000000004 in floating point,
+    # and a ceiling of that would charge a token that no piece costs.
+    return max(1, math.ceil(round(total, 9)))
 
 
 # --- formatting ----------------------------------------------------------------------------------

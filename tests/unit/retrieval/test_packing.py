@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memvault.errors import MemoryValidationError
@@ -154,6 +154,7 @@ def test_estimate_counts_non_english_text() -> None:
     assert estimate_tokens("Привет") == 2  # other scripts: about three letters a token
 
 
+@example(["0:0:0:", "0:0:0:", "0000000:0:0000:0", "0:0AAAA\u00b90:0AA\u00b2\u00b9"])  # float drift
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=60).filter(lambda s: "\n" not in s), max_size=8))
 def test_estimate_is_additive_over_lines(lines: list[str]) -> None:
