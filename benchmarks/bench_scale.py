@@ -53,8 +53,16 @@ def pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def corpus(size: int, n_real: int, console: Console) -> tuple[list[str], np.ndarray]:
-    """Texts and unit vectors for ``size`` memories (``n_real`` of them embedded for real)."""
+def corpus(
+    size: int, n_real: int, console: Console, data: str = "noise"
+) -> tuple[list[str], np.ndarray]:
+    """Texts and unit vectors for ``size`` memories (``n_real`` of them embedded for real).
+
+    ``noise``: a random real vector plus Gaussian noise (about 36 near-copies of each real
+    vector at 1M: many near-ties, the hard case for a graph index). ``blend``: a real vector
+    pulled 15-50% towards another real one plus light noise (sigma 0.01), as in
+    ``bench_hnsw_recall.py``: nearest-neighbour cosines like the copies' without their clusters.
+    """
     texts = memories(size, seed=size)
     emb = default_embedder()
     n_real = min(n_real, size)
@@ -66,7 +74,13 @@ def corpus(size: int, n_real: int, console: Console) -> tuple[list[str], np.ndar
     for start in range(n_real, size, 100_000):
         stop = min(start + 100_000, size)
         src = real[rng.integers(0, n_real, stop - start)]
-        noise = rng.normal(scale=0.028, size=src.shape).astype(np.float32)
+        if data == "blend":
+            other = real[rng.integers(0, n_real, stop - start)]
+            pull = rng.uniform(0.15, 0.5, size=(stop - start, 1)).astype(np.float32)
+            src = (1 - pull) * src + pull * other
+            noise = rng.normal(scale=0.01, size=src.shape).astype(np.float32)
+        else:
+            noise = rng.normal(scale=0.028, size=src.shape).astype(np.float32)
         block = src + noise
         vectors[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
     return texts, vectors
@@ -99,15 +113,27 @@ async def load(mem: AsyncMemory, texts: list[str], vectors: np.ndarray, console:
     return len(texts) / (time.perf_counter() - start)
 
 
-async def time_searches(mem: AsyncMemory, qs: list[str], preset: str) -> list[float]:
-    """Milliseconds of each end-to-end ``search`` (query embedding included)."""
+async def time_searches(
+    mem: AsyncMemory, qs: list[str], preset: str, tops: list[list[str]] | None = None
+) -> list[float]:
+    """Milliseconds of each end-to-end ``search`` (query embedding included); the ids of each
+    search's results go to ``tops`` when given."""
     await mem.search("warm up", agent_id=AGENT, preset=preset)
     out = []
     for q in qs:
         t = time.perf_counter()
-        await mem.search(q, agent_id=AGENT, limit=10, preset=preset)
+        hits = await mem.search(q, agent_id=AGENT, limit=10, preset=preset)
         out.append((time.perf_counter() - t) * 1000)
+        if tops is not None:
+            tops.append([h.id for h in hits])
     return out
+
+
+def overlap(got: list[list[str]], want: list[list[str]]) -> float:
+    """Mean share of each reference top 10 found in the matching top 10 (recall@10)."""
+    return statistics.mean(
+        len(set(g) & set(w)) / max(len(w), 1) for g, w in zip(got, want, strict=True)
+    )
 
 
 async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
@@ -116,7 +142,7 @@ async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[st
     qs = queries(args.queries)
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            texts, vectors = corpus(size, args.real, console)
+            texts, vectors = corpus(size, args.real, console, args.data)
             path = Path(args.db_dir or tmp) / f"scale-{size}.db"
             path.unlink(missing_ok=True)
             mem = AsyncMemory(str(path), embedder=default_embedder(), track_access=False)
@@ -141,6 +167,7 @@ async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[st
 async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
     """HNSW versus exact on one PostgreSQL schema per size."""
     from memvault.backends.postgres import PostgresBackend
+    from memvault.backends.postgres._candidates import exact_scans
 
     server = None
     url = args.url
@@ -155,7 +182,7 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
     emb = default_embedder()
     try:
         for size in args.sizes:
-            texts, vectors = corpus(size, args.real, console)
+            texts, vectors = corpus(size, args.real, console, args.data)
             schema = f"scale_{size}"
             bulk = PostgresBackend(url, emb, schema=schema, hnsw=False)
             await bulk.connect()
@@ -172,8 +199,9 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
                 tops: list[list[str]] = []
                 for q in qs:
                     t = time.perf_counter()
+                    # The default preset's pool for a search of limit 10 (10 x 8).
                     cands = await indexed.search_candidates(
-                        AGENT, MemoryQuery(text=q), pool=10, dense=True, exact=exact
+                        AGENT, MemoryQuery(text=q), pool=80, dense=True, exact=exact
                     )
                     lat.append((time.perf_counter() - t) * 1000)
                     tops.append([i for i, _ in cands.dense[:10]])
@@ -200,17 +228,28 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
                     }
                 )
             full = AsyncMemory(backend=indexed, track_access=False)
-            lat = await time_searches(full, qs, "default")
-            rows.append(
-                {
-                    "size": size,
-                    "engine": "postgres hnsw (default search)",
-                    "load": rate,
-                    "p50": statistics.median(lat),
-                    "p95": pct(lat, 95),
-                    "recall": None,
-                }
-            )
+            # The whole default search (query embedding, dense and lexical candidates,
+            # neighbours, ranking), through the graph and with every dense scan exact: the
+            # recall@10 of what the user gets, against the same search without the index.
+            graph_ids: list[list[str]] = []
+            exact_ids: list[list[str]] = []
+            lat = await time_searches(full, qs, "default", graph_ids)
+            with exact_scans():
+                exact_lat = await time_searches(full, qs, "default", exact_ids)
+            for name, times, rec in (
+                ("hnsw", lat, overlap(graph_ids, exact_ids)),
+                ("exact", exact_lat, 1.0),
+            ):
+                rows.append(
+                    {
+                        "size": size,
+                        "engine": f"postgres {name} (default search)",
+                        "load": rate,
+                        "p50": statistics.median(times),
+                        "p95": pct(times, 95),
+                        "recall": rec,
+                    }
+                )
             await indexed.disconnect()
     finally:
         if server is not None:
@@ -227,6 +266,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--url", default=None, help="PostgreSQL URL (default: private pgserver)")
     ap.add_argument("--db-dir", default=None, help="where SQLite files go (default: temp)")
+    ap.add_argument(
+        "--data", choices=("noise", "blend"), default="noise", help="synthetic vectors (see corpus)"
+    )
     args = ap.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
     console = Console(stderr=True)

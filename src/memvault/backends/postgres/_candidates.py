@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,7 @@ from memvault.backends.postgres._rows import (
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval.bm25 import K1, ROW_EXTRA_TOKENS, B, idf, prune_common_terms
 
-__all__ = ["PostgresCandidatesMixin"]
+__all__ = ["PostgresCandidatesMixin", "exact_scans"]
 
 # pgvector caps hnsw.ef_search at 1000; a scan needing more is done exactly instead.
 _MAX_EF_SEARCH = 1000
@@ -44,6 +44,17 @@ _MIN_EF_SEARCH = 40
 _EF_PER_POOL = 2
 
 _EXACT: ContextVar[bool] = ContextVar("memvault_postgres_exact", default=False)
+
+
+@contextlib.contextmanager
+def exact_scans() -> Iterator[None]:
+    """Within this block (this task and what it awaits), dense candidate searches scan exactly
+    instead of walking the HNSW graph: the reference for a whole search's recall@10."""
+    token = _EXACT.set(True)
+    try:
+        yield
+    finally:
+        _EXACT.reset(token)
 
 
 if TYPE_CHECKING:
@@ -80,9 +91,10 @@ class PostgresCandidatesMixin(_MixinBase):
         """Dense and lexical top-``pool`` candidates for ``query.text`` passing the filters.
 
         ``exact=True`` scans every matching row for the dense side instead of walking the HNSW
-        graph (index scans off for the query), e.g. to measure the index's recall.
+        graph (index scans off for the query), e.g. to measure the index's recall; so does a call
+        made inside :func:`exact_scans` (for a whole search, end to end).
         """
-        token = _EXACT.set(exact)
+        token = _EXACT.set(exact or _EXACT.get())
         try:
             return await super().search_candidates(
                 agent_id,
