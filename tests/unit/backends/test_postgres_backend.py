@@ -20,6 +20,7 @@ from psycopg import sql
 
 from memvault.backends.factory import open_backend
 from memvault.backends.postgres import PostgresBackend
+from memvault.backends.postgres._candidates import exact_scans
 from memvault.backends.postgres._dsn import parse_dsn
 from memvault.backends.postgres._rows import _PRIVATE_SCOPE, _where
 from memvault.backends.postgres.schema import HNSW_INDEX, MIGRATIONS, SCHEMA_VERSION
@@ -678,6 +679,24 @@ async def test_hnsw_search_finds_the_exact_neighbours(
             recall.append(len({i for i, _ in approx.dense} & {i for i, _ in exact.dense}) / 10)
             assert all(pg_entry.agent_id == "a" for pg_entry in approx.entries.values())
         assert sum(recall) / len(recall) >= 0.9
+        # exact_scans() makes every dense search inside it exact (benchmarks use it for a whole
+        # search's recall); outside it the graph is walked again.
+        asked: list[bool] = []
+        walk = pg._ef_search
+
+        def spy(*, exact: bool, **kwargs: Any) -> int | None:
+            asked.append(exact)
+            return walk(exact=exact, **kwargs)
+
+        pg._ef_search = spy  # type: ignore[method-assign]
+        q = MemoryQuery(text=QUERIES[0])
+        with exact_scans():
+            scoped = await pg.search_candidates("a", q, pool=10)
+        await pg.search_candidates("a", q, pool=10)
+        del pg._ef_search
+        assert asked == [True, False]
+        reference = await pg.search_candidates("a", q, pool=10, exact=True)
+        assert scoped.dense == reference.dense
         # The approximate searches really walked the HNSW index. Closing the pool ends its
         # server processes, which flushes their statistics (idle ones wait up to 10 s).
         await pg.disconnect()
