@@ -54,6 +54,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvault.models import CandidateSet, MemoryEntry
+from memvault.retrieval._textcache import text_memo
 from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
 from memvault.retrieval.text import query_terms, tokenize
 from memvault.retrieval.threads import thread_id
@@ -214,7 +215,7 @@ class EvidenceFeatures:
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
-@lru_cache(maxsize=65_536)
+@text_memo()
 def _question_share(text: str) -> float:
     """Share of a text's sentences that end with a question mark (cached: texts recur)."""
     sentences = [m.group().strip() for m in _SENTENCE.finditer(text)]
@@ -224,7 +225,7 @@ def _question_share(text: str) -> float:
     return sum(1 for x in sentences if x.endswith("?")) / len(sentences)
 
 
-@lru_cache(maxsize=65_536)
+@text_memo()
 def _terms(text: str) -> tuple[frozenset[str], int]:
     """The distinct index terms of a text and its length in terms (cached: texts recur)."""
     words = tokenize(text)

@@ -11,7 +11,8 @@ import calendar
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+
+from memvault.retrieval._textcache import text_memo
 
 __all__ = ["TimeRange", "asks_when", "mentions_time", "query_time_range"]
 
@@ -64,7 +65,7 @@ def asks_when(query: str) -> bool:
     return bool(_WHEN.search(query))
 
 
-@lru_cache(maxsize=65_536)
+@text_memo()
 def mentions_time(text: str) -> bool:
     """True if the text contains a temporal expression (a date, weekday, "last week" ...).
 
