@@ -105,18 +105,39 @@ def _row_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
     )
 
 
+ENTRY_CACHE_BYTES = 96 * 2**20
+"""Estimated bytes the SQLite entry cache may hold (see :class:`_EntryCache`)."""
+ENTRY_OVERHEAD_BYTES = 2_500
+"""Estimated bytes of a parsed entry besides its text (model object, metadata, timestamps)."""
+
+
 class _EntryCache:
     """A bounded LRU of hydrated entries by rowid (entries are immutable; writes invalidate).
 
     Search hydrates hundreds of candidates per query and the same popular entries recur, so
     keeping the parsed objects saves most of the read path. Access counters updated by
     *another* process are not seen until that process's next write bumps the generation.
+
+    Bounded by count (``size``) and by an estimate of the bytes held (``max_bytes``: a fixed
+    cost per parsed entry plus its text), so a store of long chunks cannot grow it past what a
+    store of short facts would hold.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_bytes: int = ENTRY_CACHE_BYTES) -> None:
         self._size = size
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._items: OrderedDict[int, MemoryEntry] = OrderedDict()
         self._rowid: dict[str, int] = {}
+
+    @staticmethod
+    def _cost(entry: MemoryEntry) -> int:
+        return ENTRY_OVERHEAD_BYTES + len(entry.content)
+
+    @property
+    def held_bytes(self) -> int:
+        """The estimated bytes the cached entries hold."""
+        return self._bytes
 
     def get(self, rowid: int) -> MemoryEntry | None:
         entry = self._items.get(rowid)
@@ -127,17 +148,25 @@ class _EntryCache:
     def put(self, rowid: int, entry: MemoryEntry) -> None:
         if self._size <= 0:
             return
+        previous = self._items.pop(rowid, None)
+        if previous is not None:
+            self._bytes -= self._cost(previous)
         self._items[rowid] = entry
         self._rowid[entry.id] = rowid
-        if len(self._items) > self._size:
+        self._bytes += self._cost(entry)
+        while len(self._items) > 1 and (
+            len(self._items) > self._size or self._bytes > self._max_bytes
+        ):
             _, old = self._items.popitem(last=False)
             self._rowid.pop(old.id, None)
+            self._bytes -= self._cost(old)
 
     def drop_rowids(self, rowids: Iterable[int]) -> None:
         for rowid in rowids:
             entry = self._items.pop(rowid, None)
             if entry is not None:
                 self._rowid.pop(entry.id, None)
+                self._bytes -= self._cost(entry)
 
     def drop_ids(self, ids: Iterable[str]) -> None:
         self.drop_rowids([r for r in (self._rowid.get(i) for i in ids) if r is not None])
@@ -156,6 +185,7 @@ class _EntryCache:
     def clear(self) -> None:
         self._items.clear()
         self._rowid.clear()
+        self._bytes = 0
 
 
 def _fts_scope_key(agent_id: str, scope: MemoryScope = MemoryScope.PRIVATE) -> str:
