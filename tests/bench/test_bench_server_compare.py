@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCHMARKS = ROOT / "benchmarks"
-
-
-def _load_script(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("bench_server", BENCHMARKS / "bench_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_server", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _bench_worktrees() -> list[str]:
@@ -32,12 +19,10 @@ def _bench_worktrees() -> list[str]:
     return [line for line in listing.splitlines() if "memvault-bench-ref-" in line]
 
 
-def test_compare_searches_both_builds_in_turns(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_compare_searches_both_builds_in_turns(bench_server: ModuleType, tmp_path: Path) -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    bench = _load_script(monkeypatch)
+    bench = bench_server
     out = tmp_path / "compare.json"
     before = _bench_worktrees()
     bench.main(
@@ -63,15 +48,15 @@ def test_compare_searches_both_builds_in_turns(
     assert _bench_worktrees() == before  # the temporary worktree is gone
 
 
-def test_compare_refuses_an_unknown_ref(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_refuses_an_unknown_ref(bench_server: ModuleType) -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    bench = _load_script(monkeypatch)
+    bench = bench_server
     with pytest.raises(subprocess.CalledProcessError):
         bench.main(["--compare", "no-such-ref-anywhere", "--memories", "10"])
 
 
-def test_compare_does_not_go_with_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _load_script(monkeypatch)
+def test_compare_does_not_go_with_server(bench_server: ModuleType) -> None:
+    bench = bench_server
     with pytest.raises(SystemExit):
         bench.parse_args(["--compare", "HEAD", "--server", "http://127.0.0.1:1"])

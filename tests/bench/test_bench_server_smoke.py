@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-
-def _load_script(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    # The script imports its sibling ``_corpus`` the way every benchmark does.
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("bench_server", BENCHMARKS / "bench_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_server", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_corpus_and_queries_are_varied(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _load_script(monkeypatch)
+def test_corpus_and_queries_are_varied(bench_server: ModuleType) -> None:
+    bench = bench_server
     assert len(bench.CORES) * len(bench.TAILS) >= 200
     texts = bench.memory_texts(2000)
     assert len(set(texts)) > 1900
@@ -34,9 +19,9 @@ def test_corpus_and_queries_are_varied(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bench_server_smoke(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bench_server: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench = _load_script(monkeypatch)
+    bench = bench_server
     out = tmp_path / "result.json"
     returned = bench.main(
         [
