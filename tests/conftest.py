@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from memvault.backends.sqlite import _blas
 from memvault.embeddings import default_embedder
 from memvault.protocols import Embedder
 
@@ -112,3 +113,19 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def two_blas_threads() -> Iterator[None]:
+    """numpy's OpenBLAS set to two threads for the test (restored after), as a machine's
+    default would be; skipped where numpy does not use OpenBLAS."""
+    api = _blas._api()
+    if api is None:
+        pytest.skip("numpy is not using OpenBLAS here")
+    setter, getter = api
+    before = getter()
+    setter(2)
+    try:
+        yield
+    finally:
+        setter(before)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,20 +10,6 @@ pytest.importorskip("fastapi")
 
 from memvault.backends.sqlite import _blas
 from memvault.cli.serve import build_app
-
-
-@pytest.fixture
-def two_blas_threads() -> Iterator[None]:
-    api = _blas._api()
-    if api is None:
-        pytest.skip("numpy is not using OpenBLAS here")
-    setter, getter = api
-    before = getter()
-    setter(2)
-    try:
-        yield
-    finally:
-        setter(before)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -289,20 +289,6 @@ async def test_a_write_at_the_cap_evicts_down_to_the_margin(
         # 41 > 40: evicted down to 40 - 5% = 38, so the next write has headroom.
         assert await mem.count(agent_id=AGENT) == 38
         assert len(await mem.archived(agent_id=AGENT)) == 3
-
-
-@pytest.fixture
-def two_blas_threads() -> Iterator[None]:
-    api = _blas._api()
-    if api is None:
-        pytest.skip("numpy is not using OpenBLAS here")
-    setter, getter = api
-    before = getter()
-    setter(2)
-    try:
-        yield
-    finally:
-        setter(before)
 
 
 async def test_the_dense_search_runs_on_one_blas_thread(
