@@ -36,7 +36,14 @@ LME_SHARE = 0.25
 L2_QUAD = 0.03
 """Ridge strength of the quadratic fit (on standardised columns): 0.01 and 0.03 cross-validate
 alike; the stronger one keeps the 66 pairwise weights small."""
-PAIRS = [(i, j) for i in range(len(FEATURES)) for j in range(i, len(FEATURES))]
+
+
+def pairs_of(n):
+    """The pairwise-product columns of ``n`` features, in the order ``expand`` appends them."""
+    return [(i, j) for i in range(n) for j in range(i, n)]
+
+
+PAIRS = pairs_of(len(FEATURES))
 MONOTONE = ("cos", "lex", "coverage")
 """Evidence of the entry itself: more of it must never lower the score (a quadratic fit left free
 put a memory holding the query's rare term below one without it, since BM25 and cosine partly
@@ -102,10 +109,17 @@ def metrics(q, s):
     }
 
 
+def scorer(weights):
+    """Scores of a feature matrix under a weight vector or an :class:`EvidenceModel`."""
+    if isinstance(weights, EvidenceModel):
+        return weights.score
+    return lambda X: X @ weights
+
+
 def evaluate(qs, weights):
     """Metrics per dataset and category; ``weights`` is a weight vector over the columns of
     ``X`` or an :class:`EvidenceModel`."""
-    score = weights.score if isinstance(weights, EvidenceModel) else (lambda X: X @ weights)
+    score = scorer(weights)
     groups = defaultdict(list)
     for q in qs:
         if q["ds"] in ("locomo", "lme"):
@@ -182,8 +196,7 @@ def expand(qs, mu, sd):
     for q in qs:
         Z = (q["X"] - mu) / sd
         n = Z.shape[1]  # ablations drop a column
-        pairs = [(i, j) for i in range(n) for j in range(i, n)]
-        q["Z"] = np.hstack([Z] + [(Z[:, i] * Z[:, j])[:, None] for i, j in pairs])
+        q["Z"] = np.hstack([Z] + [(Z[:, i] * Z[:, j])[:, None] for i, j in pairs_of(n)])
 
 
 def to_model(b, mu, sd, *, digits=5):
@@ -196,7 +209,6 @@ def to_model(b, mu, sd, *, digits=5):
     inter = {}
     for k, (i, j) in enumerate(PAIRS):
         c = b[n + k] / (sd[i] * sd[j])
-        lin = lin.copy()
         lin[i] -= c * mu[j]
         lin[j] -= c * mu[i]
         if c:
@@ -209,7 +221,7 @@ def monotone_terms(n=None, names=MONOTONE):
     """For ``fit(monotone=...)``: each monotone feature's slope terms over the ``Z`` columns
     (``n`` linear columns, then the pairs in ``PAIRS`` order)."""
     n = len(FEATURES) if n is None else n
-    pairs = [(i, j) for i in range(n) for j in range(i, n)]
+    pairs = pairs_of(n)
     out = {}
     for name in names:
         i = FEATURES.index(name)
@@ -260,7 +272,7 @@ def cross_validate(qs, fitter):
 def calibrate(qs, weights):
     """Platt scaling of the ranking score on every candidate (on- and off-topic queries):
     Newton steps on the mean log-loss, halved until the loss falls."""
-    score = weights.score if isinstance(weights, EvidenceModel) else (lambda X: X @ weights)
+    score = scorer(weights)
     s = np.concatenate([score(q["X"]) for q in qs])
     y = np.concatenate([q["y"] for q in qs])
     # Class-balanced: relevance is then a likelihood ratio (0.5 = as likely evidence as not,
@@ -288,7 +300,7 @@ def calibrate(qs, weights):
 
 
 def thresholds(qs, weights, a, c):
-    score = weights.score if isinstance(weights, EvidenceModel) else (lambda X: X @ weights)
+    score = scorer(weights)
     rel = lambda q: 1 / (1 + np.exp(-(a * score(q["X"]) + c)))  # noqa: E731
     off = [rel(q).max() for q in qs if q["ds"].startswith("off") and len(q["y"])]
     kept = []  # relevance of gold hits in the top 10
