@@ -21,7 +21,14 @@ from memvault.retrieval.evidence import (
 )
 from memvault.retrieval.intent import asks_for_many
 from memvault.retrieval.pipeline import rank, spread_threads
-from memvault.retrieval.presets import DEFAULT, LEGACY, PRESETS, RetrievalConfig
+from memvault.retrieval.presets import (
+    DEFAULT,
+    DEFAULT_EVIDENCE,
+    LEGACY,
+    MINILM_L3_EVIDENCE,
+    PRESETS,
+    RetrievalConfig,
+)
 
 NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
 COL = {name: i for i, name in enumerate(FEATURES)}
@@ -190,8 +197,6 @@ def test_more_of_an_entrys_own_evidence_never_lowers_its_score(model_name: str) 
     # Twins that differ only in BM25 (or only in cosine): the one with more evidence must not
     # score lower. The pairwise terms were fitted with this constraint; left free they ranked a
     # chunk holding the query's rare term below one without it (tests/unit/write/test_chunking).
-    from memvault.retrieval.presets import DEFAULT_EVIDENCE, MINILM_L3_EVIDENCE
-
     model = DEFAULT_EVIDENCE if model_name == "default" else MINILM_L3_EVIDENCE
     contents = (
         "The billing service listens on port 8217.",
