@@ -43,16 +43,35 @@ AGENT = "bench"
 class Lab:
     """Open stores for both datasets, with their queries and gold labels."""
 
-    def __init__(self, embedder: CachedEmbedder, store_dir: str | None = None) -> None:
+    def __init__(
+        self, embedder: CachedEmbedder, store_dir: str | None = None, postgres: str | None = None
+    ) -> None:
         self.embedder = embedder
         # None: in-process stores; else one SQLite file per conversation/question in this
         # directory (the default store, to check it ranks exactly as the in-process one).
         self.store_dir = store_dir
+        # A PostgreSQL URL: one schema per conversation/question there instead.
+        self.postgres = postgres
         self._stores = 0
         self.locomo: list[tuple[AsyncMemory, list[tuple[str, str, set[str]]]]] = []
         self.lme: list[tuple[AsyncMemory, str, str, set[str], set[str], Any]] = []
 
     def _mem(self) -> AsyncMemory:
+        if self.postgres is not None:
+            from memvault.backends.postgres import PostgresBackend
+
+            self._stores += 1
+            store = PostgresBackend(
+                self.postgres,
+                self.embedder,
+                schema=f"lab_{self._stores}",
+                pool_max=2,
+                max_memories_per_agent=None,
+                max_content_chars=1_000_000,
+            )
+            return AsyncMemory(
+                backend=store, config=bench_config(), embedder=self.embedder, track_access=False
+            )
         target = "memory://"
         if self.store_dir is not None:
             self._stores += 1
@@ -270,6 +289,14 @@ async def main(
         help="after the configs, also write the candidate dump of ranking_features.py here",
     )
     ap.add_argument(
+        "--postgres",
+        help="build the stores as schemas of this PostgreSQL database ('private': a pgserver)",
+    )
+    ap.add_argument(
+        "--pg-scan-rows",
+        help="comma-separated lexical_scan_rows values; every config is evaluated with each",
+    )
+    ap.add_argument(
         "--sqlite-dir",
         help="build the stores as SQLite files in this (empty) directory instead of in process",
     )
@@ -278,7 +305,30 @@ async def main(
     if args.evidence_json:
         extra["refit"] = refit_config(args.evidence_json)
     inner = default_embedder() if args.embedder == "default" else create_embedder(args.embedder)
-    lab = Lab(CachedEmbedder(inner, args.cache), args.sqlite_dir)
+    server = None
+    url = args.postgres
+    if url == "private":
+        import tempfile
+
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="memvault-lab-"), cleanup_mode="stop")
+        url = server.get_uri()
+    try:
+        return await _run(args, extra, hook, inner, url)
+    finally:
+        if server is not None:
+            server.cleanup()
+
+
+async def _run(
+    args: argparse.Namespace,
+    extra: dict[str, RetrievalConfig],
+    hook: Callable[[Lab], Any] | None,
+    inner: Any,
+    url: str | None,
+) -> Lab:
+    lab = Lab(CachedEmbedder(inner, args.cache), args.sqlite_dir, url)
     t0 = time.perf_counter()
     if args.locomo:
         await lab.load_locomo(args.locomo, args.max_conv)
@@ -297,8 +347,14 @@ async def main(
     names = args.configs.split(",")
     if names == ["ablation"]:
         names = ["default", *(f"-{stage}" for stage in ABLATION)]
-    for name in names:
-        show(name, await evaluate(lab, resolve(name, extra or {})))
+    for rows in args.pg_scan_rows.split(",") if args.pg_scan_rows else [None]:
+        if rows is not None:
+            # The PostgreSQL stores' bound on BM25's scanned rows (see PostgresBackend).
+            for mem in [m for m, _ in lab.locomo] + [entry[0] for entry in lab.lme]:
+                mem.backend._lexical_scan_rows = int(rows)  # type: ignore[attr-defined]
+        for name in names:
+            label = name if rows is None else f"{name} (lexical_scan_rows={rows})"
+            show(label, await evaluate(lab, resolve(name, extra or {})))
     lab.embedder.save()
     if args.dump:
         from ranking_features import dump  # one store build for evaluation and dump

@@ -16,6 +16,7 @@ __all__ = [
     "PRUNE_MIN_DOCS",
     "B",
     "bm25_scores",
+    "bounded_scan",
     "idf",
     "prune_common_terms",
 ]
@@ -98,3 +99,38 @@ def prune_common_terms(
     if kept:
         return kept
     return [min(terms, key=lambda t: (doc_freq.get(t, 0), t))]
+
+
+def bounded_scan(
+    doc_freqs: Sequence[int], max_rows: int, *, max_paired: int = 6
+) -> tuple[list[int], list[int]] | None:
+    """Which rows to score when scoring every row that matches a query term would cost too much.
+
+    For a backend that pays for each matching row it scores (PostgreSQL fetches the row and
+    reads its term frequencies). Returns None when the terms' rows together fit in
+    ``max_rows``: score them all. Otherwise ``(essential, paired)``, positions in
+    ``doc_freqs``:
+
+    * ``essential``: the rarest terms whose rows add up to at most ``max_rows``; every row
+      matching one of them is scored (rare terms carry most of BM25's weight);
+    * ``paired``: up to ``max_paired`` of the rarest other terms; rows matching at least two of
+      them are scored too, as far as the bound allows (a row with two common query terms can
+      outrank one with a single rare term).
+
+    Every scored row is scored with all the terms, so scores are exact; only rows matching a
+    single common term (and nothing else) can be left out, and the caller adds the rows it
+    already holds (the dense candidates). ``max_rows <= 0`` never bounds.
+    """
+    if max_rows <= 0 or sum(doc_freqs) <= max_rows:
+        return None
+    order = sorted((i for i, df in enumerate(doc_freqs) if df), key=lambda i: (doc_freqs[i], i))
+    essential: list[int] = []
+    rows = 0
+    for i in order:
+        if rows + doc_freqs[i] > max_rows:
+            break
+        essential.append(i)
+        rows += doc_freqs[i]
+    rest = order[len(essential) :]
+    paired = rest[:max_paired] if len(rest) >= 2 else []
+    return sorted(essential), sorted(paired)

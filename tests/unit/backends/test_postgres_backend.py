@@ -820,3 +820,68 @@ async def test_m004_repairs_non_json_metadata_and_indexes_the_scope_keys(
 
 def _extra(**extra: Any) -> MemoryMetadata:
     return MemoryMetadata(extra=extra)
+
+
+def test_tsquery_matches_any_term_or_two_paired_ones() -> None:
+    from memvault.backends.postgres._rows import _tsquery
+
+    assert _tsquery(["a", "o'k"]) == "'a' | 'o''k'"
+    assert _tsquery(["r"], ["x", "y", "z"]) == "'r' | ('x' & 'y') | ('x' & 'z') | ('y' & 'z')"
+    assert _tsquery([], ["x", "y"]) == "('x' & 'y')"
+    assert _tsquery([]) == ""
+
+
+async def test_bounded_lexical_scan_scores_exactly_within_scope(
+    make: Callable[..., PostgresBackend],
+) -> None:
+    requests = corpus()
+    full = make(hnsw=False, lexical_scan_rows=0)
+    await full.connect()
+    # The same store, scoring at most 40 rows by term match (a few percent of the corpus, as
+    # the default 5,000 is of a store of 100k+).
+    bounded = make(schema=full.schema, hnsw=False, lexical_scan_rows=40)
+    await bounded.connect()
+    try:
+        for k, agent in enumerate(("a", "b", "c")):
+            await full.store_many(agent, requests[k::3])
+        own = {e.id: e async for e in full.export_entries("a")}
+        ticket = next(
+            r.content.split()[1] for r in requests[0::3] if r.content.startswith("Ticket")
+        )
+        changed = 0
+        for text in [*QUERIES, f"which ticket is {ticket}?"]:
+            q = MemoryQuery(text=text)
+            all_rows = await full.search_candidates("a", q, pool=5_000, dense=False)
+            everything = dict(all_rows.lexical)
+            got = await bounded.search_candidates("a", q, pool=20)
+            scores = [s for _, s in got.lexical]
+            assert scores == sorted(scores, reverse=True)
+            assert len(got.lexical) <= 20
+            for entry_id, score in got.lexical:
+                # Only this agent's rows, each with FTS5's score over every query term.
+                assert entry_id in own
+                assert score == pytest.approx(everything[entry_id], rel=1e-12)
+            # The dense candidates are always scored: none that matches a term and beats the
+            # last row kept is missing.
+            floor = scores[-1] if len(scores) == 20 else 0.0
+            kept = {i for i, _ in got.lexical}
+            for entry_id, _ in got.dense:
+                if everything.get(entry_id, 0.0) > floor:
+                    assert entry_id in kept, (text, entry_id)
+            changed += [i for i, _ in got.lexical] != [i for i, _ in all_rows.lexical[:20]]
+        # The bound was reached (the lists differ from the unbounded ones) for most queries.
+        assert changed >= len(QUERIES) // 2
+        # A rare term's rows fit the bound, so they are all scored: the ticket's row leads.
+        q = MemoryQuery(text=f"which ticket is {ticket}?")
+        got = await bounded.search_candidates("a", q, pool=20)
+        assert ticket.lower() in own[got.lexical[0][0]].content.lower()
+        # Lexical-only searches of common terms still get rows (the first ones within the
+        # bound), and filters apply on the bounded path too.
+        flt = MemoryQuery(text="the meeting", categories=frozenset({MemoryCategory.SEMANTIC}))
+        alone = await bounded.search_candidates("a", flt, pool=10, dense=False)
+        assert 0 < len(alone.lexical) <= 10
+        assert all(own[i].category is MemoryCategory.SEMANTIC for i, _ in alone.lexical)
+        assert all("meeting" in own[i].content for i, _ in alone.lexical)
+    finally:
+        await bounded.disconnect()
+        await full.disconnect()

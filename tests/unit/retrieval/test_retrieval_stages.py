@@ -174,3 +174,19 @@ def test_common_terms_are_pruned_only_in_big_stores() -> None:
         ["the_common", "mid"], {"the_common": 9_000, "mid": 8_000}, 50_000
     ) == ["mid"]
     assert prune_common_terms(["only"], {"only": 49_000}, 50_000) == ["only"]
+
+
+def test_bounded_scan_scores_the_rarest_terms_within_the_bound() -> None:
+    from memvault.retrieval.bm25 import bounded_scan
+
+    # Rows of every term fit: no bound (score them all).
+    assert bounded_scan([10, 20, 30], 60) is None
+    assert bounded_scan([10_000, 20_000], 0) is None
+    # The rarest terms whose rows add up to the bound are essential; the rest are paired.
+    assert bounded_scan([3_000, 40, 900, 8_000], 1_000) == ([1, 2], [0, 3])
+    # A term no row has costs nothing and is never paired.
+    assert bounded_scan([0, 7_000, 6_000], 5_000) == ([], [1, 2])
+    # One other term cannot form a pair; at most max_paired are paired.
+    assert bounded_scan([10, 9_000], 100) == ([0], [])
+    dfs = [1_000 + i for i in range(10)]
+    assert bounded_scan(dfs, 500, max_paired=3) == ([], [0, 1, 2])

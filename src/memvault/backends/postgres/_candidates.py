@@ -20,6 +20,7 @@ from memvault.backends._base import BaseBackend, Vectors
 from memvault.backends.postgres._driver import Conn
 from memvault.backends.postgres._rows import (
     _BM25,
+    _BM25_AMONG,
     _COLUMNS,
     _PRIVATE_SCOPE,
     _STATS,
@@ -31,7 +32,14 @@ from memvault.backends.postgres._rows import (
     _where,
 )
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
-from memvault.retrieval.bm25 import K1, ROW_EXTRA_TOKENS, B, idf, prune_common_terms
+from memvault.retrieval.bm25 import (
+    K1,
+    ROW_EXTRA_TOKENS,
+    B,
+    bounded_scan,
+    idf,
+    prune_common_terms,
+)
 
 __all__ = ["PostgresCandidatesMixin", "exact_scans"]
 
@@ -70,6 +78,7 @@ class PostgresCandidatesMixin(_MixinBase):
         # Provided by PostgresBackend (memvault.backends.postgres.backend).
         _hnsw: bool
         _exact_below: int
+        _lexical_scan_rows: int
 
         def _connection(
             self, op: str, *, write: bool = False
@@ -159,7 +168,7 @@ class PostgresCandidatesMixin(_MixinBase):
                 terms = kept
             if terms and any(dfs):
                 lexical = await self._lexical(
-                    conn, where, params, terms, dfs, pool, n_total, total_len
+                    conn, where, params, terms, dfs, pool, n_total, total_len, [r for r, _ in dense]
                 )
             rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
             by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
@@ -265,8 +274,8 @@ class PostgresCandidatesMixin(_MixinBase):
         )
         return await cur.fetchall()
 
-    @staticmethod
     async def _lexical(
+        self,
         conn: Conn,
         where: str,
         params: list[Any],
@@ -275,27 +284,48 @@ class PostgresCandidatesMixin(_MixinBase):
         pool: int,
         n_total: int,
         total_len: int,
+        held: list[int],
     ) -> list[tuple[int, float]]:
+        """BM25 top-``pool`` rows; ``held`` are rowids this search already has (dense side).
+
+        Every matching row is scored unless the terms' rows exceed ``lexical_scan_rows``: each
+        costs a heap fetch and a JSON read here (about 3 us; a term in 10% of a million rows made
+        searches take most of a second). Then only the rows of the rarest terms within that
+        bound and the ``held`` rows are scored (see :func:`~memvault.retrieval.bm25.bounded_scan`);
+        scores stay FTS5's, only rows matching nothing but common terms can be missed.
+        """
         # Collection statistics exactly as FTS5 derives them: avgdl = total tokens / rows, and
         # idf floored at 1e-6, both computed here in double precision as SQLite does. Rows
         # count ROW_EXTRA_TOKENS more than their text, as in SQLite (see _BM25).
         avgdl = (total_len + ROW_EXTRA_TOKENS * n_total) / n_total
         weights = [idf(n_total, int(df)) for df in dfs]
-        searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
-        cur = await conn.execute(
-            _BM25.format(where=where),
-            [
-                K1 + 1.0,
-                K1,
-                1 - B,
-                B,
-                ROW_EXTRA_TOKENS,
-                avgdl,
-                terms,
-                weights,
-                _tsquery(searchable),
+        score_params = [K1 + 1.0, K1, 1 - B, B, ROW_EXTRA_TOKENS, avgdl]
+        term_params = [terms, weights]
+        plan = bounded_scan([int(df) for df in dfs], self._lexical_scan_rows)
+        if plan is None:
+            searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
+            sql = _BM25.format(where=where)
+            args = [*score_params, *term_params, _tsquery(searchable), *params, pool]
+        else:
+            essential, paired = plan
+            if not essential and not paired and not held:
+                # Nothing else to score (a lexical-only search of one common term): its first
+                # rows, at most the bound, stand in for all of them.
+                essential = [min(range(len(terms)), key=lambda i: (int(dfs[i]) or n_total, i))]
+            match = _tsquery([terms[i] for i in essential], [terms[i] for i in paired])
+            sql = _BM25_AMONG.format(where=where)
+            args = [
+                *score_params,
+                # Nothing to match: any valid tsquery with LIMIT 0 scores the held rows alone.
+                match or _tsquery(terms[:1]),
+                *params,
+                self._lexical_scan_rows if match else 0,
+                *term_params,
+                *score_params,
+                *term_params,
+                held,
                 *params,
                 pool,
-            ],
-        )
+            ]
+        cur = await conn.execute(sql, args)
         return [(int(r[0]), float(r[1])) for r in await cur.fetchall()]

@@ -98,16 +98,42 @@ _SHARED_SCOPE = "m.scope = 'shared' AND m.retracted_at IS NULL"
 # FTS5's bm25(), term for term: score = sum over query terms, in query order, of
 #   idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)))
 # with the same operation order, so the double-precision result is identical to SQLite's.
-# Parameters: k1 + 1, k1, 1 - b, b, extra row tokens, avgdl, terms, idfs, tsquery, scope and
-# filters, limit.
-_BM25 = (
+# Parameters: k1 + 1, k1, 1 - b, b, extra row tokens, avgdl, terms, idfs.
+_BM25_SCORE = (
     "SELECT m.rowid, sum(q.idf * ((q.tf * %s) / (q.tf + %s * (%s + %s * (m.doc_len + %s) / %s)))"
     " ORDER BY q.ord) AS score"
-    " FROM memories m CROSS JOIN LATERAL ("
+)
+_BM25_TERMS = (
+    " CROSS JOIN LATERAL ("
     " SELECT t.ord, t.idf, (m.term_freqs ->> t.term)::float8 AS tf"
     " FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS t(term, idf, ord)) q"
-    " WHERE m.lexemes @@ %s::tsquery AND {where} AND q.tf IS NOT NULL"
-    " GROUP BY m.rowid ORDER BY score DESC, m.rowid DESC LIMIT %s"
+)
+_BM25_TOP = " AND q.tf IS NOT NULL GROUP BY m.rowid ORDER BY score DESC, m.rowid DESC LIMIT %s"
+# Every row matching any term. Parameters: the score's eight, tsquery, scope and filters, limit.
+_BM25 = (
+    _BM25_SCORE
+    + " FROM memories m"
+    + _BM25_TERMS
+    + " WHERE m.lexemes @@ %s::tsquery AND {where}"
+    + _BM25_TOP
+)
+# The top rows among some rows of the scope, each scored with every term: those matching a
+# tsquery (at most a given number; the bitmap scan's rows are scored as they come, no second
+# lookup) and those of a rowid list. Parameters: the score's first six, tsquery, scope and
+# filters, row limit, terms and idfs; the score's all eight, rowids, scope and filters; limit.
+_BM25_AMONG = (
+    "SELECT rowid, score FROM ("
+    + _BM25_SCORE
+    + " FROM (SELECT m.rowid, m.doc_len, m.term_freqs FROM memories m"
+    " WHERE m.lexemes @@ %s::tsquery AND {where} LIMIT %s) m"
+    + _BM25_TERMS
+    + " WHERE q.tf IS NOT NULL GROUP BY m.rowid"
+    " UNION "
+    + _BM25_SCORE
+    + " FROM memories m"
+    + _BM25_TERMS
+    + " WHERE m.rowid = ANY(%s::bigint[]) AND {where} AND q.tf IS NOT NULL GROUP BY m.rowid"
+    ") s ORDER BY score DESC, rowid DESC LIMIT %s"
 )
 
 
@@ -161,11 +187,17 @@ def _analysed(text: str) -> tuple[Counter[str], int]:
     return freqs, len(terms)
 
 
-def _tsquery(terms: Sequence[str]) -> str:
-    # tsquery input syntax with every term quoted (quotes doubled, backslashes escaped), so no
-    # term is ever read as an operator; analysed terms are letters and digits anyway.
-    quoted = ("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-    return " | ".join(quoted)
+def _tsquery(terms: Sequence[str], paired: Sequence[str] = ()) -> str:
+    """Rows with any of ``terms`` or at least two of ``paired``, as tsquery input.
+
+    Every term is quoted (quotes doubled, backslashes escaped), so no term is ever read as an
+    operator; analysed terms are letters and digits anyway.
+    """
+    quoted = ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in (*terms, *paired)]
+    alone = quoted[: len(terms)]
+    pairs = quoted[len(terms) :]
+    both = [f"({a} & {b})" for k, a in enumerate(pairs) for b in pairs[k + 1 :]]
+    return " | ".join(alone + both)
 
 
 def _where(query: MemoryQuery, now: datetime) -> tuple[str, list[Any]]:

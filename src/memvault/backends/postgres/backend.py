@@ -155,6 +155,11 @@ class PostgresBackend(
         index_build_memory: ``maintenance_work_mem`` while the HNSW index is built.
         exact_below: agents with at most this many rows are searched exactly (faster than the
             index at that size, and never misses a row).
+        lexical_scan_rows: the most rows a BM25 search scores by matching query terms (0: no
+            bound). Beyond it, only the rows of the rarest terms that fit and the dense
+            candidates are scored: a term in 10% of a million rows would otherwise cost a
+            heap fetch per row (most of a second). Scores are unchanged; rows that match only
+            very common terms and are not dense candidates can be missed.
         connect_timeout: seconds to wait for the server when connecting.
         **kwargs: :class:`~memvault.backends._base.BaseBackend` options.
     """
@@ -173,6 +178,7 @@ class PostgresBackend(
         pool_max: int = 10,
         hnsw: bool = True,
         exact_below: int = 2_000,
+        lexical_scan_rows: int = 5_000,
         index_build_memory: str = "1GB",
         connect_timeout: float = 10.0,
         **kwargs: Any,
@@ -190,6 +196,7 @@ class PostgresBackend(
         self._pool_max = pool_max
         self._hnsw = hnsw
         self._exact_below = max(0, exact_below)
+        self._lexical_scan_rows = max(0, lexical_scan_rows)
         if not re.fullmatch(r"\d+\s*(kB|MB|GB)", index_build_memory):
             msg = f"index_build_memory must look like '512MB' or '2GB', got {index_build_memory!r}"
             raise MemoryConfigError(msg)
