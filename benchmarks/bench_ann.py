@@ -118,8 +118,15 @@ def cmd_embed(args: argparse.Namespace) -> None:
     print(f"saved {mat.shape} docs, {qvec.shape} queries in {time.perf_counter() - t0:.0f}s")
 
 
-def corpus(size: int, seed: int = 1) -> tuple[NDArray[np.float32], NDArray[np.float32], int]:
-    """``size`` unit vectors (real first, then noisy copies of real ones) and the queries."""
+def corpus(
+    size: int, seed: int = 1, data: str = "noise"
+) -> tuple[NDArray[np.float32], NDArray[np.float32], int]:
+    """``size`` unit vectors (real first, then synthetic ones) and the queries.
+
+    ``noise``: noisy copies of real vectors (~36 near-copies of each at 1M, many near-ties);
+    ``blend``: a real vector pulled 15-50% towards another plus light noise, as
+    ``bench_scale.py --data blend`` and ``bench_hnsw_recall.py`` make them.
+    """
     real = np.load(WORK / "real_docs.npy")
     queries = np.load(WORK / "real_queries.npy")
     if size <= len(real):
@@ -130,7 +137,13 @@ def corpus(size: int, seed: int = 1) -> tuple[NDArray[np.float32], NDArray[np.fl
     for start in range(len(real), size, 100_000):
         stop = min(size, start + 100_000)
         src = real[rng.integers(0, len(real), stop - start)]
-        block = src + rng.normal(scale=0.028, size=src.shape).astype(np.float32)
+        if data == "blend":
+            other = real[rng.integers(0, len(real), stop - start)]
+            pull = rng.uniform(0.15, 0.5, size=(stop - start, 1)).astype(np.float32)
+            block = (1 - pull) * src + pull * other
+            block += rng.normal(scale=0.01, size=src.shape).astype(np.float32)
+        else:
+            block = src + rng.normal(scale=0.028, size=src.shape).astype(np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         out[start:stop] = block
     return out, queries, len(real)
@@ -414,7 +427,7 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    x, queries, n_real = corpus(args.size)
+    x, queries, n_real = corpus(args.size, data=args.data)
     ids = np.arange(1, len(x) + 1, dtype=np.int64)
     print(f"corpus {x.shape} ({n_real} real), {len(queries)} real queries", flush=True)
     exact = Exact()
@@ -523,7 +536,7 @@ async def _e2e(args: argparse.Namespace) -> None:
     from memvault.backends.sqlite import _ann
     from memvault.embeddings import default_embedder
 
-    x, _, _ = corpus(args.size)
+    x, _, _ = corpus(args.size, data=args.data)
     texts = memories(args.size, seed=args.size)
     qs = queries(args.queries)
     out: dict[str, Any] = {"n": args.size}
@@ -565,7 +578,7 @@ async def _e2e(args: argparse.Namespace) -> None:
         for a, e in zip(tops["ann"], tops["exact"], strict=True)
     )
     print(json.dumps(out), flush=True)
-    (WORK / f"e2e-{args.size}.json").write_text(json.dumps(out, indent=1))
+    (WORK / f"e2e-{args.size}-{args.data}.json").write_text(json.dumps(out, indent=1))
 
 
 def cmd_table(args: argparse.Namespace) -> None:
@@ -610,12 +623,14 @@ def main() -> None:
     r.add_argument("--build-threads", type=int, default=2)
     r.add_argument("--corrupt", action=argparse.BooleanOptionalAction, default=True)
     r.add_argument("--tag", default="main")
+    r.add_argument("--data", choices=("noise", "blend"), default="noise")
     r.add_argument("--chunk", type=int, default=0, help="build in chunks of this many rows")
     r.add_argument("--build-budget", type=float, default=1e9, help="stop adding chunks after")
     e2 = sub.add_parser("e2e")
     e2.add_argument("--size", type=int, default=100_000)
     e2.add_argument("--queries", type=int, default=200)
     e2.add_argument("--min-rows", type=int, default=20_000)
+    e2.add_argument("--data", choices=("noise", "blend"), default="noise")
     t = sub.add_parser("table")
     t.add_argument("files", nargs="+")
     args = ap.parse_args()

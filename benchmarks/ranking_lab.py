@@ -312,7 +312,12 @@ async def main(
 
         import pgserver
 
-        server = pgserver.get_server(tempfile.mkdtemp(prefix="memvault-lab-"), cleanup_mode="stop")
+        data = tempfile.mkdtemp(prefix="memvault-lab-")
+        server = pgserver.get_server(data, cleanup_mode="stop")
+        # One pool per store (110 stores): more than the default 100 connections.
+        server.psql("ALTER SYSTEM SET max_connections = 400;")
+        server.cleanup()
+        server = pgserver.get_server(data, cleanup_mode="stop")
         url = server.get_uri()
     try:
         return await _run(args, extra, hook, inner, url)
@@ -349,7 +354,11 @@ async def _run(
         names = ["default", *(f"-{stage}" for stage in ABLATION)]
     for rows in args.pg_scan_rows.split(",") if args.pg_scan_rows else [None]:
         if rows is not None:
-            # The PostgreSQL stores' bound on BM25's scanned rows (see PostgresBackend).
+            # The PostgreSQL stores' bound on BM25's scanned rows (see PostgresBackend), with
+            # its store-size gate lifted: these stores are far below 20,000 rows.
+            from memvault.backends.postgres import _candidates
+
+            _candidates._BOUND_MIN_DOCS = 0
             for mem in [m for m, _ in lab.locomo] + [entry[0] for entry in lab.lme]:
                 mem.backend._lexical_scan_rows = int(rows)  # type: ignore[attr-defined]
         for name in names:

@@ -832,8 +832,10 @@ def test_tsquery_matches_any_term_or_two_paired_ones() -> None:
 
 
 async def test_bounded_lexical_scan_scores_exactly_within_scope(
-    make: Callable[..., PostgresBackend],
+    make: Callable[..., PostgresBackend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memvault.backends.postgres import _candidates
+
     requests = corpus()
     full = make(hnsw=False, lexical_scan_rows=0)
     await full.connect()
@@ -844,6 +846,12 @@ async def test_bounded_lexical_scan_scores_exactly_within_scope(
     try:
         for k, agent in enumerate(("a", "b", "c")):
             await full.store_many(agent, requests[k::3])
+        # Stores under 20,000 rows are never bounded: every list is the unbounded one.
+        for text in QUERIES[:5]:
+            q = MemoryQuery(text=text)
+            want = await full.search_candidates("a", q, pool=20)
+            assert (await bounded.search_candidates("a", q, pool=20)).lexical == want.lexical
+        monkeypatch.setattr(_candidates, "_BOUND_MIN_DOCS", 0)
         own = {e.id: e async for e in full.export_entries("a")}
         ticket = next(
             r.content.split()[1] for r in requests[0::3] if r.content.startswith("Ticket")

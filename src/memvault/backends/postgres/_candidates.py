@@ -34,6 +34,7 @@ from memvault.backends.postgres._rows import (
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval.bm25 import (
     K1,
+    PRUNE_MIN_DOCS,
     ROW_EXTRA_TOKENS,
     B,
     bounded_scan,
@@ -50,6 +51,9 @@ _MIN_EF_SEARCH = 40
 # real MiniLM vectors), recall@10 against exact is 0.913 with ef_search = pool (80) and 0.962
 # with 160, at p95 6.4 ms; at 200k rows ef 80 already gives 0.981.
 _EF_PER_POOL = 2
+# Stores of at least this many rows bound the rows BM25 scores (lexical_scan_rows), the same
+# size from which common query terms are dropped: smaller ones score every match, as SQLite.
+_BOUND_MIN_DOCS = PRUNE_MIN_DOCS
 
 _EXACT: ContextVar[bool] = ContextVar("memvault_postgres_exact", default=False)
 
@@ -288,11 +292,12 @@ class PostgresCandidatesMixin(_MixinBase):
     ) -> list[tuple[int, float]]:
         """BM25 top-``pool`` rows; ``held`` are rowids this search already has (dense side).
 
-        Every matching row is scored unless the terms' rows exceed ``lexical_scan_rows``: each
-        costs a heap fetch and a JSON read here (about 3 us; a term in 10% of a million rows made
-        searches take most of a second). Then only the rows of the rarest terms within that
-        bound and the ``held`` rows are scored (see :func:`~memvault.retrieval.bm25.bounded_scan`);
-        scores stay FTS5's, only rows matching nothing but common terms can be missed.
+        Every matching row is scored unless the store has ``_BOUND_MIN_DOCS`` rows or more and
+        the terms' rows exceed ``lexical_scan_rows``: each costs a heap fetch and a JSON read
+        here (about 7 us; a term in 10% of a million rows made searches take most of a second).
+        Then only the rows of the rarest terms within that bound, rows with two of the other
+        terms, and the ``held`` rows are scored (see :func:`~memvault.retrieval.bm25.bounded_scan`);
+        scores stay FTS5's, only rows matching a single common term can be missed.
         """
         # Collection statistics exactly as FTS5 derives them: avgdl = total tokens / rows, and
         # idf floored at 1e-6, both computed here in double precision as SQLite does. Rows
@@ -301,31 +306,34 @@ class PostgresCandidatesMixin(_MixinBase):
         weights = [idf(n_total, int(df)) for df in dfs]
         score_params = [K1 + 1.0, K1, 1 - B, B, ROW_EXTRA_TOKENS, avgdl]
         term_params = [terms, weights]
-        plan = bounded_scan([int(df) for df in dfs], self._lexical_scan_rows)
+        plan = None
+        if n_total >= _BOUND_MIN_DOCS:
+            plan = bounded_scan([int(df) for df in dfs], self._lexical_scan_rows)
         if plan is None:
             searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
             sql = _BM25.format(where=where)
             args = [*score_params, *term_params, _tsquery(searchable), *params, pool]
         else:
             essential, paired = plan
+            bound = self._lexical_scan_rows
             if not essential and not paired and not held:
                 # Nothing else to score (a lexical-only search of one common term): its first
                 # rows, at most the bound, stand in for all of them.
                 essential = [min(range(len(terms)), key=lambda i: (int(dfs[i]) or n_total, i))]
-            match = _tsquery([terms[i] for i in essential], [terms[i] for i in paired])
-            sql = _BM25_AMONG.format(where=where)
-            args = [
-                *score_params,
-                # Nothing to match: any valid tsquery with LIMIT 0 scores the held rows alone.
-                match or _tsquery(terms[:1]),
-                *params,
-                self._lexical_scan_rows if match else 0,
-                *term_params,
-                *score_params,
-                *term_params,
-                held,
-                *params,
-                pool,
+            # Every row of the essential terms (their document frequencies add up to at most
+            # the bound), then rows with two paired terms within what is left of it.
+            left = bound - sum(int(dfs[i]) for i in essential)
+            branches = [
+                ([terms[i] for i in essential], [], bound),
+                ([], [terms[i] for i in paired], max(0, left) if paired else 0),
             ]
+            args = []
+            for alone, two, limit in branches:
+                match = _tsquery(alone, two)
+                # An empty branch: any valid tsquery with LIMIT 0.
+                args += [*score_params, match or _tsquery(terms[:1]), *params]
+                args += [limit if match else 0, *term_params]
+            args += [*score_params, *term_params, held, *params, pool]
+            sql = _BM25_AMONG.format(where=where)
         cur = await conn.execute(sql, args)
         return [(int(r[0]), float(r[1])) for r in await cur.fetchall()]

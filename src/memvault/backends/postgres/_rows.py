@@ -117,18 +117,24 @@ _BM25 = (
     + " WHERE m.lexemes @@ %s::tsquery AND {where}"
     + _BM25_TOP
 )
-# The top rows among some rows of the scope, each scored with every term: those matching a
-# tsquery (at most a given number; the bitmap scan's rows are scored as they come, no second
-# lookup) and those of a rowid list. Parameters: the score's first six, tsquery, scope and
-# filters, row limit, terms and idfs; the score's all eight, rowids, scope and filters; limit.
-_BM25_AMONG = (
-    "SELECT rowid, score FROM ("
-    + _BM25_SCORE
-    + " FROM (SELECT m.rowid, m.doc_len, m.term_freqs FROM memories m"
+# The top rows among some rows of the scope, each scored with every term: the rows matching a
+# tsquery (at most a given number, scored as the bitmap scan yields them: no second lookup),
+# twice (two tsqueries with their own limits), and the rows of a rowid list. A row found twice
+# gets the same score both times, so UNION keeps one. Parameters, per matching branch: the
+# score's first six, tsquery, scope and filters, row limit, terms and idfs; for the rowid list:
+# the score's eight, rowids, scope and filters; then the limit.
+_BM25_MATCHING = (
+    _BM25_SCORE + " FROM (SELECT m.rowid, m.doc_len, m.term_freqs FROM memories m"
     " WHERE m.lexemes @@ %s::tsquery AND {where} LIMIT %s) m"
     + _BM25_TERMS
     + " WHERE q.tf IS NOT NULL GROUP BY m.rowid"
-    " UNION "
+)
+_BM25_AMONG = (
+    "SELECT rowid, score FROM ("
+    + _BM25_MATCHING
+    + " UNION "
+    + _BM25_MATCHING
+    + " UNION "
     + _BM25_SCORE
     + " FROM memories m"
     + _BM25_TERMS

@@ -155,11 +155,12 @@ class PostgresBackend(
         index_build_memory: ``maintenance_work_mem`` while the HNSW index is built.
         exact_below: agents with at most this many rows are searched exactly (faster than the
             index at that size, and never misses a row).
-        lexical_scan_rows: the most rows a BM25 search scores by matching query terms (0: no
-            bound). Beyond it, only the rows of the rarest terms that fit and the dense
-            candidates are scored: a term in 10% of a million rows would otherwise cost a
-            heap fetch per row (most of a second). Scores are unchanged; rows that match only
-            very common terms and are not dense candidates can be missed.
+        lexical_scan_rows: in stores of 20,000 rows or more, the most rows a BM25 search
+            scores by matching query terms (0: no bound). Beyond it, the rows of the rarest
+            terms that fit, rows with two of the other terms (within the bound) and the dense
+            candidates are scored: a term in 10% of a million rows would otherwise cost a heap
+            fetch per row (most of a second). Scores are unchanged; rows matching a single
+            common query term and nothing else can be missed.
         connect_timeout: seconds to wait for the server when connecting.
         **kwargs: :class:`~memvault.backends._base.BaseBackend` options.
     """
