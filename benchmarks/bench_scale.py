@@ -182,12 +182,15 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
     emb = default_embedder()
     try:
         for size in args.sizes:
-            texts, vectors = corpus(size, args.real, console, args.data)
             schema = f"scale_{size}"
             bulk = PostgresBackend(url, emb, schema=schema, hnsw=False)
             await bulk.connect()
-            mem = AsyncMemory(backend=bulk, track_access=False)
-            rate = await load(mem, texts, vectors, console)
+            rate = float("nan")
+            if not (args.reuse and await bulk.count(AGENT) == size):
+                await bulk.clear(AGENT)
+                texts, vectors = corpus(size, args.real, console, args.data)
+                mem = AsyncMemory(backend=bulk, track_access=False)
+                rate = await load(mem, texts, vectors, console)
             await bulk.disconnect()
             t = time.perf_counter()
             with console.status("building the HNSW index"):
@@ -293,6 +296,11 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--url", default=None, help="PostgreSQL URL (default: private pgserver)")
     ap.add_argument("--db-dir", default=None, help="where SQLite files go (default: temp)")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="PostgreSQL (with --url): keep a schema already holding the size's rows",
+    )
     ap.add_argument(
         "--data", choices=("noise", "blend"), default="noise", help="synthetic vectors (see corpus)"
     )

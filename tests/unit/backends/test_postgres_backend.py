@@ -464,9 +464,11 @@ async def test_agents_and_schemas_are_isolated(make: Callable[..., PostgresBacke
 
 def test_ef_search_grows_with_the_agents_share() -> None:
     b = PostgresBackend("postgresql://db/mem", HashingEmbedder(dimension=8), exact_below=100)
-    assert b._ef_search(exact=False, n_total=10_000, n_agent=10_000, pool=50) == 100
-    assert b._ef_search(exact=False, n_total=10_000, n_agent=10_000, pool=10) == 40
-    assert b._ef_search(exact=False, n_total=10_000, n_agent=2_500, pool=50) == 400
+    # Twice what the walk needs (2 x pool, at least 40, over the agent's share), up to 1000.
+    assert b._ef_search(exact=False, n_total=10_000, n_agent=10_000, pool=50) == 200
+    assert b._ef_search(exact=False, n_total=10_000, n_agent=10_000, pool=10) == 80
+    assert b._ef_search(exact=False, n_total=10_000, n_agent=2_500, pool=50) == 800
+    assert b._ef_search(exact=False, n_total=10_000, n_agent=2_000, pool=50) == 1000
     assert b._ef_search(exact=False, n_total=100_000, n_agent=10_000, pool=50) == 1000
     assert b._ef_search(exact=False, n_total=100_000, n_agent=9_000, pool=50) is None  # > 1000
     assert b._ef_search(exact=False, n_total=100_000, n_agent=1_000, pool=50) is None

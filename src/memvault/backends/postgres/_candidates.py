@@ -47,10 +47,15 @@ __all__ = ["PostgresCandidatesMixin", "exact_scans"]
 # pgvector caps hnsw.ef_search at 1000; a scan needing more is done exactly instead.
 _MAX_EF_SEARCH = 1000
 _MIN_EF_SEARCH = 40
-# The graph walk keeps twice the pool: measured on 1M rows (m 16, ef_construction 64, blends of
-# real MiniLM vectors), recall@10 against exact is 0.913 with ef_search = pool (80) and 0.962
-# with 160, at p95 6.4 ms; at 200k rows ef 80 already gives 0.981.
+# The graph walk must keep at least twice the pool (measured on 1M rows, m 16, ef_construction
+# 64, blends of real MiniLM vectors: dense recall@10 against exact 0.913 with ef_search = pool
+# and 0.962 with twice it); below that share of the table an agent is scanned exactly.
 _EF_PER_POOL = 2
+# Where pgvector's cap allows, it keeps twice that again: the lexical side rescores the dense
+# candidates in big stores (bounded BM25), so the whole pool's recall shows in the results.
+# Default search at 1M, recall@10 against exact scans: 0.936 (ef 2 x pool), 0.968 (4 x pool)
+# at p95 27 and 36 ms (benchmarks/results/ann.md).
+_EF_MARGIN = 2
 # Stores of at least this many rows bound the rows BM25 scores (lexical_scan_rows), the same
 # size from which common query terms are dropped: smaller ones score every match, as SQLite.
 _BOUND_MIN_DOCS = PRUNE_MIN_DOCS
@@ -215,14 +220,17 @@ class PostgresCandidatesMixin(_MixinBase):
         """``hnsw.ef_search`` for a dense query, or None to scan exactly.
 
         HNSW filters *after* walking the graph: of ``ef_search`` nearest rows of the whole
-        table only the agent's survive. So ``ef_search`` (at least ``max(40, 2 * pool)``) grows with
+        table only the agent's survive. So the walk needed (``max(40, 2 * pool)``) grows with
         the inverse of the agent's share of the table; past pgvector's limit of 1000, or for
         agents small enough that a scan is cheap, the exact scan is both faster and complete.
+        Otherwise the walk keeps ``_EF_MARGIN`` times what it needs, up to that limit.
         """
         if exact or not self._hnsw or n_agent <= self._exact_below:
             return None
-        ef = math.ceil(max(_MIN_EF_SEARCH, _EF_PER_POOL * pool) * n_total / n_agent)
-        return ef if ef <= _MAX_EF_SEARCH else None
+        need = max(_MIN_EF_SEARCH, _EF_PER_POOL * pool) * n_total / n_agent
+        if need > _MAX_EF_SEARCH:
+            return None
+        return min(_MAX_EF_SEARCH, math.ceil(need * _EF_MARGIN))
 
     async def _dense(
         self,
