@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+from numpy.typing import NDArray
+
 PEOPLE = ["Priya", "Marco", "Chen", "Amara", "Lukas", "Sofia", "Kenji", "Fatima", "Diego", "Ines"]
 SYSTEMS = ["billing", "auth", "search", "checkout", "ingest", "reporting", "notifications", "cache"]
 TOOLS = ["PostgreSQL", "Redis", "Kafka", "Litestar", "FastAPI", "Terraform", "Kubernetes", "React"]
@@ -68,3 +71,25 @@ def queries(n: int, seed: int = 11) -> list[str]:
         )
         for _ in range(n)
     ]
+
+
+def synthetic_vectors(
+    real: NDArray[np.float32], count: int, rng: np.random.Generator, data: str = "noise"
+) -> NDArray[np.float32]:
+    """``count`` unit vectors made from the rows of ``real``, for stores too big to embed.
+
+    ``noise``: a random real vector plus Gaussian noise (sigma 0.028; about 36 near-copies of
+    each real vector at 1M: many near-ties, the hard case for a graph index). ``blend``: a real
+    vector pulled 15-50% towards another real one plus light noise (sigma 0.01): nearest-
+    neighbour cosines like the copies' without their clusters.
+    """
+    src = real[rng.integers(0, len(real), count)]
+    if data == "blend":
+        other = real[rng.integers(0, len(real), count)]
+        pull = rng.uniform(0.15, 0.5, size=(count, 1)).astype(np.float32)
+        src = (1 - pull) * src + pull * other
+        noise = rng.normal(scale=0.01, size=src.shape).astype(np.float32)
+    else:
+        noise = rng.normal(scale=0.028, size=src.shape).astype(np.float32)
+    block = src + noise
+    return block / np.linalg.norm(block, axis=1, keepdims=True)

@@ -41,6 +41,8 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _corpus import synthetic_vectors
+
 WORK = Path(os.environ.get("MEMVAULT_ANN_DIR", "/tmp/memvault-ann"))
 LOCOMO = Path("/work/shared/bench/locomo10.json")
 LME = Path("/work/shared/bench/longmemeval_s_dev100.json")
@@ -121,12 +123,8 @@ def cmd_embed(args: argparse.Namespace) -> None:
 def corpus(
     size: int, seed: int = 1, data: str = "noise"
 ) -> tuple[NDArray[np.float32], NDArray[np.float32], int]:
-    """``size`` unit vectors (real first, then synthetic ones) and the queries.
-
-    ``noise``: noisy copies of real vectors (~36 near-copies of each at 1M, many near-ties);
-    ``blend``: a real vector pulled 15-50% towards another plus light noise, as
-    ``bench_scale.py --data blend`` and ``bench_hnsw_recall.py`` make them.
-    """
+    """``size`` unit vectors (real first, then :func:`_corpus.synthetic_vectors` of them with
+    ``data``) and the queries."""
     real = np.load(WORK / "real_docs.npy")
     queries = np.load(WORK / "real_queries.npy")
     if size <= len(real):
@@ -136,16 +134,7 @@ def corpus(
     out[: len(real)] = real
     for start in range(len(real), size, 100_000):
         stop = min(size, start + 100_000)
-        src = real[rng.integers(0, len(real), stop - start)]
-        if data == "blend":
-            other = real[rng.integers(0, len(real), stop - start)]
-            pull = rng.uniform(0.15, 0.5, size=(stop - start, 1)).astype(np.float32)
-            block = (1 - pull) * src + pull * other
-            block += rng.normal(scale=0.01, size=src.shape).astype(np.float32)
-        else:
-            block = src + rng.normal(scale=0.028, size=src.shape).astype(np.float32)
-        block /= np.linalg.norm(block, axis=1, keepdims=True)
-        out[start:stop] = block
+        out[start:stop] = synthetic_vectors(real, stop - start, rng, data)
     return out, queries, len(real)
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _corpus import memories, queries
+from _corpus import memories, queries, synthetic_vectors
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -56,13 +56,8 @@ def pct(values: Sequence[float], q: float) -> float:
 def corpus(
     size: int, n_real: int, console: Console, data: str = "noise"
 ) -> tuple[list[str], np.ndarray]:
-    """Texts and unit vectors for ``size`` memories (``n_real`` of them embedded for real).
-
-    ``noise``: a random real vector plus Gaussian noise (about 36 near-copies of each real
-    vector at 1M: many near-ties, the hard case for a graph index). ``blend``: a real vector
-    pulled 15-50% towards another real one plus light noise (sigma 0.01), as in
-    ``bench_hnsw_recall.py``: nearest-neighbour cosines like the copies' without their clusters.
-    """
+    """Texts and unit vectors for ``size`` memories (``n_real`` of them embedded for real, the
+    rest made from those by :func:`_corpus.synthetic_vectors` with ``data``)."""
     texts = memories(size, seed=size)
     emb = default_embedder()
     n_real = min(n_real, size)
@@ -73,16 +68,7 @@ def corpus(
     vectors[:n_real] = real
     for start in range(n_real, size, 100_000):
         stop = min(start + 100_000, size)
-        src = real[rng.integers(0, n_real, stop - start)]
-        if data == "blend":
-            other = real[rng.integers(0, n_real, stop - start)]
-            pull = rng.uniform(0.15, 0.5, size=(stop - start, 1)).astype(np.float32)
-            src = (1 - pull) * src + pull * other
-            noise = rng.normal(scale=0.01, size=src.shape).astype(np.float32)
-        else:
-            noise = rng.normal(scale=0.028, size=src.shape).astype(np.float32)
-        block = src + noise
-        vectors[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        vectors[start:stop] = synthetic_vectors(real, stop - start, rng, data)
     return texts, vectors
 
 
