@@ -311,12 +311,13 @@ class PostgresCandidatesMixin(_MixinBase):
         # idf floored at 1e-6, both computed here in double precision as SQLite does. Rows
         # count ROW_EXTRA_TOKENS more than their text, as in SQLite (see _BM25).
         avgdl = (total_len + ROW_EXTRA_TOKENS * n_total) / n_total
-        weights = [idf(n_total, int(df)) for df in dfs]
+        dfs = [int(df) for df in dfs]
+        weights = [idf(n_total, df) for df in dfs]
         score_params = [K1 + 1.0, K1, 1 - B, B, ROW_EXTRA_TOKENS, avgdl]
         term_params = [terms, weights]
         plan = None
         if n_total >= _BOUND_MIN_DOCS:
-            plan = bounded_scan([int(df) for df in dfs], self._lexical_scan_rows)
+            plan = bounded_scan(dfs, self._lexical_scan_rows)
         if plan is None:
             searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
             sql = _BM25.format(where=where)
@@ -327,13 +328,13 @@ class PostgresCandidatesMixin(_MixinBase):
             if not essential and not paired and not held:
                 # Nothing else to score (a lexical-only search of one common term): its first
                 # rows, at most the bound, stand in for all of them.
-                essential = [min(range(len(terms)), key=lambda i: (int(dfs[i]) or n_total, i))]
+                essential = [min(range(len(terms)), key=lambda i: (dfs[i] or n_total, i))]
             # Every row of the essential terms (their document frequencies add up to at most
             # the bound), then rows with two paired terms within what is left of it.
-            left = bound - sum(int(dfs[i]) for i in essential)
+            left = bound - sum(dfs[i] for i in essential)
             branches = [
                 ([terms[i] for i in essential], [], bound),
-                ([], [terms[i] for i in paired], max(0, left) if paired else 0),
+                ([], [terms[i] for i in paired], max(0, left)),
             ]
             args = []
             for alone, two, limit in branches:
