@@ -619,6 +619,9 @@ class ScoreBreakdown(BaseModel):
     # Evidence ranking (``fusion="evidence"``): each feature's weighted contribution to the
     # score whose calibrated probability is ``fused``; dense and bm25 above are the raw values.
     evidence: dict[str, float] | None = None
+    # Probability that the store holds anything the query asks about (the off-topic gate,
+    # ``EvidenceModel.topic``); ``fused`` already includes it. None where the gate does not apply.
+    on_topic: float | None = None
 
 
 class MemoryEntry(BaseModel):
@@ -817,7 +820,10 @@ class CandidateSet:
     entry named in either list or in ``neighbours``; ``vectors`` optionally maps ids to unit
     vectors (for MMR). ``neighbours`` maps a candidate to the ids of the entries stored just
     before it and just after it in the same conversation thread (each tuple nearest first),
-    for context expansion.
+    for context expansion. ``searched`` is how many memories the dense side compared the
+    query with (the scope's live rows that pass the filters; None when the backend cannot tell
+    cheaply): the more rows a query is compared with, the closer its best chance match, which
+    the off-topic gate (:class:`memvault.retrieval.evidence.TopicGate`) allows for.
     """
 
     dense: list[tuple[str, float]] = field(default_factory=list)
@@ -826,6 +832,7 @@ class CandidateSet:
     query_vector: Any = None
     vectors: dict[str, Any] = field(default_factory=dict)
     neighbours: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    searched: int | None = None
 
 
 class AuditRecord(BaseModel):

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memvault._search import merge_candidates
 from memvault.backends._base import Vectors, check_agent, check_id
 from memvault.backends._common import check_filters, with_filters
 from memvault.models import (
@@ -216,11 +217,6 @@ class CompositeReadsMixin:
         )
 
 
-def _top(pairs: list[tuple[str, float]], pool: int) -> list[tuple[str, float]]:
-    """The best ``pool`` ``(id, score)`` pairs; ties go to the larger (newer) id."""
-    return sorted(pairs, key=lambda p: (p[1], p[0]), reverse=True)[:pool]
-
-
 async def _merge_oldest_first(
     streams: Sequence[AsyncIterator[MemoryEntry]],
 ) -> AsyncIterator[MemoryEntry]:
@@ -248,16 +244,5 @@ async def _merge_oldest_first(
 
 
 def _merge_sets(sets: list[CandidateSet], pool: int) -> CandidateSet:
-    """The union of candidate sets; each list keeps the top ``pool`` of the union."""
-    if len(sets) == 1:
-        return sets[0]
-    merged = CandidateSet()
-    for cs in sets:
-        if merged.query_vector is None:
-            merged.query_vector = cs.query_vector
-        merged.entries.update(cs.entries)
-        merged.vectors.update(cs.vectors)
-        merged.neighbours.update(cs.neighbours)
-    merged.dense = _top([p for cs in sets for p in cs.dense], pool)
-    merged.lexical = _top([p for cs in sets for p in cs.lexical], pool)
-    return merged
+    """The union of the children's candidate sets (:func:`memvault._search.merge_candidates`)."""
+    return sets[0] if len(sets) == 1 else merge_candidates(sets, pool=pool)

@@ -275,6 +275,8 @@ class InMemoryBackend(BaseBackend):
     ) -> CandidateSet:
         """Dense and BM25 top ``pool`` among ``live`` (BM25 statistics of the whole store)."""
         cands = CandidateSet(query_vector=vector)
+        if vector is not None:
+            cands.searched = len(live)
         if vector is not None and live:
             matrix = np.stack([self._vectors[e.id] for e in live])
             sims = matrix @ vector

@@ -945,6 +945,25 @@ class BackendContract(NeighbourContract, SharedKnowledgeContract, MetadataFilter
         top = cands.entries[cands.lexical[0][0]]
         assert "XK-4471" in top.content
 
+    async def test_candidates_count_the_rows_the_query_was_compared_with(
+        self, backend: MemoryStore
+    ) -> None:
+        # The off-topic gate allows for the store's size: only the agent's own rows count.
+        await self._seed(backend)
+        await backend.store_many("agent-b", [req("Gardening notes: tomatoes need sun.")])
+        q = MemoryQuery(text="which web framework?")
+        assert (await backend.search_candidates("agent-a", q, pool=5)).searched == len(CORPUS)
+        assert (await backend.search_candidates("agent-b", q, pool=5)).searched == 1
+        social = MemoryQuery(
+            text="who is the QA lead?", categories=frozenset({MemoryCategory.SOCIAL})
+        )
+        filtered = (await backend.search_candidates("agent-a", social, pool=5)).searched
+        n_social = sum(c is MemoryCategory.SOCIAL for _, c in CORPUS)
+        # A backend may count the rows before the filters (PostgreSQL: a count would cost a scan).
+        assert filtered is not None and n_social <= filtered <= len(CORPUS)
+        lexical = await backend.search_candidates("agent-a", q, pool=5, dense=False)
+        assert lexical.searched is None
+
     async def test_retrieve_respects_limit(self, backend: MemoryStore) -> None:
         await self._seed(backend)
         hits = await backend.retrieve("agent-a", MemoryQuery(text="project", limit=2))

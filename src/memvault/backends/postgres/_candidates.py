@@ -189,7 +189,9 @@ class PostgresCandidatesMixin(_MixinBase):
                 )
                 for row in await cur.fetchall():
                     by_rowid[int(row[0])] = (_row_entry(row), _vector_from_send(row[-1]))
-        cands = CandidateSet(query_vector=vector)
+        # The scope's row count before the other filters: counting what they leave would cost
+        # a scan, and the gate needs only the order of magnitude.
+        cands = CandidateSet(query_vector=vector, searched=n_agent if vector is not None else None)
         cands.dense = [(by_rowid[r][0].id, s) for r, s in dense if r in by_rowid]
         cands.lexical = [(by_rowid[r][0].id, s) for r, s in lexical if r in by_rowid]
         for entry, vec in by_rowid.values():
