@@ -187,6 +187,11 @@ def test_search_explain_prints_a_breakdown_per_hit(run, db, seeded) -> None:
     top = float(explained[0].group(4))
     assert 0.5 < top < 1.0 and f"{top:.3f}" in ranked[0]
     assert "cos=" in evidence[0] and "coverage=" in evidence[0]
+    # The off-topic gate's probability, once per hit (one value per query).
+    on_topic = {line.strip() for line in lines if line.strip().startswith("on topic: ")}
+    assert len([line for line in lines if line.strip().startswith("on topic: ")]) == len(ranked)
+    (gate,) = on_topic
+    assert 0.5 < float(gate.removeprefix("on topic: ")) <= 1.0
     # A hit only the dense retriever found shows "-" for BM25.
     assert any("bm25=- " in m.group(0) for m in explained[1:])
 

@@ -63,6 +63,9 @@ def _print_hits(hits: list[MemoryEntry], *, explain: bool) -> None:
             if s.evidence:
                 parts = " ".join(f"{k}={v:+.2f}" for k, v in s.evidence.items())
                 out.print(f"    [dim]evidence: {escape(parts)}[/dim]")
+            if s.on_topic is not None:
+                # The off-topic gate: relevance is the evidence's probability times this.
+                out.print(f"    [dim]on topic: {s.on_topic:.3f}[/dim]")
 
 
 _TYPES = "working, episodic, semantic, procedural or social"

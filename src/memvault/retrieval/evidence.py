@@ -33,6 +33,10 @@ it follows. Pool-relative features (gap to the best cosine, share of the best BM
 fusion, list agreement) were tried and did not help once refitted; they would also make the
 score relative again. The weights were fitted on the two development sets together, checked on
 held-out questions and across sets (fit on one, test on the other): ``benchmarks/ranking_fit.py``.
+A query about something the store never held still finds its nearest chit-chat, and that
+entry's own features can look like evidence; :class:`TopicGate` multiplies every candidate's
+relevance by the probability that the query is on topic at all, judged from its best match
+against the bar for a store of that size.
 Raw cosines differ between embedding models, so the weights hold for the model they were fitted
 on; ``presets.EMBEDDER_EVIDENCE`` holds the refits for other models, picked by the store's model
 id (``presets.for_embedder``).
@@ -65,6 +69,7 @@ __all__ = [
     "LENGTH_CAP",
     "EvidenceFeatures",
     "EvidenceModel",
+    "TopicGate",
     "evidence_features",
     "sigmoid",
 ]
@@ -92,12 +97,64 @@ FEATURES: tuple[str, ...] = (
     "length",  # own evidence times log(1 + terms), terms capped at LENGTH_CAP: a bare "ok" says
     # little even when it matches, while length alone never lifts an entry that does not match
 )
+_COS = FEATURES.index("cos")
+_COVERAGE = FEATURES.index("coverage")
 
 
 def sigmoid(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Numerically safe logistic function."""
     out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(x, -40.0, 40.0)))
     return out
+
+
+class TopicGate(BaseModel):
+    """How likely a store holds anything a query asks about, from the query's best match.
+
+    Per-entry relevance is calibrated on questions that have evidence in the store; a question
+    about something the store never saw still finds its nearest chit-chat, and that entry's own
+    features can look like evidence. What tells the two apart is the query's *best* match
+    against what chance gives: the best cosine of a query unrelated to a store is the maximum
+    of ``searched`` draws, which grows like ``sqrt(2 ln N)`` (the expected maximum of N
+    normal draws). So the query is on topic with probability
+
+        sigmoid((best - threshold(N)) / width),
+        best = max over candidates of (cosine + coverage * share of the query's terms it holds),
+        threshold(N) = min(ceiling, base + spread * sqrt(2 ln N)),
+
+    and every candidate's relevance is multiplied by it (P(evidence) = P(on topic) *
+    P(evidence | on topic)): the ranking within a query does not change, and an off-topic
+    query's results carry low relevance, so ``min_relevance`` turns it away. The threshold
+    stops rising at ``ceiling``: in stores of thousands of turns the best cosines of on-topic
+    and off-topic questions overlap, and a higher bar would turn away as many of the former.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    coverage: float = Field(ge=0.0)
+    base: float
+    spread: float = Field(ge=0.0)
+    width: float = Field(gt=0.0)
+    ceiling: float = Field(le=1.0)
+
+    def threshold(self, searched: int) -> float:
+        """The best match a query needs in a store of ``searched`` rows to be even odds."""
+        return min(
+            self.ceiling, self.base + self.spread * math.sqrt(2.0 * math.log(max(searched, 2)))
+        )
+
+    def probability(self, best: float, searched: int) -> float:
+        """Probability that a query whose best match is ``best`` among ``searched`` rows is on
+        topic (see the class docstring)."""
+        z = (best - self.threshold(searched)) / self.width
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+    def best_match(self, matrix: NDArray[np.float64]) -> float:
+        """The query's best match over a feature matrix (columns in :data:`FEATURES` order)."""
+        if not len(matrix):
+            return 0.0
+        # Term coverage, not BM25: its idf collapses in a store of a few memories, where a
+        # shared word is still evidence.
+        return float(np.max(matrix[:, _COS] + self.coverage * matrix[:, _COVERAGE]))
 
 
 class EvidenceModel(BaseModel):
@@ -124,6 +181,8 @@ class EvidenceModel(BaseModel):
     # thread lowers the score of that thread's next candidate by this much, so the top results
     # gather evidence from several conversations. 0 turns it off.
     thread_spread: float = Field(default=0.0, ge=0.0, le=20.0)
+    # The off-topic gate fitted with this model's cosines; None: relevance is not adjusted.
+    topic: TopicGate | None = None
 
     @field_validator("weights")
     @classmethod

@@ -155,13 +155,22 @@ def evidence_relevance(
     *,
     query_text: str,
     now: datetime,
-) -> tuple[dict[str, float], dict[str, float], Mapping[str, dict[str, float]], dict[str, float]]:
+) -> tuple[
+    dict[str, float],
+    dict[str, float],
+    Mapping[str, dict[str, float]],
+    dict[str, float],
+    float | None,
+]:
     """Calibrated relevance of every candidate under ``model``.
 
-    Returns ``(relevance, score, contributions, cosine)``: relevance in [0, 1] (absolute,
-    comparable across queries), the model's raw ranking score, each feature's share of that
-    score (for ``explain``; features that add nothing are left out), and the raw cosine of every
-    candidate the dense side could score.
+    Returns ``(relevance, score, contributions, cosine, on_topic)``: relevance in [0, 1]
+    (absolute, comparable across queries), the model's raw ranking score, each feature's share
+    of that score (for ``explain``; features that add nothing are left out), the raw cosine of
+    every candidate the dense side could score, and the probability that the store holds
+    anything the query asks about (``model.topic``; relevance includes it), None when the gate
+    does not apply (no gate, no dense side, or a store that cannot tell how many rows it
+    compared).
     """
     feats = evidence_features(
         cands,
@@ -173,14 +182,19 @@ def evidence_relevance(
         thread_top_k=model.thread_top_k,
     )
     if not feats.ids:
-        return {}, {}, {}, {}
+        return {}, {}, {}, {}, None
     raw = model.score(feats.matrix)
     rel = sigmoid(model.scale * raw + model.offset)
+    on_topic = None
+    gate = model.topic
+    if gate is not None and config.use_dense and cands.query_vector is not None and cands.searched:
+        on_topic = gate.probability(gate.best_match(feats.matrix), cands.searched)
+        rel = rel * on_topic
     parts = _Contributions(feats.ids, feats.matrix, model)
     relevance = dict(zip(feats.ids, rel.tolist(), strict=True))
     score = dict(zip(feats.ids, raw.tolist(), strict=True))
     cosine = {i: c for i, c in zip(feats.ids, feats.cosine, strict=True) if c is not None}
-    return relevance, score, parts, cosine
+    return relevance, score, parts, cosine, on_topic
 
 
 class _Contributions(Mapping[str, dict[str, float]]):
@@ -293,10 +307,11 @@ def rank(
     """
     order: dict[str, float] = {}
     parts: Mapping[str, dict[str, float]] = {}
+    on_topic: float | None = None
     dense = dict(cands.dense)
     if config.uses_evidence:
         assert config.evidence is not None
-        relevance, order, parts, cosine = evidence_relevance(
+        relevance, order, parts, cosine, on_topic = evidence_relevance(
             cands, config, config.evidence, query_text=query_text, now=now
         )
         dense.update(cosine)  # explain shows the raw cosine of every ranked entry
@@ -357,6 +372,7 @@ def rank(
             boost=boost,
             final=combined,
             evidence=parts.get(entry_id),
+            on_topic=on_topic,
         )
         entry = cands.entries[entry_id]
         ranked.append(entry.model_copy(update={"relevance_score": combined, "score": breakdown}))

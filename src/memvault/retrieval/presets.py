@@ -12,12 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memvault.retrieval.evidence import EvidenceModel
+from memvault.retrieval.evidence import EvidenceModel, TopicGate
 from memvault.retrieval.signals import FiveSignalWeights
 
 __all__ = [
     "DEFAULT",
     "DEFAULT_EVIDENCE",
+    "DEFAULT_EVIDENCE_MODEL_ID",
+    "DEFAULT_TOPIC_GATE",
     "EMBEDDER_EVIDENCE",
     "LEGACY",
     "MINILM_L3_EVIDENCE",
@@ -136,6 +138,21 @@ class RetrievalConfig(BaseModel):
 # equally, so relevance is a likelihood ratio free of the store's size. The individual weights
 # are not meant to be read one by one (the pairwise terms trade off against them); `explain`
 # splits each interaction between its two features. See the docstring of retrieval.evidence.
+DEFAULT_EVIDENCE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+"""The embedder :data:`DEFAULT_EVIDENCE` was fitted on (memvault's default model)."""
+
+# The off-topic gate of the default model (see TopicGate), fitted on the off-topic questions of
+# `benchmarks/ranking_lab.py --offtopic` (a question of another LoCoMo conversation or another
+# LongMemEval haystack, 214) against the gold hits of the on-topic ones, under the default
+# `context()` threshold (CONTEXT_MIN_RELEVANCE): 92.5% of the off-topic questions inject
+# nothing and 97.5% of the gold hits are kept. Those stores hold 480-660 rows; how the
+# threshold moves with the store's size (`spread`) was set where the best cosines of off-topic
+# questions in subsampled conversations put it (about 0.30 at 12 rows, 0.45 at 600) and so
+# that small stores keep their on-topic questions (the twelve facts of `examples/demo.py`, the
+# one lesson of docs/concepts/learning.md) and turn away off-topic ones. The ceiling is the bar
+# at about a thousand rows. See benchmarks/results/ranking.md.
+DEFAULT_TOPIC_GATE = TopicGate(coverage=0.15, base=-0.04, spread=0.16, width=0.01, ceiling=0.55)
+
 DEFAULT_EVIDENCE = EvidenceModel(
     weights={
         "cos": 2.8735,
@@ -223,6 +240,7 @@ DEFAULT_EVIDENCE = EvidenceModel(
     context_hops=2,
     thread_top_k=3,
     thread_spread=1.0,
+    topic=DEFAULT_TOPIC_GATE,
 )
 
 # The same model refitted, with the same protocol and data, on the cosines of
@@ -314,6 +332,8 @@ MINILM_L3_EVIDENCE = DEFAULT_EVIDENCE.model_copy(
         },
         "scale": 0.7047,
         "offset": -4.3677,
+        # L3's cosines run higher than L6's; no gate is fitted for them yet.
+        "topic": None,
     }
 )
 
@@ -384,15 +404,16 @@ def for_embedder(config: RetrievalConfig, model_id: str) -> RetrievalConfig:
     """``config`` with the evidence coefficients fitted for the embedder ``model_id``.
 
     Raw cosines mean different things under different models, so the default evidence model's
-    coefficients hold only for the model they were fitted on. When ``config`` ranks with the
-    default coefficients (any preset built on :data:`DEFAULT_EVIDENCE`) and
-    :data:`EMBEDDER_EVIDENCE` has coefficients for ``model_id``, those replace them; otherwise
-    (another model, a custom evidence model, a non-evidence preset) ``config`` is returned as is.
+    coefficients hold only for the model they were fitted on (:data:`DEFAULT_EVIDENCE_MODEL_ID`).
+    When ``config`` ranks with the default coefficients (any preset built on
+    :data:`DEFAULT_EVIDENCE`) and :data:`EMBEDDER_EVIDENCE` has coefficients for ``model_id``,
+    those replace them, off-topic gate included; for a model without a fit the coefficients stay
+    and the off-topic gate is dropped. A custom evidence model or a non-evidence preset is
+    returned as is.
     Pure; the result is memoised per (config, model) since this runs on every search.
     """
-    fitted = EMBEDDER_EVIDENCE.get(model_id)
     model = config.evidence
-    if fitted is None or model is None or not config.uses_evidence:
+    if model is None or not config.uses_evidence or model_id == DEFAULT_EVIDENCE_MODEL_ID:
         return config
     key = (id(config), model_id)
     hit = _FOR_EMBEDDER.get(key)
@@ -406,15 +427,19 @@ def for_embedder(config: RetrievalConfig, model_id: str) -> RetrievalConfig:
         default.scale,
         default.offset,
     ):
-        swapped = model.model_copy(
-            update={
-                "weights": fitted.weights,
-                "interactions": fitted.interactions,
-                "scale": fitted.scale,
-                "offset": fitted.offset,
-            }
-        )
-        out = config.model_copy(update={"evidence": swapped})
+        fitted = EMBEDDER_EVIDENCE.get(model_id)
+        # Without a fit for this model, the ranking keeps the default coefficients (roughly
+        # right for any sentence embedder) but not the off-topic gate: its threshold is a
+        # cosine, and what counts as a close cosine differs from model to model.
+        update: dict[str, object] = {"topic": None if fitted is None else fitted.topic}
+        if fitted is not None:
+            update.update(
+                weights=fitted.weights,
+                interactions=fitted.interactions,
+                scale=fitted.scale,
+                offset=fitted.offset,
+            )
+        out = config.model_copy(update={"evidence": model.model_copy(update=update)})
     if len(_FOR_EMBEDDER) >= 256:  # custom configs built per request must not grow this
         _FOR_EMBEDDER.clear()
     _FOR_EMBEDDER[key] = (config, out)

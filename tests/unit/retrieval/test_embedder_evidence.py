@@ -74,7 +74,12 @@ def test_presets_keep_their_structure_when_the_coefficients_change() -> None:
 
 def test_other_models_and_custom_or_fused_configs_are_left_alone() -> None:
     assert for_embedder(DEFAULT, L6_ID) is DEFAULT
-    assert for_embedder(DEFAULT, "hashing-384") is DEFAULT
+    # A model without a fit ranks with the default coefficients, without the off-topic gate
+    # (a cosine threshold of another model's scale).
+    hashing = for_embedder(DEFAULT, "hashing-384")
+    assert hashing.evidence is not None and hashing.evidence.topic is None
+    assert hashing.evidence.model_copy(update={"topic": DEFAULT_EVIDENCE.topic}) == DEFAULT_EVIDENCE
+    assert for_embedder(DEFAULT, "hashing-384") is hashing
     assert for_embedder(LEGACY, MINILM_L3_MODEL_ID) is LEGACY
     custom = DEFAULT.model_copy(
         update={"evidence": EvidenceModel(weights={"cos": 1.0, "lex": 1.0})}

@@ -9,13 +9,19 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
+from memvault.embeddings._model_files import MINILM_MODEL_ID
+from memvault.injection.context import (
+    CONTEXT_MIN_RELEVANCE,
+    ContextInjectionConfig,
+    ContextInjectionStrategy,
+)
 from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryMetadata
 from memvault.retrieval.evidence import (
     BM25_SATURATION,
     FEATURES,
     LENGTH_CAP,
     EvidenceModel,
+    TopicGate,
     evidence_features,
     sigmoid,
 )
@@ -24,10 +30,13 @@ from memvault.retrieval.pipeline import rank, spread_threads
 from memvault.retrieval.presets import (
     DEFAULT,
     DEFAULT_EVIDENCE,
+    DEFAULT_EVIDENCE_MODEL_ID,
+    DEFAULT_TOPIC_GATE,
     LEGACY,
     MINILM_L3_EVIDENCE,
     PRESETS,
     RetrievalConfig,
+    for_embedder,
 )
 
 NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
@@ -347,3 +356,65 @@ def test_only_aggregation_questions_are_spread_over_threads() -> None:
     ]
     assert plain == ["s1a", "s1b"]
     assert many == ["s1a", "s2a"]
+
+
+def _gated(searched: int | None, cos: float = 0.33) -> CandidateSet:
+    """A chit-chat turn that half-matches a query, in a store of ``searched`` rows."""
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    return CandidateSet(
+        dense=[("a", cos), ("b", cos - 0.05)],
+        lexical=[("a", 3.0)],
+        entries={"a": entry("a", "we went hiking on saturday"), "b": entry("b", "nice weather")},
+        query_vector=q,
+        searched=searched,
+    )
+
+
+def test_topic_gate_threshold_rises_with_the_rows_searched_up_to_its_ceiling() -> None:
+    gate = DEFAULT_TOPIC_GATE
+    sizes = [2, 12, 100, 600, 1_000, 10_000, 1_000_000]
+    bars = [gate.threshold(n) for n in sizes]
+    assert bars == sorted(bars)
+    assert bars[-1] == gate.ceiling and bars[1] < bars[3] < gate.ceiling
+    # A match that is convincing among twelve facts is what chance gives among 600 turns.
+    assert gate.probability(0.34, 12) > 0.5 > gate.probability(0.34, 600)
+    # More of the best match, more likely on topic; never outside [0, 1].
+    probs = [gate.probability(b, 600) for b in (-1.0, 0.3, 0.5, 0.53, 0.6, 2.0)]
+    assert probs == sorted(probs) and probs[0] >= 0.0 and probs[-1] <= 1.0
+    matrix = np.zeros((2, len(FEATURES)))
+    matrix[0, COL["cos"]], matrix[1, COL["cos"]], matrix[1, COL["coverage"]] = 0.5, 0.45, 0.9
+    matrix[0, COL["lex"]] = 0.9  # BM25 does not count (its idf collapses in tiny stores)
+    assert gate.best_match(matrix) == pytest.approx(max(0.5, 0.45 + gate.coverage * 0.9))
+    assert gate.best_match(np.zeros((0, len(FEATURES)))) == 0.0
+
+
+def test_off_topic_gate_scales_relevance_without_reordering() -> None:
+    ungated = rank(_gated(None), DEFAULT, now=NOW, limit=5, query_text="hiking trips")
+    crowded = rank(_gated(600), DEFAULT, now=NOW, limit=5, query_text="hiking trips")
+    small = rank(_gated(12), DEFAULT, now=NOW, limit=5, query_text="hiking trips")
+    assert [e.id for e in ungated] == [e.id for e in crowded] == [e.id for e in small]
+    for results in (crowded, small):
+        for gated, plain in zip(results, ungated, strict=True):
+            assert gated.score is not None and gated.score.on_topic is not None
+            assert gated.relevance_score == pytest.approx(
+                plain.relevance_score * gated.score.on_topic
+            )
+    assert ungated[0].score is not None and ungated[0].score.on_topic is None
+    # The same best match passes in a store of twelve rows and fails among 600.
+    assert small[0].relevance_score >= CONTEXT_MIN_RELEVANCE > crowded[0].relevance_score
+    # No dense side, no gate: lexical-only rankings keep their relevance.
+    lexical_only = DEFAULT.model_copy(update={"use_dense": False})
+    (plain,) = rank(_gated(600), lexical_only, now=NOW, limit=1, query_text="hiking trips")
+    assert plain.score is not None and plain.score.on_topic is None
+
+
+def test_topic_gate_holds_only_for_the_embedder_it_was_fitted_on() -> None:
+    assert for_embedder(DEFAULT, DEFAULT_EVIDENCE_MODEL_ID) is DEFAULT
+    assert DEFAULT_EVIDENCE_MODEL_ID == MINILM_MODEL_ID
+    for other in ("sentence-transformers/paraphrase-MiniLM-L3-v2", "openai/text-embedding-3"):
+        swapped = for_embedder(DEFAULT, other)
+        assert swapped.evidence is not None and swapped.evidence.topic is None
+    other_model = for_embedder(DEFAULT, "openai/text-embedding-3").evidence
+    assert other_model is not None and other_model.weights == DEFAULT_EVIDENCE.weights
+    with pytest.raises(ValidationError):
+        TopicGate(coverage=0.1, base=0.0, spread=0.1, width=0.0, ceiling=0.5)
