@@ -180,6 +180,7 @@ async def offtopic(lab: Lab, cfg: RetrievalConfig, thresholds: Sequence[float]) 
         for _cat, q, _gold in other[:: max(1, len(other) // 12)][:12]:
             hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
             off.append(max((h.relevance_score or 0.0 for h in hits), default=0.0))
+    off_locomo = len(off)
     for n, (mem, *_rest) in enumerate(lab.lme):
         q = lab.lme[(n + 1) % len(lab.lme)][2]
         hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
@@ -190,17 +191,27 @@ async def offtopic(lab: Lab, cfg: RetrievalConfig, thresholds: Sequence[float]) 
             hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
             best = max((h.relevance_score or 0.0 for h in hits), default=0.0)
             kept += [best] * sum(str(h.metadata.extra.get("dia_id")) in gold for h in hits[:10])
+    kept_locomo = len(kept)
     for mem, _t, q, _gs, gold_t, _d in lab.lme:
         hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
         best = max((h.relevance_score or 0.0 for h in hits), default=0.0)
         kept += [best] * sum(_key(h.metadata.extra)[1] in gold_t for h in hits[:10])
     print(f"off-topic queries {len(off)}, on-topic gold hits in top 10: {len(kept)}")
+    parts = {
+        "both": (off, kept),
+        "LoCoMo": (off[:off_locomo], kept[:kept_locomo]),
+        "LongMemEval": (off[off_locomo:], kept[kept_locomo:]),
+    }
     for t in thresholds:
-        rejected = sum(b < t for b in off) / len(off)
-        retained = sum(b >= t for b in kept) / len(kept)
+        rates = []
+        for name, (o, k) in parts.items():
+            if o and k:
+                rejected = sum(b < t for b in o) / len(o)
+                retained = sum(b >= t for b in k) / len(k)
+                rates.append(f"{name} {rejected:.3f} / {retained:.3f}")
         print(
-            f"  min_relevance {t:.3f}: off-topic injecting nothing {rejected:.3f}, "
-            f"gold hits kept {retained:.3f}"
+            f"  min_relevance {t:.3f}: off-topic injecting nothing / gold hits kept: "
+            + ", ".join(rates)
         )
 
 
