@@ -357,7 +357,7 @@ async def _run(
     if args.offtopic:
         from memvault.injection.context import CONTEXT_MIN_RELEVANCE
 
-        grid = sorted({0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, CONTEXT_MIN_RELEVANCE})
+        grid = sorted({0.01, 0.015, 0.02, 0.03, 0.05, 0.5, 0.7, 0.8, 0.9, CONTEXT_MIN_RELEVANCE})
         await offtopic(lab, resolve(args.configs.split(",")[0], extra or {}), grid)
         return lab
     names = args.configs.split(",")
