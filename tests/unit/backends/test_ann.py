@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,25 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
         return real_build(*args)
 
     monkeypatch.setattr(_ann, "load_or_build", gated)
+    # The catch-up is held too: 303 rows are added in a few milliseconds, and on a loaded
+    # machine it could finish before the search below looks, attaching the graph at once.
+    release = threading.Event()
+    real_catch_up = _ann.catch_up
+
+    def held_catch_up(*args: Any) -> Future[_ann.AnnGraph]:
+        out: Future[_ann.AnnGraph] = Future()
+
+        def run() -> None:
+            release.wait(30)
+            try:
+                out.set_result(real_catch_up(*args).result())
+            except Exception as exc:  # handed to the waiting search, as the real one does
+                out.set_exception(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+        return out
+
+    monkeypatch.setattr(_ann, "catch_up", held_catch_up)
     rng = np.random.default_rng(21)
     index = build(tmp_path / "m.db", clustered(rng, 400))
     index.add(rows(5000, 300), clustered(rng, 300))  # during the build
@@ -355,6 +375,7 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
     assert [r for r, _ in index.search(q, mask(index), 5)] == exact(index, q, mask(index), 5)
     catching_up = index._ann_pending
     assert index.ann is None and catching_up is not None
+    release.set()
     catching_up.result(timeout=30)
     index.search(q, mask(index), 5)
     graph = index.ann
