@@ -274,9 +274,7 @@ class InMemoryBackend(BaseBackend):
         self, live: list[MemoryEntry], vector: Vectors | None, terms: list[str], pool: int
     ) -> CandidateSet:
         """Dense and BM25 top ``pool`` among ``live`` (BM25 statistics of the whole store)."""
-        cands = CandidateSet(query_vector=vector)
-        if vector is not None:
-            cands.searched = len(live)
+        cands = CandidateSet(query_vector=vector, searched=None if vector is None else len(live))
         if vector is not None and live:
             matrix = np.stack([self._vectors[e.id] for e in live])
             sims = matrix @ vector

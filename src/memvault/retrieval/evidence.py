@@ -146,7 +146,7 @@ class TopicGate(BaseModel):
         """Probability that a query whose best match is ``best`` among ``searched`` rows is on
         topic (see the class docstring)."""
         z = (best - self.threshold(searched)) / self.width
-        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+        return float(sigmoid(np.array([z]))[0])
 
     def best_match(self, matrix: NDArray[np.float64]) -> float:
         """The query's best match over a feature matrix (columns in :data:`FEATURES` order)."""

@@ -398,6 +398,8 @@ PRESETS: dict[str, RetrievalConfig] = {
 
 
 _FOR_EMBEDDER: dict[tuple[int, str], tuple[RetrievalConfig, RetrievalConfig]] = {}
+_FITTED = ("weights", "interactions", "scale", "offset")
+"""The parts of an evidence model a refit for another embedder replaces."""
 
 
 def for_embedder(config: RetrievalConfig, model_id: str) -> RetrievalConfig:
@@ -419,26 +421,17 @@ def for_embedder(config: RetrievalConfig, model_id: str) -> RetrievalConfig:
     hit = _FOR_EMBEDDER.get(key)
     if hit is not None and hit[0] is config:
         return hit[1]
-    default = DEFAULT_EVIDENCE
     out = config
-    if (model.weights, model.interactions, model.scale, model.offset) == (
-        default.weights,
-        default.interactions,
-        default.scale,
-        default.offset,
-    ):
+    if all(getattr(model, f) == getattr(DEFAULT_EVIDENCE, f) for f in _FITTED):
         fitted = EMBEDDER_EVIDENCE.get(model_id)
         # Without a fit for this model, the ranking keeps the default coefficients (roughly
         # right for any sentence embedder) but not the off-topic gate: its threshold is a
         # cosine, and what counts as a close cosine differs from model to model.
-        update: dict[str, object] = {"topic": None if fitted is None else fitted.topic}
-        if fitted is not None:
-            update.update(
-                weights=fitted.weights,
-                interactions=fitted.interactions,
-                scale=fitted.scale,
-                offset=fitted.offset,
-            )
+        update = (
+            {"topic": None}
+            if fitted is None
+            else {f: getattr(fitted, f) for f in (*_FITTED, "topic")}
+        )
         out = config.model_copy(update={"evidence": model.model_copy(update=update)})
     if len(_FOR_EMBEDDER) >= 256:  # custom configs built per request must not grow this
         _FOR_EMBEDDER.clear()

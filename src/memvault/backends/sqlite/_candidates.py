@@ -227,9 +227,8 @@ class SQLiteCandidatesMixin(_MixinBase):
                 lexical_terms, idfs, avgdl, mask, index.rowids[: index.n], pool
             )
         by_rowid = self._load_rows({r for r, _ in dense} | {r for r, _ in lexical})
-        cands = CandidateSet(query_vector=vector)
-        if vector is not None:
-            cands.searched = int(np.count_nonzero(mask))
+        searched = None if vector is None else int(np.count_nonzero(mask))
+        cands = CandidateSet(query_vector=vector, searched=searched)
         cands.dense = [(by_rowid[r].id, s) for r, s in dense if r in by_rowid]
         cands.lexical = [(by_rowid[r].id, s) for r, s in lexical if r in by_rowid]
         cands.entries = {e.id: e for e in by_rowid.values()}
