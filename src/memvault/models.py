@@ -824,6 +824,10 @@ class CandidateSet:
     query with (the scope's live rows that pass the filters; None when the backend cannot tell
     cheaply): the more rows a query is compared with, the closer its best chance match, which
     the off-topic gate (:class:`memvault.retrieval.evidence.TopicGate`) allows for.
+    ``analysed`` optionally maps ids to the entry's content as the store's lexical index holds it
+    (:func:`memvault.retrieval.text.index_text` of the content: stems, space-separated), for a
+    backend that keeps it; ranking then reads a candidate's terms from it instead of analysing
+    the content again, which for long turns is most of a search's ranking time.
     """
 
     dense: list[tuple[str, float]] = field(default_factory=list)
@@ -833,6 +837,7 @@ class CandidateSet:
     vectors: dict[str, Any] = field(default_factory=dict)
     neighbours: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     searched: int | None = None
+    analysed: dict[str, str] = field(default_factory=dict)
 
 
 class AuditRecord(BaseModel):

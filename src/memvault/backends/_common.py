@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,14 @@ from memvault.models import (
     json_metadata,
     parse_filters,
 )
+from memvault.retrieval.text import index_text
 
 __all__ = [
     "SCOPE_KEYS",
     "SHARED_KEY",
     "Supersede",
     "Vectors",
+    "analysed_content",
     "check_filters",
     "embedding_text",
     "lexical_text",
@@ -52,7 +55,30 @@ def lexical_text(entry: MemoryEntry) -> str:
     Dates are how people recall events ("what did we ship in May 2023?"), so the human-readable
     date is indexed beside the words; it is analysed like any other text.
     """
-    return f"{entry.content} {entry.created_at:%B %Y}"
+    return f"{entry.content} {_month_year(entry.created_at)}"
+
+
+def _month_year(when: datetime) -> str:
+    return f"{when:%B %Y}"
+
+
+@lru_cache(maxsize=1024)
+def _analysed_date(month_year: str) -> str:
+    return index_text(month_year)
+
+
+def analysed_content(entry: MemoryEntry, indexed: str) -> str | None:
+    """The analysed content of ``entry`` (``index_text(entry.content)``), given ``indexed``, the
+    analysed :func:`lexical_text` a lexical index stored for it: that text minus the date terms
+    it ends with. None when ``indexed`` does not end with the entry's date terms (a row indexed
+    otherwise), so the caller analyses the content itself.
+    """
+    date = _analysed_date(_month_year(entry.created_at))
+    if indexed == date:
+        return ""
+    if indexed.endswith(date) and indexed[-len(date) - 1 : -len(date)] == " ":
+        return indexed[: -len(date) - 1]
+    return None
 
 
 SHARED_KEY = "\x00shared"

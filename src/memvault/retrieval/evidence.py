@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from memvault.models import CandidateSet, MemoryEntry
 from memvault.retrieval._textcache import text_memo
 from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
-from memvault.retrieval.text import query_terms, tokenize
+from memvault.retrieval.text import analyse, query_terms
 from memvault.retrieval.threads import thread_id
 
 __all__ = [
@@ -277,6 +278,8 @@ _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 @text_memo()
 def _question_share(text: str) -> float:
     """Share of a text's sentences that end with a question mark (cached: texts recur)."""
+    if "?" not in text:
+        return 0.0
     sentences = [m.group().strip() for m in _SENTENCE.finditer(text)]
     sentences = [x for x in sentences if len(x) > 1]
     if not sentences:
@@ -284,11 +287,34 @@ def _question_share(text: str) -> float:
     return sum(1 for x in sentences if x.endswith("?")) / len(sentences)
 
 
-@text_memo()
-def _terms(text: str) -> tuple[frozenset[str], int]:
-    """The distinct index terms of a text and its length in terms (cached: texts recur)."""
-    words = tokenize(text)
-    return frozenset(words), len(words)
+class _Terms(NamedTuple):
+    """A candidate's index terms, as coverage and length read them."""
+
+    padded: str
+    """The terms, each between spaces (``" a b "``): a query term ``t`` is among them iff
+    ``f" {t} "`` is a substring. A string several times smaller than a frozenset of the same
+    terms, so the memo holds several times more of a big store's long turns."""
+    length: int
+    """How many terms (repeats counted), capped at :data:`LENGTH_CAP`."""
+
+
+@text_memo(long=8_192)
+def _analysed_terms(text: str) -> _Terms:
+    """The :class:`_Terms` of a text (cached: the same candidates recur query after query, and
+    analysing a long turn costs tens of microseconds)."""
+    terms, length = analyse(text)
+    return _Terms(f" {' '.join(terms)} ", min(length, LENGTH_CAP))
+
+
+def _terms_of(text: str, analysed: str | None) -> _Terms:
+    """The :class:`_Terms` of a candidate: from the analysed content its store handed over
+    (``CandidateSet.analysed``; repeats kept, which neither coverage nor length minds), else
+    from its text."""
+    if analysed is None:
+        return _analysed_terms(text)
+    if not analysed:
+        return _Terms(" ", 0)
+    return _Terms(f" {analysed} ", min(analysed.count(" ") + 1, LENGTH_CAP))
 
 
 def _saturate(score: float) -> float:
@@ -344,7 +370,6 @@ def evidence_features(
     asks = bool(query_text) and asks_when(query_text)
     period = query_time_range(query_text, now) if query_text else None
 
-    entries_text = {i: cands.entries[i].content for i in ids}
     # Per-entry base evidence (absolute): used by context and thread features.
     base: dict[str, float] = {}
     cos_of: dict[str, float] = {}
@@ -369,7 +394,7 @@ def evidence_features(
             prev_of.setdefault(other, list(reversed(chain[:pos])))
             next_of.setdefault(other, chain[pos + 1 :])
 
-    asking = {i: _question_share(entries_text[i]) for i in ids}
+    asking = {i: _question_share(cands.entries[i].content) for i in ids}
 
     def _ctx(others: list[str], *, questions: bool = False) -> float:
         """Best evidence among the nearest ``others``, divided by distance; with
@@ -399,29 +424,27 @@ def evidence_features(
     }
 
     # Column by column: one Python pass per feature is several times faster than filling rows.
-    texts = [entries_text[i] for i in ids]
-    parsed = [_terms(t) for t in texts]
+    analysed = cands.analysed
+    parsed = [_terms_of(entries[i].content, analysed.get(i)) for i in ids]
+    padded = [f" {t} " for t in terms]
     no_hops: list[str] = []
     prevs = [prev_of.get(i, no_hops) for i in ids]
     columns = [
         [cos_of[i] for i in ids],
         [lex_of[i] for i in ids],
-        [len(terms & words) / len(terms) for words, _ in parsed] if terms else [0.0] * n,
+        [sum(t in p.padded for t in padded) / len(padded) for p in parsed] if terms else [0.0] * n,
         [_ctx(p) for p in prevs],
         [_ctx(next_of.get(i, no_hops)) for i in ids],
         [asking[i] for i in ids],
         [_ctx(p, questions=True) for p in prevs],
         [strength[owner[i]] for i in ids],
-        [1.0 if mentions_time(t) else 0.0 for t in texts] if asks else [0.0] * n,
+        [1.0 if mentions_time(entries[i].content) else 0.0 for i in ids] if asks else [0.0] * n,
         (
             [1.0 if period.contains(entries[i].created_at) else 0.0 for i in ids]
             if period is not None
             else [0.0] * n
         ),
-        [
-            _LOG_LENGTH[min(length, LENGTH_CAP)] * base[i]
-            for i, (_, length) in zip(ids, parsed, strict=True)
-        ],
+        [_LOG_LENGTH[p.length] * base[i] for i, p in zip(ids, parsed, strict=True)],
     ]
     matrix = np.array(columns, dtype=np.float64).T
     return EvidenceFeatures(

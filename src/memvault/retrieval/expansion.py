@@ -48,3 +48,5 @@ def merge_feedback(cands: CandidateSet, feedback: CandidateSet, *, weight: float
         cands.vectors.setdefault(entry_id, vector)
     for entry_id, sides in feedback.neighbours.items():
         cands.neighbours.setdefault(entry_id, sides)
+    for entry_id, analysed in feedback.analysed.items():
+        cands.analysed.setdefault(entry_id, analysed)

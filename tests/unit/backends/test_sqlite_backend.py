@@ -448,3 +448,42 @@ async def test_stored_metadata_is_strict_json(tmp_path: Path) -> None:
         conn.close()
     assert text == '{"a": {"b": null}, "z": [1, [2, 3]]}'
     assert json.loads(text) == {"a": {"b": None}, "z": [1, [2, 3]]}
+
+
+async def test_candidates_carry_the_analysed_content_of_every_entry(tmp_path: Path) -> None:
+    """Ranking reads candidates' terms from ``CandidateSet.analysed`` instead of analysing
+    their text again: it must be exactly ``index_text(content)``, read from the full-text index
+    on the first search and from the entry cache after."""
+    from datetime import UTC, datetime
+
+    from memvault.retrieval.text import index_text
+
+    b = SQLiteBackend(tmp_path / "m.db", HashingEmbedder(dimension=64))
+    await b.connect()
+    try:
+        may = datetime(2023, 5, 8, tzinfo=UTC)
+        texts = [
+            "Zebra stripes are unique to each animal.",
+            "We saw zebras in May 2023",  # ends with its own month and year
+            "the of and",  # stop words only: no terms
+            "Running zebras ran 5 km; café naïve",
+        ]
+        for text in texts:
+            await b.store(
+                "a",
+                MemoryStoreRequest(
+                    content=text, created_at=may, metadata=MemoryMetadata(extra={"session": "s"})
+                ),
+            )
+        await b.store("b", req("zebra of another agent"))
+        query = MemoryQuery(text="zebra stripes")
+        for _ in range(2):
+            cands = await b.search_candidates("a", query, pool=10, neighbours=2, hops=2)
+            assert set(cands.analysed) == set(cands.entries) and len(cands.entries) == 4
+            for entry_id, entry in cands.entries.items():
+                assert cands.analysed[entry_id] == index_text(entry.content)
+        # A lexical-only query, and one with no text, hand over only what they have.
+        cands = await b.search_candidates("a", query, pool=10, dense=False)
+        assert set(cands.analysed) == set(cands.entries)
+    finally:
+        await b.disconnect()

@@ -59,3 +59,25 @@ def test_an_entry_larger_than_the_budget_is_still_cached_alone() -> None:
     assert cache.get(1) is not None
     cache.put(2, entry(2, 5_000))
     assert cache.get(1) is None and cache.get(2) is not None
+
+
+def test_analysed_content_lives_and_goes_with_its_entry() -> None:
+    cache = _EntryCache(2)
+    cache.put_analysed(1, "not cached yet")  # no entry: nothing kept
+    assert cache.analysed(1) is None and cache.held_bytes == 0
+    cache.put(1, entry(1, 100))
+    cache.put_analysed(1, "abc def")
+    assert cache.analysed(1) == "abc def"
+    assert cache.held_bytes == ENTRY_OVERHEAD_BYTES + 100 + 7
+    cache.touch("a", ["m1"], NOW)  # the text did not change: the analysis stays
+    assert cache.analysed(1) == "abc def"
+    cache.put(1, entry(1, 100))  # the row read again: its analysis is read again too
+    assert cache.analysed(1) is None and cache.held_bytes == ENTRY_OVERHEAD_BYTES + 100
+    cache.put_analysed(1, "abc def")
+    cache.put(2, entry(2, 10))
+    cache.put(3, entry(3, 10))  # evicts row 1, and its analysis with it
+    assert cache.analysed(1) is None
+    assert cache.held_bytes == 2 * (ENTRY_OVERHEAD_BYTES + 10)
+    cache.put_analysed(3, "x")
+    cache.drop_rowids([3])
+    assert cache.analysed(3) is None and cache.held_bytes == ENTRY_OVERHEAD_BYTES + 10

@@ -418,3 +418,32 @@ def test_topic_gate_holds_only_for_the_embedder_it_was_fitted_on() -> None:
     assert other_model is not None and other_model.weights == DEFAULT_EVIDENCE.weights
     with pytest.raises(ValidationError):
         TopicGate(coverage=0.1, base=0.0, spread=0.1, width=0.0, ceiling=0.5)
+
+
+def test_features_read_from_a_stores_analysed_content_equal_those_from_the_text() -> None:
+    from memvault.retrieval.text import index_text
+
+    texts = {
+        "a": "Running late to the 2023 marathon in Berlin? I ran it twice, honestly.",
+        "b": "ok",
+        "c": "The the the and of",  # nothing but stop words: no terms at all
+        "d": " ".join(f"Cities{i} runners" for i in range(30)) + " last week",
+    }
+    entries = {i: entry(i, t, session="s1") for i, t in texts.items()}
+    cands = CandidateSet(
+        dense=[("a", 0.4), ("b", 0.2), ("c", 0.1)],
+        lexical=[("d", 3.0), ("a", 1.0)],
+        entries=entries,
+        neighbours={"a": (("b",), ("c",))},
+    )
+    for query in ("When did the runners run the Berlin marathon?", "cities honestly", "zzz"):
+        plain = evidence_features(cands, query_text=query, now=NOW)
+        cands.analysed = {i: index_text(t) for i, t in texts.items()}
+        handed = evidence_features(cands, query_text=query, now=NOW)
+        cands.analysed = {}
+        assert handed.ids == plain.ids
+        np.testing.assert_array_equal(handed.matrix, plain.matrix)
+    # The coverage column really reads the terms: a query term the analysis lacks is not found.
+    cands.analysed = {"a": "zzz"}
+    got = evidence_features(cands, query_text="Berlin marathon", now=NOW)
+    assert got.matrix[got.ids.index("a"), COL["coverage"]] == 0.0

@@ -190,3 +190,28 @@ def test_bounded_scan_scores_the_rarest_terms_within_the_bound() -> None:
     assert bounded_scan([10, 9_000], 100) == ([0], [])
     dfs = [1_000 + i for i in range(10)]
     assert bounded_scan(dfs, 500, max_paired=3) == ([], [0, 1, 2])
+
+
+def test_analyse_gives_the_distinct_terms_and_length_of_tokenize() -> None:
+    from memvault.retrieval.text import analyse
+
+    texts = [
+        "",
+        "the of and",
+        "Running runners ran 5 km on 2023-05-08, café naïve résumé; x y z!",
+        "snake_case words_and CamelCase ALLCAPS 123abc 42 42 42",
+        "Ünïcödé ÉCOLE straße 東京 タワー",
+    ]
+    for text in texts:
+        words = tokenize(text)
+        assert analyse(text) == (frozenset(words), len(words))
+
+
+def test_a_text_mentions_a_time_by_its_words_or_a_year() -> None:
+    from memvault.retrieval.temporal import mentions_time
+
+    for text in ("We met YESTERDAY.", "back in 2019", "on Monday's call", "two weeks ago"):
+        assert mentions_time(text), text
+    # "may" is mostly the modal verb; 1850 and 20234 are not years of ours; "weekly" is a word.
+    for text in ("You may go", "built in 1850", "id 20234", "a weekly digest", ""):
+        assert not mentions_time(text), text

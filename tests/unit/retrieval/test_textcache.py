@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memvault.retrieval._textcache import LONG_TEXT_CHARS, TextMemo
-from memvault.retrieval.evidence import _terms
+from memvault.retrieval.evidence import LENGTH_CAP, _analysed_terms
 
 
 def test_long_texts_live_in_the_small_cache_and_values_are_the_functions() -> None:
@@ -33,6 +33,7 @@ def test_long_texts_live_in_the_small_cache_and_values_are_the_functions() -> No
 def test_the_ranking_memos_keep_their_results() -> None:
     text = "Caroline went to the LGBTQ support group yesterday. " * 20
     assert len(text) > LONG_TEXT_CHARS
-    terms, length = _terms(text)
-    assert {"carolin", "support", "group"} <= terms and length > 100  # stemmed terms
-    assert _terms(text) == (terms, length)
+    padded, length = _analysed_terms(text)
+    assert all(f" {t} " in padded for t in ("carolin", "support", "group"))  # stemmed terms
+    assert " the " not in padded and length == LENGTH_CAP  # stop words out; length capped
+    assert _analysed_terms(text) == (padded, length)

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memvault.backends._base import BaseBackend, Vectors
+from memvault.backends._common import analysed_content
 from memvault.backends.sqlite._blas import single_threaded
 from memvault.backends.sqlite._rows import (
     _CATEGORY_CODE,
@@ -237,6 +238,7 @@ class SQLiteCandidatesMixin(_MixinBase):
                 vec = index.vector(rowid, copy=False)
                 if vec is not None:
                     cands.vectors[entry.id] = vec
+        loaded = by_rowid
         if neighbours > 0 and hops > 0 and (cands.lexical or cands.dense):
             top = neighbour_anchors(cands, neighbours)
             rowid_of = {e.id: r for r, e in by_rowid.items()}
@@ -247,7 +249,37 @@ class SQLiteCandidatesMixin(_MixinBase):
                 for i, (b, a) in sides.items()
             }
             self._attach_neighbours(query, cands, top, adjacent)
+            loaded = {**by_rowid, **near}
+        if query.text:
+            cands.analysed = self._analysed(
+                {r: e for r, e in loaded.items() if e.id in cands.entries}
+            )
         return cands
+
+    def _analysed(self, rows: dict[int, MemoryEntry]) -> dict[str, str]:
+        """The analysed content of ``rows`` (``CandidateSet.analysed``), from the entry cache or
+        else read from the full-text index: a few microseconds a row, where analysing a long
+        turn's content again at ranking costs a hundred."""
+        out: dict[str, str] = {}
+        missing: list[int] = []
+        for rowid, entry in rows.items():
+            found = self._cache.analysed(rowid)
+            if found is None:
+                missing.append(rowid)
+            else:
+                out[entry.id] = found
+        for start in range(0, len(missing), _PAGE):
+            chunk = missing[start : start + _PAGE]
+            marks = ",".join("?" * len(chunk))
+            for rowid, body in self._db.execute(
+                f"SELECT rowid, body FROM memories_fts WHERE rowid IN ({marks})", chunk
+            ):
+                entry = rows[rowid]
+                analysed = analysed_content(entry, body) if isinstance(body, str) else None
+                if analysed is not None:
+                    out[entry.id] = analysed
+                    self._cache.put_analysed(rowid, analysed)
+        return out
 
     def _lexical_stats(self, terms: list[str]) -> tuple[list[str], list[float], float]:
         """The query terms BM25 scores (common ones pruned), their idfs, and the average row

@@ -121,6 +121,9 @@ class _EntryCache:
     Bounded by count (``size``) and by an estimate of the bytes held (``max_bytes``: a fixed
     cost per parsed entry plus its text), so a store of long chunks cannot grow it past what a
     store of short facts would hold.
+
+    Beside an entry it may keep the entry's analysed content (``CandidateSet.analysed``), read
+    from the full-text index when a search first needs it; it lives and goes with the entry.
     """
 
     def __init__(self, size: int, max_bytes: int = ENTRY_CACHE_BYTES) -> None:
@@ -129,10 +132,33 @@ class _EntryCache:
         self._bytes = 0
         self._items: OrderedDict[int, MemoryEntry] = OrderedDict()
         self._rowid: dict[str, int] = {}
+        self._analysed: dict[int, str] = {}
 
     @staticmethod
     def _cost(entry: MemoryEntry) -> int:
         return ENTRY_OVERHEAD_BYTES + len(entry.content)
+
+    def analysed(self, rowid: int) -> str | None:
+        """The analysed content kept beside a cached entry, if any."""
+        return self._analysed.get(rowid)
+
+    def put_analysed(self, rowid: int, analysed: str) -> None:
+        """Keep ``analysed`` beside the cached entry of ``rowid`` (nothing if it is not cached)."""
+        if rowid in self._items and rowid not in self._analysed:
+            self._analysed[rowid] = analysed
+            self._bytes += len(analysed)
+            self._shrink()
+
+    def _forget(self, rowid: int, entry: MemoryEntry) -> None:
+        self._rowid.pop(entry.id, None)
+        self._bytes -= self._cost(entry) + len(self._analysed.pop(rowid, ""))
+
+    def _shrink(self) -> None:
+        while len(self._items) > 1 and (
+            len(self._items) > self._size or self._bytes > self._max_bytes
+        ):
+            rowid, old = self._items.popitem(last=False)
+            self._forget(rowid, old)
 
     @property
     def held_bytes(self) -> int:
@@ -150,23 +176,17 @@ class _EntryCache:
             return
         previous = self._items.pop(rowid, None)
         if previous is not None:
-            self._bytes -= self._cost(previous)
+            self._forget(rowid, previous)
         self._items[rowid] = entry
         self._rowid[entry.id] = rowid
         self._bytes += self._cost(entry)
-        while len(self._items) > 1 and (
-            len(self._items) > self._size or self._bytes > self._max_bytes
-        ):
-            _, old = self._items.popitem(last=False)
-            self._rowid.pop(old.id, None)
-            self._bytes -= self._cost(old)
+        self._shrink()
 
     def drop_rowids(self, rowids: Iterable[int]) -> None:
         for rowid in rowids:
             entry = self._items.pop(rowid, None)
             if entry is not None:
-                self._rowid.pop(entry.id, None)
-                self._bytes -= self._cost(entry)
+                self._forget(rowid, entry)
 
     def drop_ids(self, ids: Iterable[str]) -> None:
         self.drop_rowids([r for r in (self._rowid.get(i) for i in ids) if r is not None])
@@ -185,6 +205,7 @@ class _EntryCache:
     def clear(self) -> None:
         self._items.clear()
         self._rowid.clear()
+        self._analysed.clear()
         self._bytes = 0
 
 
