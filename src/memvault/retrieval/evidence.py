@@ -98,6 +98,7 @@ FEATURES: tuple[str, ...] = (
     "length",  # own evidence times log(1 + terms), terms capped at LENGTH_CAP: a bare "ok" says
     # little even when it matches, while length alone never lifts an entry that does not match
 )
+_COLUMN = {name: j for j, name in enumerate(FEATURES)}
 _COS = FEATURES.index("cos")
 _COVERAGE = FEATURES.index("coverage")
 
@@ -317,10 +318,6 @@ def _terms_of(text: str, analysed: str | None) -> _Terms:
     return _Terms(f" {analysed} ", min(analysed.count(" ") + 1, LENGTH_CAP))
 
 
-def _saturate(score: float) -> float:
-    return score / (score + BM25_SATURATION) if score > 0 else 0.0
-
-
 def _cosines(cands: CandidateSet, ids: Sequence[str]) -> dict[str, float]:
     """Cosine of every candidate: from the dense list, else from its stored vector."""
     out = dict(cands.dense)
@@ -334,6 +331,31 @@ def _cosines(cands: CandidateSet, ids: Sequence[str]) -> dict[str, float]:
         sims = mat @ qv
         out.update({i: float(s) for i, s in zip(missing, sims, strict=True)})
     return out
+
+
+def _hop_rows(
+    near: Mapping[str, list[str]], row: Mapping[str, int], n: int, hops: int
+) -> NDArray[np.intp]:
+    """``out[d - 1, k]``: the row of candidate ``k``'s ``d``-th neighbour in ``near`` (nearest
+    first), or ``n`` where it has none among the candidates."""
+    out = np.full((hops, n), n, dtype=np.intp)
+    for entry_id, others in near.items():
+        k = row.get(entry_id)
+        if k is None:
+            continue
+        for d, other in enumerate(others[:hops]):
+            j = row.get(other)
+            if j is not None:
+                out[d, k] = j
+    return out
+
+
+def _context(values: NDArray[np.float64], rows: NDArray[np.intp]) -> NDArray[np.float64]:
+    """Best of ``values`` over each candidate's neighbours, divided by their distance."""
+    best = np.zeros(rows.shape[1])
+    for d in range(rows.shape[0]):
+        np.maximum(best, values[rows[d]] / (d + 1), out=best)
+    return best
 
 
 def evidence_features(
@@ -370,16 +392,17 @@ def evidence_features(
     asks = bool(query_text) and asks_when(query_text)
     period = query_time_range(query_text, now) if query_text else None
 
-    # Per-entry base evidence (absolute): used by context and thread features.
-    base: dict[str, float] = {}
-    cos_of: dict[str, float] = {}
-    lex_of: dict[str, float] = {}
-    for i in ids:
-        c = cos.get(i, floor_cos) if use_dense else 0.0
-        s = _saturate(lex.get(i, 0.0))
-        cos_of[i] = c
-        lex_of[i] = s
-        base[i] = max(c, 0.0) + s
+    # Per-entry base evidence (absolute): used by context and thread features. Arrays indexed
+    # like ``ids``; every column below is computed on them, not per candidate in Python.
+    cos_col = (
+        np.array([cos.get(i, floor_cos) for i in ids], dtype=np.float64)
+        if use_dense
+        else np.zeros(n)
+    )
+    raw_lex = np.array([lex.get(i, 0.0) for i in ids], dtype=np.float64)
+    lex_col = np.zeros(n)
+    np.divide(raw_lex, raw_lex + BM25_SATURATION, out=lex_col, where=raw_lex > 0)
+    base = np.maximum(cos_col, 0.0) + lex_col
 
     # Thread neighbours, both directions, known only around the anchors (the best lexical and
     # dense candidates); an entry that is an anchor's neighbour learns its own neighbours from
@@ -394,25 +417,22 @@ def evidence_features(
             prev_of.setdefault(other, list(reversed(chain[:pos])))
             next_of.setdefault(other, chain[pos + 1 :])
 
-    asking = {i: _question_share(cands.entries[i].content) for i in ids}
-
-    def _ctx(others: list[str], *, questions: bool = False) -> float:
-        """Best evidence among the nearest ``others``, divided by distance; with
-        ``questions``, weighed by how much each of them asks."""
-        best = 0.0
-        for d, other in enumerate(others[:context_hops], start=1):
-            value = base.get(other)
-            if value is not None:
-                best = max(best, value * (asking[other] if questions else 1.0) / d)
-        return best
+    entries: Mapping[str, MemoryEntry] = cands.entries
+    row = {i: k for k, i in enumerate(ids)}
+    asking = np.array([_question_share(entries[i].content) for i in ids], dtype=np.float64)
+    # Index n is a neighbour that is not a candidate (or no neighbour): evidence 0, which the
+    # max below ignores as the scalar version's "best = 0.0" did (evidence is never negative).
+    base_ext = np.append(base, 0.0)
+    asking_ext = np.append(asking, 0.0)
+    prev_rows = _hop_rows(prev_of, row, n, context_hops)
+    next_rows = _hop_rows(next_of, row, n, context_hops)
 
     groups: dict[str, list[float]] = {}
-    owner: dict[str, str] = {}
-    entries: Mapping[str, MemoryEntry] = cands.entries
-    for i in ids:
+    owner: list[str] = []
+    for i, value in zip(ids, base.tolist(), strict=True):
         key = thread_id(entries[i])
-        owner[i] = key
-        groups.setdefault(key, []).append(base[i])
+        owner.append(key)
+        groups.setdefault(key, []).append(value)
     # A thread's strength is the mean of its best entries; an entry outside any conversation
     # (a stored fact) is a thread of its own, as strong as itself.
     # Most groups hold one entry (a fact is its own thread): no sort for those.
@@ -423,30 +443,32 @@ def evidence_features(
         for key, vals in groups.items()
     }
 
-    # Column by column: one Python pass per feature is several times faster than filling rows.
     analysed = cands.analysed
     parsed = [_terms_of(entries[i].content, analysed.get(i)) for i in ids]
     padded = [f" {t} " for t in terms]
-    no_hops: list[str] = []
-    prevs = [prev_of.get(i, no_hops) for i in ids]
-    columns = [
-        [cos_of[i] for i in ids],
-        [lex_of[i] for i in ids],
-        [sum(t in p.padded for t in padded) / len(padded) for p in parsed] if terms else [0.0] * n,
-        [_ctx(p) for p in prevs],
-        [_ctx(next_of.get(i, no_hops)) for i in ids],
-        [asking[i] for i in ids],
-        [_ctx(p, questions=True) for p in prevs],
-        [strength[owner[i]] for i in ids],
-        [1.0 if mentions_time(entries[i].content) else 0.0 for i in ids] if asks else [0.0] * n,
-        (
-            [1.0 if period.contains(entries[i].created_at) else 0.0 for i in ids]
-            if period is not None
-            else [0.0] * n
-        ),
-        [_LOG_LENGTH[p.length] * base[i] for i, p in zip(ids, parsed, strict=True)],
-    ]
-    matrix = np.array(columns, dtype=np.float64).T
+    # Filled by rows of columns and handed over transposed, as the feature order reads.
+    columns = np.zeros((len(FEATURES), n))
+    columns[_COLUMN["cos"]] = cos_col
+    columns[_COLUMN["lex"]] = lex_col
+    if terms:
+        texts = [p.padded for p in parsed]
+        found = np.zeros(n, dtype=np.int64)
+        for term in padded:
+            found += np.array([term in text for text in texts], dtype=np.int64)
+        columns[_COLUMN["coverage"]] = found / len(padded)
+    columns[_COLUMN["ctx_prev"]] = _context(base_ext, prev_rows)
+    columns[_COLUMN["ctx_next"]] = _context(base_ext, next_rows)
+    columns[_COLUMN["question"]] = asking
+    columns[_COLUMN["answers"]] = _context(base_ext * asking_ext, prev_rows)
+    columns[_COLUMN["thread"]] = [strength[key] for key in owner]
+    if asks:
+        columns[_COLUMN["when"]] = [1.0 if mentions_time(entries[i].content) else 0.0 for i in ids]
+    if period is not None:
+        columns[_COLUMN["period"]] = [
+            1.0 if period.contains(entries[i].created_at) else 0.0 for i in ids
+        ]
+    columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.length] for p in parsed]) * base
+    matrix = columns.T
     return EvidenceFeatures(
         ids=tuple(ids),
         matrix=matrix,

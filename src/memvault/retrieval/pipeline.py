@@ -331,8 +331,9 @@ def rank(
         if combined >= threshold:
             scored.append((combined, order.get(entry_id, 0.0), entry_id, rel, rec, boosted - rel))
     # Best first (the evidence score breaks ties of saturated probabilities); then the larger
-    # id, i.e. the newer entry (UUIDv7 ids sort by creation).
-    scored.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
+    # id, i.e. the newer entry (UUIDv7 ids sort by creation). Ids are unique, so sorting the
+    # tuples themselves never looks past the id and orders as a (score, order, id) key would.
+    scored.sort(reverse=True)
     if any(cands.entries[t[2]].superseded_by is not None for t in scored):
         by_id = {t[2]: t for t in scored}
         successor = {t[2]: cands.entries[t[2]].superseded_by for t in scored}
