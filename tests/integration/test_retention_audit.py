@@ -46,7 +46,9 @@ async def capped(backend: MemoryStore) -> AsyncIterator[AsyncMemory]:
         yield mem
 
 
-async def test_caps_evict_weakest_to_archive_and_restore(capped: AsyncMemory) -> None:
+async def test_caps_evict_weakest_to_archive_and_restore(
+    capped: AsyncMemory, caplog: pytest.LogCaptureFixture
+) -> None:
     old = datetime.now(UTC) - timedelta(days=60)
     episodes = [
         await capped.add(
@@ -62,6 +64,11 @@ async def test_caps_evict_weakest_to_archive_and_restore(capped: AsyncMemory) ->
     archived = await capped.archived(agent_id=AGENT)
     assert [a.memory_id for a in archived] == [episodes[0]]
     assert archived[0].reason == "evict"
+    # Eviction is said out loud: a bulk load past a cap keeps only part of what was added.
+    warned = [r.getMessage() for r in caplog.records if r.name == "memvault.memory"]
+    assert any(
+        "went over its memory cap (4 per agent, 2 episodic): archived 1" in m for m in warned
+    ), warned
 
     facts = [
         await capped.add(text, agent_id=AGENT)

@@ -134,6 +134,13 @@ LEVEL_NONE_REASON = "memory level 'none' stores nothing: the write was dropped"
 
 logger = logging.getLogger("memvault.memory")
 
+
+def _caps_text(policy: RetentionPolicy) -> str:
+    """The caps of a retention policy, for a log line."""
+    caps = [f"{n:,} per agent" for n in (policy.max_memories_per_agent,) if n is not None]
+    caps += [f"{n:,} {c.value}" for c, n in policy.max_per_category.items()]
+    return ", ".join(caps)
+
 T = TypeVar("T")
 
 
@@ -980,6 +987,17 @@ class AsyncMemory:
             evict = select_evictions(entries, policy, utc_now())
             if evict:
                 await self._archive_api(backend).archive(agent, evict, reason="evict")
+                # Said out loud: a bulk load past the cap keeps only part of what was added,
+                # which a user who did not know of the cap would otherwise find out much later.
+                logger.warning(
+                    "agent %s went over its memory cap (%s): archived %d of its weakest "
+                    "memories (reason 'evict'; `memvault archive restore` brings them back). "
+                    "Raise or lift the cap with options.max_memories_per_agent / "
+                    "max_per_category (None: no cap).",
+                    agent,
+                    _caps_text(policy),
+                    len(evict),
+                )
 
     async def consolidate(
         self,
