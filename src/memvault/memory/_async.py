@@ -141,6 +141,7 @@ def _caps_text(policy: RetentionPolicy) -> str:
     caps += [f"{n:,} {c.value}" for c, n in policy.max_per_category.items()]
     return ", ".join(caps)
 
+
 T = TypeVar("T")
 
 
