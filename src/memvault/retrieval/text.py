@@ -2,7 +2,7 @@
 
 Every backend indexes the output of :func:`index_text` and queries with :func:`query_terms`, so
 BM25 sees the same terms everywhere: lower-cased Unicode words, English stop words removed,
-Snowball (Porter 2) stems. Stemming is cached because the same words recur constantly.
+Snowball (Porter 2) stems. Each word's term is cached because the same words recur constantly.
 
 Ranking analyses every candidate's text that its memos miss (in big stores of long turns, dozens
 per search), so this is on the search path: words come from one ``findall``, each distinct word's
@@ -210,15 +210,15 @@ def _stemmer() -> Any:
     return found
 
 
-@lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """Snowball stem of one lower-case word (cached)."""
+    """Snowball stem of one lower-case word."""
     return str(_stemmer().stemWord(word))
 
 
 @lru_cache(maxsize=200_000)
 def _term(word: str) -> str:
-    """The index term of one lower-case, non-numeric word; empty if the word is not indexed."""
+    """The index term of one lower-case, non-numeric word; empty if the word is not indexed
+    (cached: the same words recur constantly; the one memo of the word-to-term step)."""
     if word in STOP_WORDS or len(word) == 1:
         return ""
     return stem(word)
