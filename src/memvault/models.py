@@ -825,9 +825,10 @@ class CandidateSet:
     cheaply): the more rows a query is compared with, the closer its best chance match, which
     the off-topic gate (:class:`memvault.retrieval.evidence.TopicGate`) allows for.
     ``analysed`` optionally maps ids to the entry's content as the store's lexical index holds it
-    (:func:`memvault.retrieval.text.index_text` of the content: stems, space-separated), for a
-    backend that keeps it; ranking then reads a candidate's terms from it instead of analysing
-    the content again, which for long turns is most of a search's ranking time.
+    (the terms of :func:`memvault.retrieval.text.index_text` of the content, space-separated,
+    each as often as it occurs, in any order), for a backend that keeps it; ranking then reads
+    a candidate's terms from it instead of analysing the content again, which for long turns is
+    most of a search's ranking time.
     """
 
     dense: list[tuple[str, float]] = field(default_factory=list)

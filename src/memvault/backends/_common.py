@@ -34,6 +34,7 @@ __all__ = [
     "Supersede",
     "Vectors",
     "analysed_content",
+    "analysed_from_counts",
     "check_filters",
     "embedding_text",
     "lexical_text",
@@ -79,6 +80,20 @@ def analysed_content(entry: MemoryEntry, indexed: str) -> str | None:
     if indexed.endswith(date) and indexed[-len(date) - 1 : -len(date)] == " ":
         return indexed[: -len(date) - 1]
     return None
+
+
+def analysed_from_counts(entry: MemoryEntry, counts: Mapping[str, int]) -> str | None:
+    """:func:`analysed_content` for an index that keeps term counts instead of the text (the
+    terms in another order, each as often as it occurs): ``counts`` of the analysed
+    :func:`lexical_text` minus one for each of its date terms. None when a date term is missing
+    (a row indexed otherwise)."""
+    left = dict(counts)
+    for term in _analysed_date(_month_year(entry.created_at)).split():
+        n = left.get(term, 0)
+        if n < 1:
+            return None
+        left[term] = n - 1
+    return " ".join(term for term, n in left.items() for _ in range(n))
 
 
 SHARED_KEY = "\x00shared"

@@ -895,3 +895,29 @@ async def test_bounded_lexical_scan_scores_exactly_within_scope(
     finally:
         await bounded.disconnect()
         await full.disconnect()
+
+
+async def test_candidates_carry_the_analysed_content_of_long_entries(
+    backend: PostgresBackend,
+) -> None:
+    """Long candidates come with their terms (from ``term_freqs``), so ranking need not analyse
+    their text again: exactly the terms of ``index_text(content)``, each as often, date terms
+    excluded; short ones are left to ranking's memo."""
+    from memvault.retrieval._textcache import LONG_TEXT_CHARS
+    from memvault.retrieval.text import index_text
+
+    may = datetime(2023, 5, 8, tzinfo=UTC)
+    long_texts = [
+        "Zebra herds migrate in May 2023 across the plains. " * 12,  # its own month and year
+        "Zebras, zebras and more zebra stripes; the of and 42 42. " * 12,
+    ]
+    assert all(len(t) > LONG_TEXT_CHARS for t in long_texts)
+    for text in [*long_texts, "A short zebra fact."]:
+        await backend.store("a", MemoryStoreRequest(content=text, created_at=may))
+    cands = await backend.search_candidates("a", MemoryQuery(text="zebra stripes"), pool=10)
+    assert len(cands.entries) == 3
+    long_ids = {i for i, e in cands.entries.items() if len(e.content) > LONG_TEXT_CHARS}
+    assert set(cands.analysed) == long_ids and len(long_ids) == 2
+    for entry_id in long_ids:
+        expected = index_text(cands.entries[entry_id].content).split()
+        assert sorted(cands.analysed[entry_id].split()) == sorted(expected)

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memvault.backends._base import BaseBackend, Vectors
+from memvault.backends._common import analysed_from_counts
 from memvault.backends.postgres._driver import Conn
 from memvault.backends.postgres._rows import (
     _BM25,
@@ -32,6 +33,7 @@ from memvault.backends.postgres._rows import (
     _where,
 )
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
+from memvault.retrieval._textcache import LONG_TEXT_CHARS
 from memvault.retrieval.bm25 import (
     K1,
     PRUNE_MIN_DOCS,
@@ -181,14 +183,25 @@ class PostgresCandidatesMixin(_MixinBase):
                 )
             rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
             by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
+            analysed: dict[str, str] = {}
             if rowids:
+                # Long texts' term counts come along: ranking reads a candidate's terms from them
+                # instead of analysing its text again (tens of microseconds per long turn that
+                # its memo misses). Short texts stay with the memo, which holds many of them;
+                # parsing their counts would cost more than it saves.
                 cur = await conn.execute(
-                    f"SELECT {_COLUMNS}, vector_send(m.embedding) FROM memories m"
-                    " WHERE m.rowid = ANY(%s::bigint[])",
+                    f"SELECT {_COLUMNS}, vector_send(m.embedding),"
+                    f" CASE WHEN length(m.content) > {LONG_TEXT_CHARS} THEN m.term_freqs END"
+                    " FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
                     [rowids],
                 )
                 for row in await cur.fetchall():
-                    by_rowid[int(row[0])] = (_row_entry(row), _vector_from_send(row[-1]))
+                    entry = _row_entry(row)
+                    by_rowid[int(row[0])] = (entry, _vector_from_send(row[-2]))
+                    if row[-1] is not None:
+                        text = analysed_from_counts(entry, row[-1])
+                        if text is not None:
+                            analysed[entry.id] = text
         # The scope's row count before the other filters: counting what they leave would cost
         # a scan, and the gate needs only the order of magnitude.
         cands = CandidateSet(query_vector=vector, searched=n_agent if vector is not None else None)
@@ -197,6 +210,8 @@ class PostgresCandidatesMixin(_MixinBase):
         for entry, vec in by_rowid.values():
             cands.entries[entry.id] = entry
             cands.vectors[entry.id] = vec
+        if query.text:
+            cands.analysed = analysed
         return cands
 
     async def _adjacent(
