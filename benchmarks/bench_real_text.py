@@ -11,7 +11,9 @@ chunk of unique questions through ``AsyncMemory.search(limit=10)`` with the real
         --longmemeval ../shared/bench/longmemeval_s_dev100.json --compare ea5af31 [--rounds 4]
 
 ``--compare`` takes a git ref (checked out in a temporary worktree, run with this interpreter and
-packages) or a source directory. Absolute times on a shared machine drift; the ratio is the result.
+packages) or a source directory. ``--postgres URL`` (or ``private``: a pgserver started for the
+run) keeps the store in a PostgreSQL schema instead. Absolute times on a shared machine drift;
+the ratio is the result.
 """
 
 from __future__ import annotations
@@ -49,8 +51,14 @@ def questions(locomo: str, longmemeval: str) -> list[str]:
     return list(dict.fromkeys(mixed))
 
 
-async def build(path: Path, locomo: str, longmemeval: str, cache: str) -> int:
-    """Fill ``path`` with every distinct turn; returns how many."""
+def with_schema(url: str, schema: str) -> str:
+    """A PostgreSQL URL that names the store's schema (memvault reads ``schema=``)."""
+    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
+
+
+async def build(path: str, locomo: str, longmemeval: str, cache: str) -> int:
+    """Fill the store at ``path`` (a file or a URL) with every distinct turn; returns how
+    many."""
     seen: set[str] = set()
     items = []
     turns = [i for c in load_locomo(locomo).conversations for i in turn_items(c)]
@@ -61,7 +69,7 @@ async def build(path: Path, locomo: str, longmemeval: str, cache: str) -> int:
             items.append(i)
     embedder = CachedEmbedder(default_embedder(), cache)
     async with AsyncMemory(
-        str(path), config=bench_config(), embedder=embedder, track_access=False
+        path, config=bench_config(), embedder=embedder, track_access=False
     ) as mem:
         for start in range(0, len(items), 2000):
             await mem.add_many(items[start : start + 2000], agent_id=AGENT, dedup=False)
@@ -97,6 +105,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=150, help="timed searches per build per round")
     ap.add_argument("--cache", default="/tmp/memvault-embcache")
     ap.add_argument("--db", help="reuse (or create) the store here instead of a temporary file")
+    ap.add_argument("--postgres", help="a PostgreSQL URL, or 'private' (a pgserver for the run)")
     ap.add_argument("--_chunk", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._chunk:
@@ -106,6 +115,25 @@ def main() -> None:
         asyncio.run(run_chunk(db, qs[-WARMUP:] + qs[start : start + n], out))
         return
     here = Path(__file__).resolve().parent.parent
+    server = None
+    url = args.postgres
+    if url == "private":
+        import pgserver
+
+        server = pgserver.get_server(
+            tempfile.mkdtemp(prefix="memvault-real-text-pg-"), cleanup_mode="stop"
+        )
+        url = server.get_uri()
+    try:
+        lat = _compare(args, here, url)
+    finally:
+        if server is not None:
+            server.cleanup()
+    _report(lat)
+
+
+def _compare(args: argparse.Namespace, here: Path, url: str | None) -> dict[str, list[float]]:
+    """Build (or reuse) the store, let both builds take turns; their latencies, seconds."""
     with tempfile.TemporaryDirectory(prefix="memvault-real-text-") as tmp_dir:
         tmp = Path(tmp_dir)
         ref_src = Path(args.compare)
@@ -127,13 +155,15 @@ def main() -> None:
             )
             ref_src = tree / "src"
         try:
-            db = Path(args.db) if args.db else tmp / "real.db"
-            if not db.exists():
-                print(
-                    f"stored {asyncio.run(build(db, args.locomo, args.longmemeval, args.cache)):,}"
-                    " turns",
-                    flush=True,
-                )
+            if url is not None:
+                db = with_schema(url, "real_text")
+                fresh = True  # a URL's schema is filled once per run (dropped with the server)
+            else:
+                path = Path(args.db) if args.db else tmp / "real.db"
+                db, fresh = str(path), not path.exists()
+            if fresh:
+                n = asyncio.run(build(db, args.locomo, args.longmemeval, args.cache))
+                print(f"stored {n:,} turns", flush=True)
             builds = {"this": here / "src", "ref": ref_src}
             outs = {name: tmp / f"{name}.jsonl" for name in builds}
             for r in range(args.rounds):
@@ -166,6 +196,10 @@ def main() -> None:
                     ["git", "-C", str(here), "worktree", "remove", "--force", str(tmp / "ref")],
                     check=False,
                 )
+    return lat
+
+
+def _report(lat: dict[str, list[float]]) -> None:
     print(f"{'build':6s} {'searches':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s}")
     for name in ("this", "ref"):
         v = lat[name]
