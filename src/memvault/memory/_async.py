@@ -137,8 +137,9 @@ logger = logging.getLogger("memvault.memory")
 
 def _caps_text(policy: RetentionPolicy) -> str:
     """The caps of a retention policy, for a log line."""
-    caps = [f"{n:,} per agent" for n in (policy.max_memories_per_agent,) if n is not None]
-    caps += [f"{n:,} {c.value}" for c, n in policy.max_per_category.items()]
+    caps = [f"{n:,} {c.value}" for c, n in policy.max_per_category.items()]
+    if policy.max_memories_per_agent is not None:
+        caps.insert(0, f"{policy.max_memories_per_agent:,} per agent")
     return ", ".join(caps)
 
 

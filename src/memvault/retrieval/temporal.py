@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memvault.retrieval._textcache import text_memo
 from memvault.retrieval.text import words
 
-__all__ = ["TimeRange", "asks_when", "mentions_time", "mentions_time_in", "query_time_range"]
+__all__ = ["TimeRange", "asks_when", "mentions_time", "query_time_range"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -70,20 +69,15 @@ def asks_when(query: str) -> bool:
     return bool(_WHEN.search(query))
 
 
-def mentions_time_in(words: Iterable[str]) -> bool:
-    """True if the distinct lower-cased ``words`` of a text (:func:`~memvault.retrieval.text.words`)
-    include a temporal word (a weekday, a month, "yesterday", "last" ...) or a year (19xx, 20xx)."""
-    found = words if isinstance(words, (set, frozenset)) else set(words)
-    return not (_TIME_WORDS.isdisjoint(found) and _YEARS.isdisjoint(found))
-
-
 @text_memo()
 def mentions_time(text: str) -> bool:
-    """True if the text contains a temporal expression (a date, weekday, "last week" ...).
+    """True if the text contains a temporal word (a weekday, a month, "yesterday", "last" ...)
+    or a year (19xx, 20xx).
 
     Cached: the same candidate texts recur across searches.
     """
-    return mentions_time_in(words(text))
+    found = set(words(text))
+    return not (_TIME_WORDS.isdisjoint(found) and _YEARS.isdisjoint(found))
 
 
 def query_time_range(query: str, now: datetime) -> TimeRange | None:

@@ -232,7 +232,7 @@ def words(text: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Lower-cased words of ``text`` without stop words, stemmed, in order (repeats kept)."""
     out: list[str] = []
-    for word in _WORD.findall(text.lower()):
+    for word in words(text):
         # Numbers (ids, years, amounts) are never changed by the stemmer and are mostly unique,
         # so they bypass the memo instead of filling it with misses.
         if word.isdigit():
@@ -248,7 +248,7 @@ def analyse(text: str) -> tuple[frozenset[str], int]:
     """``(terms, length)`` of ``text``: its distinct index terms and how many terms it has
     (repeats counted), equal to ``frozenset(tokenize(text)), len(tokenize(text))`` but looking
     at each distinct word once, which is what ranking needs of a candidate's text."""
-    counts = Counter(_WORD.findall(text.lower()))
+    counts = Counter(words(text))
     terms: set[str] = set()
     length = 0
     for word, n in counts.items():

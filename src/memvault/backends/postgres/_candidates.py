@@ -210,8 +210,7 @@ class PostgresCandidatesMixin(_MixinBase):
         for entry, vec in by_rowid.values():
             cands.entries[entry.id] = entry
             cands.vectors[entry.id] = vec
-        if query.text:
-            cands.analysed = analysed
+        cands.analysed = analysed
         return cands
 
     async def _adjacent(

@@ -250,10 +250,7 @@ class SQLiteCandidatesMixin(_MixinBase):
             }
             self._attach_neighbours(query, cands, top, adjacent)
             loaded = {**by_rowid, **near}
-        if query.text:
-            cands.analysed = self._analysed(
-                {r: e for r, e in loaded.items() if e.id in cands.entries}
-            )
+        cands.analysed = self._analysed({r: e for r, e in loaded.items() if e.id in cands.entries})
         return cands
 
     def _analysed(self, rows: dict[int, MemoryEntry]) -> dict[str, str]:
