@@ -12,7 +12,8 @@ chunk of unique questions through ``AsyncMemory.search(limit=10)`` with the real
 
 ``--compare`` takes a git ref (checked out in a temporary worktree, run with this interpreter and
 packages) or a source directory. ``--postgres URL`` (or ``private``: a pgserver started for the
-run) keeps the store in a PostgreSQL schema instead. Absolute times on a shared machine drift;
+run) keeps the store in a PostgreSQL schema instead (``real_text``; reused when an earlier run
+on that server filled it). Absolute times on a shared machine drift;
 the ratio is the result.
 """
 
@@ -75,6 +76,11 @@ async def build(path: str, locomo: str, longmemeval: str, cache: str) -> int:
             await mem.add_many(items[start : start + 2000], agent_id=AGENT, dedup=False)
     embedder.save()
     return len(items)
+
+
+async def _filled(db: str) -> bool:
+    async with AsyncMemory(db, config=bench_config(), track_access=False) as mem:
+        return await mem.count(agent_id=AGENT) > 0
 
 
 async def run_chunk(db: str, qs: list[str], out: str) -> None:
@@ -157,7 +163,8 @@ def _compare(args: argparse.Namespace, here: Path, url: str | None) -> dict[str,
         try:
             if url is not None:
                 db = with_schema(url, "real_text")
-                fresh = True  # a URL's schema is filled once per run (dropped with the server)
+                # A schema filled by an earlier run (a server that outlived it) is reused.
+                fresh = not asyncio.run(_filled(db))
             else:
                 path = Path(args.db) if args.db else tmp / "real.db"
                 db, fresh = str(path), not path.exists()

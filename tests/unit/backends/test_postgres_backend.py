@@ -833,6 +833,50 @@ def test_tsquery_matches_any_term_or_two_paired_ones() -> None:
     assert _tsquery([]) == ""
 
 
+async def test_bm25_reads_every_kind_of_term_as_sqlite_does(
+    tmp_path: Path, make: Callable[..., PostgresBackend]
+) -> None:
+    # Terms become column names of one jsonb_to_record call: a term of exactly 63 bytes is
+    # the longest name PostgreSQL keeps, longer ones are read with ->> instead, a repeated
+    # query term counts twice (as in FTS5), non-ASCII terms and SQL-looking words are names
+    # like any other. Scores match SQLite's in every case (to rounding: the two sum the same
+    # terms in a different order).
+    long63, long70 = "q" * 63, "z" * 70
+    texts = [
+        f"{long63} alpha beta",
+        f"{long70} beta gamma",
+        f"{long70} {long63} alpha alpha",
+        "Ärger über straße select drop from",
+        "beta beta beta delta",
+        "unrelated words only",
+    ]
+    lite = SQLiteBackend(tmp_path / "ref.db", HashingEmbedder(dimension=64), clock=fixed_clock)
+    pg = make(hnsw=False, clock=fixed_clock)
+    await lite.connect()
+    await pg.connect()
+    try:
+        await lite.store_many("a", [req(t) for t in texts])
+        await pg.import_entries([e async for e in lite.export_entries()])
+        for text in (
+            f"{long63} beta",
+            f"{long70} alpha",
+            f"{long70} {long63}",
+            "alpha alpha beta",
+            "ärger straße",
+            'select "from" drop',
+            "nothing matches here",
+        ):
+            q = MemoryQuery(text=text)
+            ref = (await lite.search_candidates("a", q, pool=10, dense=False)).lexical
+            got = (await pg.search_candidates("a", q, pool=10, dense=False)).lexical
+            assert [i for i, _ in got] == [i for i, _ in ref], text
+            assert [s for _, s in got] == pytest.approx([s for _, s in ref], rel=1e-12), text
+        assert (await pg.search_candidates("a", MemoryQuery(text=long70), pool=10)).lexical
+    finally:
+        await lite.disconnect()
+        await pg.disconnect()
+
+
 async def test_bounded_lexical_scan_scores_exactly_within_scope(
     make: Callable[..., PostgresBackend], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,8 +20,6 @@ from memvault.backends._base import BaseBackend, Vectors
 from memvault.backends._common import analysed_from_counts
 from memvault.backends.postgres._driver import Conn
 from memvault.backends.postgres._rows import (
-    _BM25,
-    _BM25_AMONG,
     _COLUMNS,
     _PRIVATE_SCOPE,
     _STATS,
@@ -31,6 +29,7 @@ from memvault.backends.postgres._rows import (
     _vector_from_send,
     _vector_literal,
     _where,
+    bm25_query,
 )
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval._textcache import LONG_TEXT_CHARS
@@ -317,27 +316,28 @@ class PostgresCandidatesMixin(_MixinBase):
         """BM25 top-``pool`` rows; ``held`` are rowids this search already has (dense side).
 
         Every matching row is scored unless the store has ``_BOUND_MIN_DOCS`` rows or more and
-        the terms' rows exceed ``lexical_scan_rows``: each costs a heap fetch and a JSON read
-        here (about 7 us; a term in 10% of a million rows made searches take most of a second).
+        the terms' rows exceed ``lexical_scan_rows``: each costs a heap fetch and reading its
+        term counts (a few microseconds; a term in 10% of a million rows would make a search
+        take most of a second).
         Then only the rows of the rarest terms within that bound, rows with two of the other
         terms, and the ``held`` rows are scored (see :func:`~memvault.retrieval.bm25.bounded_scan`);
         scores stay FTS5's, only rows matching a single common term can be missed.
         """
         # Collection statistics exactly as FTS5 derives them: avgdl = total tokens / rows, and
         # idf floored at 1e-6, both computed here in double precision as SQLite does. Rows
-        # count ROW_EXTRA_TOKENS more than their text, as in SQLite (see _BM25).
+        # count ROW_EXTRA_TOKENS more than their text, as in SQLite (see bm25_query).
         avgdl = (total_len + ROW_EXTRA_TOKENS * n_total) / n_total
         dfs = [int(df) for df in dfs]
         weights = [idf(n_total, df) for df in dfs]
-        score_params = [K1 + 1.0, K1, 1 - B, B, ROW_EXTRA_TOKENS, avgdl]
-        term_params = [terms, weights]
+        constants = [K1 + 1.0, K1, 1 - B, B, ROW_EXTRA_TOKENS, avgdl]
+        rows = f"SELECT m.rowid, m.doc_len, m.term_freqs FROM memories m WHERE {where}"
         plan = None
         if n_total >= _BOUND_MIN_DOCS:
             plan = bounded_scan(dfs, self._lexical_scan_rows)
+        sources: list[tuple[str, list[Any]]]
         if plan is None:
             searchable = [t for t, df in zip(terms, dfs, strict=True) if df]
-            sql = _BM25.format(where=where)
-            args = [*score_params, *term_params, _tsquery(searchable), *params, pool]
+            sources = [(rows + " AND m.lexemes @@ %s::tsquery", [*params, _tsquery(searchable)])]
         else:
             essential, paired = plan
             bound = self._lexical_scan_rows
@@ -346,19 +346,23 @@ class PostgresCandidatesMixin(_MixinBase):
                 # rows, at most the bound, stand in for all of them.
                 essential = [min(range(len(terms)), key=lambda i: (dfs[i] or n_total, i))]
             # Every row of the essential terms (their document frequencies add up to at most
-            # the bound), then rows with two paired terms within what is left of it.
+            # the bound), then rows with two paired terms within what is left of it, scored
+            # as the bitmap scan yields them (no second lookup); then the rows held already.
             left = bound - sum(dfs[i] for i in essential)
-            branches = [
+            sources = []
+            for alone, two, limit in (
                 ([terms[i] for i in essential], [], bound),
-                ([], [terms[i] for i in paired], max(0, left)),
-            ]
-            args = []
-            for alone, two, limit in branches:
+                ([], [terms[i] for i in paired], left),
+            ):
                 match = _tsquery(alone, two)
-                # An empty branch: any valid tsquery with LIMIT 0.
-                args += [*score_params, match or _tsquery(terms[:1]), *params]
-                args += [limit if match else 0, *term_params]
-            args += [*score_params, *term_params, held, *params, pool]
-            sql = _BM25_AMONG.format(where=where)
-        cur = await conn.execute(sql, args)
+                if match and limit > 0:
+                    sources.append(
+                        (rows + " AND m.lexemes @@ %s::tsquery LIMIT %s", [*params, match, limit])
+                    )
+            if held:
+                sources.append((rows + " AND m.rowid = ANY(%s::bigint[])", [*params, held]))
+            if not sources:
+                return []
+        statement, args = bm25_query(terms, weights, constants, sources, pool)
+        cur = await conn.execute(statement, args)
         return [(int(r[0]), float(r[1])) for r in await cur.fetchall()]
