@@ -136,9 +136,10 @@ async def evaluate(lab: Lab, cfg: RetrievalConfig) -> dict[str, dict[str, float]
             r = {"r10": recall_at_k(gold, ids, 10)}
             groups[f"locomo/{cat}"].append(r)
             groups["locomo/all"].append(r)
-    for mem, qtype, q, gold_s, gold_t, _date in lab.lme:
+    for mem, qtype, q, gold_s, gold_t, asked in lab.lme:
         t0 = time.perf_counter()
-        hits = await mem.search(q, agent_id=AGENT, limit=10, preset=cfg)
+        # Asked at the question date, as memvault bench longmemeval asks.
+        hits = await mem.search(q, agent_id=AGENT, limit=10, preset=cfg, asked_at=asked)
         lat.append(time.perf_counter() - t0)
         keys = [_key(h.metadata.extra) for h in hits]
         sessions = [s for s, _ in keys]
@@ -181,9 +182,9 @@ async def offtopic(lab: Lab, cfg: RetrievalConfig, thresholds: Sequence[float]) 
             hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
             off.append(max((h.relevance_score or 0.0 for h in hits), default=0.0))
     off_locomo = len(off)
-    for n, (mem, *_rest) in enumerate(lab.lme):
+    for n, (mem, *_rest, asked) in enumerate(lab.lme):
         q = lab.lme[(n + 1) % len(lab.lme)][2]
-        hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
+        hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg, asked_at=asked)
         off.append(max((h.relevance_score or 0.0 for h in hits), default=0.0))
     kept: list[float] = []  # per gold hit in the top 10: the best relevance of its query
     for mem, qs in lab.locomo:
@@ -192,8 +193,8 @@ async def offtopic(lab: Lab, cfg: RetrievalConfig, thresholds: Sequence[float]) 
             best = max((h.relevance_score or 0.0 for h in hits), default=0.0)
             kept += [best] * sum(str(h.metadata.extra.get("dia_id")) in gold for h in hits[:10])
     kept_locomo = len(kept)
-    for mem, _t, q, _gs, gold_t, _d in lab.lme:
-        hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg)
+    for mem, _t, q, _gs, gold_t, asked in lab.lme:
+        hits = await mem.search(q, agent_id=AGENT, limit=20, preset=cfg, asked_at=asked)
         best = max((h.relevance_score or 0.0 for h in hits), default=0.0)
         kept += [best] * sum(_key(h.metadata.extra)[1] in gold_t for h in hits[:10])
     print(f"off-topic queries {len(off)}, on-topic gold hits in top 10: {len(kept)}")

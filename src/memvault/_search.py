@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from memvault.errors import MemoryCapabilityError
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
@@ -21,6 +21,7 @@ from memvault.retrieval.expansion import expansion_terms, merge_feedback
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, for_embedder
+from memvault.retrieval.temporal import query_time_range, without_relative_time
 from memvault.retrieval.text import query_terms
 
 __all__ = ["hybrid_search", "merge_candidates"]
@@ -58,9 +59,31 @@ async def hybrid_search(
     # The default evidence model was fitted on one embedder's cosines; a store indexed with
     # another model for which coefficients were fitted ranks with those.
     config = for_embedder(config, store.embedder.model_id)
+    # Words naming a period relative to now ("two weeks ago") are matched by date, not as text.
+    lexical_text = without_relative_time(text)
+    lexical = query_terms(lexical_text) if lexical_text != text else None
     cands = await _candidates(
-        store, agent_id, shared_store, exclude_agent, query, config, terms=None, shared=shared
+        store, agent_id, shared_store, exclude_agent, query, config, shared=shared, lexical=lexical
     )
+    period = query_time_range(text, now) if text else None
+    if period is not None and query.since is None and query.until is None:
+        # The query names a period ("two weeks ago", "in May 2023"): its memories join the
+        # candidates even when the whole store holds better matches of the words, so that
+        # ranking, which prefers memories of the named period, gets to see them.
+        within = query.model_copy(
+            update={"since": period.start, "until": period.end - timedelta(microseconds=1)}
+        )
+        extra = await _candidates(
+            store,
+            agent_id,
+            shared_store,
+            exclude_agent,
+            within,
+            config,
+            shared=shared,
+            lexical=lexical,
+        )
+        add_candidates(cands, extra)
     if config.feedback_weight > 0 and config.use_lexical and cands.lexical:
         first = rank(
             cands,
@@ -70,7 +93,7 @@ async def hybrid_search(
             shared_ids=shared,
             query_text=text,
         )
-        words = expansion_terms(first, query_terms(text), n_terms=config.feedback_terms)
+        words = expansion_terms(first, query_terms(lexical_text), n_terms=config.feedback_terms)
         if words:
             extra = await _candidates(
                 store,
@@ -79,7 +102,7 @@ async def hybrid_search(
                 exclude_agent,
                 query,
                 config,
-                terms=words,
+                feedback=words,
                 shared=shared,
             )
             merge_feedback(cands, extra, weight=config.feedback_weight)
@@ -103,13 +126,19 @@ async def _candidates(
     query: MemoryQuery,
     config: RetrievalConfig,
     *,
-    terms: list[str] | None,
     shared: set[str],
+    feedback: list[str] | None = None,
+    lexical: list[str] | None = None,
 ) -> CandidateSet:
-    """Private and/or shared candidates; the ids of shared ones are added to ``shared``."""
+    """Private and/or shared candidates; the ids of shared ones are added to ``shared``.
+
+    ``lexical`` replaces the query's analysed words on the lexical side; ``feedback`` makes
+    this the lexical-only pass of feedback words.
+    """
     pool = config.pool_size(query.limit)
     # The feedback pass is lexical only: the dense side does not change with new words.
-    dense = config.use_dense and terms is None
+    dense = config.use_dense and feedback is None
+    terms = feedback if feedback is not None else lexical
     neighbours = config.neighbour_window(query.limit)
     hops = config.neighbour_hops
     private = None
@@ -168,6 +197,25 @@ def merge_candidates(parts: list[CandidateSet], *, pool: int) -> CandidateSet:
     if counts and all(c is not None for c in counts):
         out.searched = sum(c for c in counts if c is not None)
     return out
+
+
+def add_candidates(cands: CandidateSet, extra: CandidateSet) -> None:
+    """Add to ``cands`` the candidates of ``extra`` (another search of the same store and
+    query, e.g. narrowed by a filter) that it does not hold, keeping each list best first."""
+    for name in ("dense", "lexical"):
+        have: list[tuple[str, float]] = getattr(cands, name)
+        known = {i for i, _ in have}
+        new = [c for c in getattr(extra, name) if c[0] not in known]
+        if new:
+            setattr(cands, name, sorted([*have, *new], key=_score_id, reverse=True))
+    for entry_id, entry in extra.entries.items():
+        cands.entries.setdefault(entry_id, entry)
+    for entry_id, vector in extra.vectors.items():
+        cands.vectors.setdefault(entry_id, vector)
+    for entry_id, near in extra.neighbours.items():
+        cands.neighbours.setdefault(entry_id, near)
+    for entry_id, text in extra.analysed.items():
+        cands.analysed.setdefault(entry_id, text)
 
 
 def _score_id(candidate: tuple[str, float]) -> tuple[float, str]:

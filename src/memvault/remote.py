@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from memvault._inputs import (
     CategoryLike,
+    aware,
     check_update,
     conversation_turns,
     is_message,
@@ -788,6 +789,7 @@ class RemoteAsyncMemory(AsyncMemory):
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> builtins.list[MemoryEntry]:
         """Hybrid search of the agent's memories on the server (``POST /v1/search``).
 
@@ -835,7 +837,13 @@ class RemoteAsyncMemory(AsyncMemory):
             body["categories"] = sorted(c.value for c in q.categories)
         if q.tags:
             body["tags"] = list(q.tags)
-        for name, value in (("since", q.since), ("until", q.until), ("as_of", q.as_of)):
+        asked = aware(asked_at, "asked_at")
+        for name, value in (
+            ("since", q.since),
+            ("until", q.until),
+            ("as_of", q.as_of),
+            ("asked_at", asked),
+        ):
             if value is not None:
                 body[name] = value.isoformat()
         data = await self._send("search", body)

@@ -429,6 +429,7 @@ class MemoryService:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> builtins.list[MemoryEntry]:
         """Hybrid search of the agent's memories (and the shared knowledge), best first."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -452,6 +453,7 @@ class MemoryService:
             session_id=session_id,
             run_id=run_id,
             namespace=namespace,
+            asked_at=asked_at,
         )
 
     async def context(

@@ -123,6 +123,15 @@ async def _scenario(mem: AsyncMemory, tmp: Path) -> dict[str, Any]:
     explained = await mem.search("memory leak rollback", agent_id="dev-1", limit=2, explain=True)
     seen["explain_top"] = explained[0].content
     seen["explain_scores"] = all(h.score is not None for h in explained)
+    # Asked two weeks after the second old note (a replayed conversation): "two weeks ago"
+    # counts back from then, over HTTP as in process.
+    asked = await mem.search(
+        "which rule did we note two weeks ago?",
+        agent_id="dev-1",
+        limit=2,
+        asked_at=PAST + timedelta(days=15),
+    )
+    seen["search_asked_at"] = [h.content for h in asked]
     seen["search_filtered"] = [
         h.content
         for h in await mem.search(
@@ -224,6 +233,7 @@ async def test_remote_and_embedded_memories_behave_the_same(
     assert local["write"][1] == (WriteKind.NOOP, True, True)
     assert local["delete"] == [True, False] and local["retract"] == [True, False]
     assert local["search_shared"] == ["All services log in JSON lines"]
+    assert set(local["search_asked_at"]) <= set(OLD_NOTES)
     assert local["context"][0] and local["import"] > 0 and local["import_again"] == 0
     assert local["consolidate"][0] >= 1 and local["restore"][0]
 

@@ -399,6 +399,13 @@ class SearchBody(Request):
     as_of: datetime | None = Field(
         default=None, description="Search the store as it was at this moment."
     )
+    asked_at: datetime | None = Field(
+        default=None,
+        description=(
+            'When the question is asked: "two weeks ago" in the query counts back from it '
+            "(default: as_of, else now). Hides nothing."
+        ),
+    )
     include_shared: bool = Field(
         default=False, description="Also search the shared knowledge of the organisation."
     )

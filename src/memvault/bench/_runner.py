@@ -214,10 +214,13 @@ class Stopwatch:
         limit: int,
         preset: RetrievalConfig,
         as_of: datetime | None = None,
+        asked_at: datetime | None = None,
     ) -> list[MemoryEntry]:
         """``search`` timed as one search."""
         start = time.perf_counter()
-        hits = await mem.search(query, agent_id=agent_id, limit=limit, preset=preset, as_of=as_of)
+        hits = await mem.search(
+            query, agent_id=agent_id, limit=limit, preset=preset, as_of=as_of, asked_at=asked_at
+        )
         self.latencies_ms.append((time.perf_counter() - start) * 1000.0)
         return hits
 

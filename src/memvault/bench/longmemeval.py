@@ -12,8 +12,9 @@ Protocol: one fresh store per question; one episodic memory per haystack turn, c
   turns are left out of these metrics only.
 
 Turns are stored the way a user would store them: ``add_many`` with default options. Searches
-run at the present time, not ``as_of`` the question date: some haystacks hold sessions dated
-after their question, and an as-of search would hide them.
+are asked at the question date (``asked_at``: "two weeks ago" counts back from it) but not
+``as_of`` it: some haystacks hold sessions dated after their question, and an as-of search
+would hide them.
 
 Abstention questions (id ending ``_abs``) ask about something the history does not contain, so
 they have no evidence to retrieve and are skipped unless ``include_abstention`` is set, as in
@@ -172,6 +173,7 @@ async def run_longmemeval(
                         agent_id=AGENT_ID,
                         limit=limit,
                         preset=retrieval,
+                        asked_at=item.question_date,
                     )
                 keys = [_keys(h.metadata.extra) for h in hits]
                 sessions = [s for s, _ in keys]

@@ -1249,14 +1249,16 @@ class AsyncMemory:
         cfg: RetrievalConfig,
         *,
         include_shared: bool,
+        asked_at: datetime | None = None,
     ) -> builtins.list[MemoryEntry]:
         """``hybrid_search`` under the agent's retention rules (see :meth:`_retention_parts`).
 
         One query when one cutoff covers every category; otherwise one search per cutoff (and
         one of the shared knowledge, which retention rules do not cover) merged by relevance,
-        best first, at most ``q.limit``.
+        best first, at most ``q.limit``. Ranking counts time from ``asked_at``, else from
+        ``q.as_of``, else from now.
         """
-        now = q.as_of or utc_now()
+        now = asked_at or q.as_of or utc_now()
         parts = self._retention_parts(agent, q, utc_now())
         if len(parts) == 1 and parts[0] is q:
             return await hybrid_search(
@@ -1314,6 +1316,7 @@ class AsyncMemory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> list[MemoryEntry]:
         """Hybrid search of the agent's memories, best first, ``relevance_score`` set.
 
@@ -1332,6 +1335,12 @@ class AsyncMemory:
         author, the agent's own publications included) and ranks it together with the agent's
         memories; shared entries get no personal boost.
 
+        A query that names a period ("two weeks ago", "in the past three months", "in May
+        2023") also looks among the memories created in it, and ranking favours them. Relative
+        periods count back from ``asked_at`` (default: ``as_of``, else now): set it when
+        replaying a conversation recorded earlier, so that "two weeks ago" means two weeks
+        before the question. Unlike ``as_of`` it hides nothing.
+
         Retention age rules (``options.retention_days``, ``retention_by_category``,
         ``agent_retention``) apply at read time: an expired memory is never returned, even
         before a sweep moves it to the archive.
@@ -1340,6 +1349,7 @@ class AsyncMemory:
         if not isinstance(query, str) or not query.strip():
             msg = "search query is empty"
             raise MemoryValidationError(msg)
+        asked = _aware(asked_at, "asked_at")
         q = self._query(
             query,
             limit=limit,
@@ -1369,14 +1379,18 @@ class AsyncMemory:
         graph_weight = self._graph_weight(cfg)
         if graph_weight is None:
             results = await self._retained_search(
-                backend, agent, q, cfg, include_shared=include_shared
+                backend, agent, q, cfg, include_shared=include_shared, asked_at=asked
             )
         else:
             # The plain search (its order is the base) and a wider one (what may move up).
             wide, pinned = _graph_wiring.widen(q, cfg)
             results, extras = await asyncio.gather(
-                self._retained_search(backend, agent, q, cfg, include_shared=include_shared),
-                self._retained_search(backend, agent, wide, pinned, include_shared=include_shared),
+                self._retained_search(
+                    backend, agent, q, cfg, include_shared=include_shared, asked_at=asked
+                ),
+                self._retained_search(
+                    backend, agent, wide, pinned, include_shared=include_shared, asked_at=asked
+                ),
             )
             results = await _graph_wiring.graph_rank(
                 self.graph,
@@ -1388,7 +1402,7 @@ class AsyncMemory:
                 weight=graph_weight,
                 limit=q.limit,
                 as_of=q.as_of,
-                now=q.as_of or utc_now(),
+                now=asked or q.as_of or utc_now(),
             )
             self._strengthen_behind(agent, [r.id for r in results[:5]])
         if not explain:

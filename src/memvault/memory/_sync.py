@@ -780,6 +780,7 @@ class Memory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> list[MemoryEntry]:
         """Hybrid search, best first (see :meth:`AsyncMemory.search`)."""
         return self._run(
@@ -802,6 +803,7 @@ class Memory:
                 session_id=session_id,
                 run_id=run_id,
                 namespace=namespace,
+                asked_at=asked_at,
             )
         )
 

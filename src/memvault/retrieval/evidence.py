@@ -60,7 +60,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvault.models import CandidateSet, MemoryEntry
 from memvault.retrieval._textcache import text_memo
-from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
+from memvault.retrieval.temporal import (
+    asks_when,
+    mentions_time,
+    query_time_range,
+    without_relative_time,
+)
 from memvault.retrieval.text import analyse, query_terms
 from memvault.retrieval.threads import thread_id
 
@@ -388,7 +393,8 @@ def evidence_features(
     # at best as close as the pool's weakest member.
     floor_cos = min(dense_vals) if dense_vals else 0.0
 
-    terms = set(query_terms(query_text)) if use_lexical else set()
+    # The words naming a period relative to now are matched by date (``period``), not as text.
+    terms = set(query_terms(without_relative_time(query_text))) if use_lexical else set()
     asks = bool(query_text) and asks_when(query_text)
     period = query_time_range(query_text, now) if query_text else None
 

@@ -10,7 +10,12 @@ from memvault.models import CandidateSet, MemoryCategory, MemoryEntry, MemoryMet
 from memvault.retrieval.expansion import expansion_terms, merge_feedback
 from memvault.retrieval.pipeline import adjust, fuse, rank, spread_to_neighbours
 from memvault.retrieval.presets import PRESETS, RetrievalConfig
-from memvault.retrieval.temporal import asks_when, mentions_time, query_time_range
+from memvault.retrieval.temporal import (
+    asks_when,
+    mentions_time,
+    query_time_range,
+    without_relative_time,
+)
 from memvault.retrieval.threads import same_thread, thread_id, thread_key
 
 NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
@@ -139,12 +144,49 @@ def test_mentions_time() -> None:
         ("anything in 2021?", datetime(2021, 1, 1), datetime(2022, 1, 1)),
         ("what did I do yesterday", datetime(2026, 6, 14), datetime(2026, 6, 15)),
         ("notes from last week", datetime(2026, 6, 1), datetime(2026, 6, 9)),
+        # "N units ago": a window around that day, a quarter of the distance on each side (at
+        # least a day), twice that for vague counts.
+        ("what did I do two weeks ago?", datetime(2026, 5, 28, 12), datetime(2026, 6, 5, 12)),
+        ("the call 5 days ago", datetime(2026, 6, 8, 18), datetime(2026, 6, 12, 6)),
+        ("cooked a couple of days ago", datetime(2026, 6, 11), datetime(2026, 6, 16)),
+        ("One month ago", datetime(2026, 5, 8, 12), datetime(2026, 5, 24, 12)),
+        # "the past / last N units": from then until today.
+        ("trips in the past three months", datetime(2026, 3, 17), datetime(2026, 6, 16)),
+        ("during the last few weeks", datetime(2026, 5, 25), datetime(2026, 6, 16)),
+        ("in the last week", datetime(2026, 6, 8), datetime(2026, 6, 16)),
     ],
 )
 def test_query_time_range(query: str, start: datetime, end: datetime) -> None:
     got = query_time_range(query, NOW)
     assert got is not None
     assert (got.start, got.end) == (start.replace(tzinfo=UTC), end.replace(tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How many days ago did I watch the Super Bowl?",  # asks for a duration
+        "how many weeks ago did we meet",
+        "the last day of school",  # a part of something, not a period back from now
+        "airlines I flew with before today",  # bounded on one side only
+        "what is the past tense of run",
+    ],
+)
+def test_phrases_that_name_no_period(query: str) -> None:
+    assert query_time_range(query, NOW) is None
+    assert without_relative_time(query) == query
+
+
+def test_relative_period_words_are_left_out_of_the_text_to_match() -> None:
+    assert without_relative_time("What gardening did I do two weeks ago?") == (
+        "What gardening did I do ?"
+    )
+    assert without_relative_time("trips I took in the past three months, in order") == (
+        "trips I took in , in order"
+    )
+    assert without_relative_time("what did I cook yesterday") == "what did I cook"
+    # Explicit dates stay: the lexical index holds each memory's month and year as words.
+    assert without_relative_time("what happened in May 2023") == "what happened in May 2023"
 
 
 def test_query_without_time_has_no_range() -> None:

@@ -133,6 +133,22 @@ def test_thread_strength_is_the_mean_of_its_best_entries_and_a_fact_is_its_own_t
     assert feature(cands, "fact", "thread") == pytest.approx(0.4)
 
 
+def test_words_of_a_relative_period_are_not_covered_as_text() -> None:
+    # "in the past three months" selects by date ("period"); a memory that merely says "three
+    # months" covers none of what the question is about.
+    entries = {
+        "stamps": entry("stamps", "Collecting stamps for three months now", created=NOW),
+        "trip": entry("trip", "Back from a camping trip in Yosemite", created=NOW),
+    }
+    cands = CandidateSet(dense=[("stamps", 0.3), ("trip", 0.3)], lexical=[], entries=entries)
+    query = "What trip did I take in the past three months?"
+    assert feature(cands, "stamps", "coverage", query) == 0.0
+    assert feature(cands, "trip", "coverage", query) > 0.0
+    assert feature(cands, "stamps", "period", query) == 1.0
+    # Named as text instead of relative to now, the same words are content.
+    assert feature(cands, "stamps", "coverage", "stamps over three months") > 0.0
+
+
 def test_temporal_and_length_features() -> None:
     entries = {
         "dated": entry(
