@@ -9,15 +9,18 @@ from __future__ import annotations
 import asyncio
 import pickle
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ranking_lab
 
-from memvault._search import _candidates
+from memvault._search import query_candidates
 from memvault.models import MemoryQuery
 from memvault.retrieval.presets import DEFAULT as CONFIG
+
+NOW = datetime.now(UTC)
 
 
 async def dump(lab: ranking_lab.Lab, out: str) -> None:
@@ -26,9 +29,10 @@ async def dump(lab: ranking_lab.Lab, out: str) -> None:
     async def one(mem, q, labels_of, meta):
         store = await mem._ready(settle=False)
         query = MemoryQuery(text=q, limit=10)
-        # Exactly the candidates a default search of limit 10 ranks.
-        cands = await _candidates(
-            store, ranking_lab.AGENT, None, None, query, CONFIG, terms=None, shared=set()
+        # Exactly the candidates a default search of limit 10 ranks, asked when the question
+        # was (LongMemEval's question date; LoCoMo's questions have none: now).
+        cands = await query_candidates(
+            store, ranking_lab.AGENT, query, CONFIG, now=meta.get("date") or NOW, shared=set()
         )
         labels = {i: labels_of(e.metadata.extra) for i, e in cands.entries.items()}
         records.append({**meta, "q": q, "cands": cands, "labels": labels})

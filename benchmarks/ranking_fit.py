@@ -56,7 +56,8 @@ shares over-fit the smaller set, and the two disagree on where answers sit in a 
 def build(records):
     qs = []
     for r in records:
-        f = evidence_features(r["cands"], query_text=r["q"], now=NOW)
+        # Asked when the question was (LongMemEval's question date), as the dump's candidates.
+        f = evidence_features(r["cands"], query_text=r["q"], now=r.get("date") or NOW)
         ents = r["cands"].entries
         y = np.array([1.0 if r["labels"].get(i) else 0.0 for i in f.ids])
         meta = []

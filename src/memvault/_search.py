@@ -24,7 +24,7 @@ from memvault.retrieval.presets import RetrievalConfig, for_embedder
 from memvault.retrieval.temporal import query_time_range, without_relative_time
 from memvault.retrieval.text import query_terms
 
-__all__ = ["hybrid_search", "merge_candidates"]
+__all__ = ["add_candidates", "hybrid_search", "merge_candidates", "query_candidates"]
 
 
 async def hybrid_search(
@@ -59,6 +59,70 @@ async def hybrid_search(
     # The default evidence model was fitted on one embedder's cosines; a store indexed with
     # another model for which coefficients were fitted ranks with those.
     config = for_embedder(config, store.embedder.model_id)
+    cands = await query_candidates(
+        store,
+        agent_id,
+        query,
+        config,
+        now=now,
+        shared=shared,
+        shared_store=shared_store,
+        exclude_agent=exclude_agent,
+    )
+    if config.feedback_weight > 0 and config.use_lexical and cands.lexical:
+        first = rank(
+            cands,
+            config,
+            now=now,
+            limit=config.feedback_docs,
+            shared_ids=shared,
+            query_text=text,
+        )
+        words = expansion_terms(
+            first, query_terms(without_relative_time(text)), n_terms=config.feedback_terms
+        )
+        if words:
+            extra = await _candidates(
+                store,
+                agent_id,
+                shared_store,
+                exclude_agent,
+                query,
+                config,
+                feedback=words,
+                shared=shared,
+            )
+            merge_feedback(cands, extra, weight=config.feedback_weight)
+    return rank(
+        cands,
+        config,
+        now=now,
+        limit=query.limit,
+        min_relevance=query.min_relevance,
+        shared_ids=shared,
+        filter_strategy=filter_strategy,
+        query_text=text,
+    )
+
+
+async def query_candidates(
+    store: MemoryStore,
+    agent_id: str | None,
+    query: MemoryQuery,
+    config: RetrievalConfig,
+    *,
+    now: datetime,
+    shared: set[str],
+    shared_store: SharedMemoryStore | None = None,
+    exclude_agent: str | None = None,
+) -> CandidateSet:
+    """The candidates a search of ``query`` ranks (before any feedback pass): the dense and
+    lexical top of the store, plus those of the period the query names, if any.
+
+    ``agent_id`` None (with ``shared_store``) searches shared knowledge only; the ids of shared
+    candidates are added to ``shared``.
+    """
+    text = query.text or ""
     # Words naming a period relative to now ("two weeks ago") are matched by date, not as text.
     lexical_text = without_relative_time(text)
     lexical = query_terms(lexical_text) if lexical_text != text else None
@@ -84,38 +148,7 @@ async def hybrid_search(
             lexical=lexical,
         )
         add_candidates(cands, extra)
-    if config.feedback_weight > 0 and config.use_lexical and cands.lexical:
-        first = rank(
-            cands,
-            config,
-            now=now,
-            limit=config.feedback_docs,
-            shared_ids=shared,
-            query_text=text,
-        )
-        words = expansion_terms(first, query_terms(lexical_text), n_terms=config.feedback_terms)
-        if words:
-            extra = await _candidates(
-                store,
-                agent_id,
-                shared_store,
-                exclude_agent,
-                query,
-                config,
-                feedback=words,
-                shared=shared,
-            )
-            merge_feedback(cands, extra, weight=config.feedback_weight)
-    return rank(
-        cands,
-        config,
-        now=now,
-        limit=query.limit,
-        min_relevance=query.min_relevance,
-        shared_ids=shared,
-        filter_strategy=filter_strategy,
-        query_text=text,
-    )
+    return cands
 
 
 async def _candidates(
