@@ -1007,6 +1007,7 @@ class RemoteAsyncMemory(AsyncMemory):
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens (``POST /v1/context``).
 
@@ -1029,6 +1030,7 @@ class RemoteAsyncMemory(AsyncMemory):
                 session_id=session_id,
                 run_id=run_id,
                 namespace=namespace,
+                asked_at=asked_at,
             )
         try:
             ContextInjectionConfig(
@@ -1061,6 +1063,9 @@ class RemoteAsyncMemory(AsyncMemory):
         body.update({k: v for k, v in scoped.items() if v is not None})
         if cats is not None:
             body["categories"] = sorted(c.value for c in cats)
+        asked = aware(asked_at, "asked_at")
+        if asked is not None:
+            body["asked_at"] = asked.isoformat()
         data = await self._send("context", body)
         with self._decoding("read"):
             return MemoryContext(

@@ -473,6 +473,7 @@ class MemoryService:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens for a prompt."""
         agent = self._agent(actor, Scope.READ, agent_id)
@@ -491,6 +492,7 @@ class MemoryService:
             session_id=session_id,
             run_id=run_id,
             namespace=namespace,
+            asked_at=asked_at,
         )
 
     async def search_and_ask(

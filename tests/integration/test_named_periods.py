@@ -62,6 +62,13 @@ async def test_the_named_period_counts_back_from_when_the_question_is_asked(
     assert (await _top(mem, query, asked_at=ASKED - timedelta(days=76)))[0] == DIABLO
 
 
+async def test_context_is_dated_too(mem: AsyncMemory) -> None:
+    query = "Remind me where I went hiking two weeks ago."
+    assert (await mem.context(query, agent_id="me", asked_at=ASKED)).entries[0].content == TAM
+    earlier = await mem.context(query, agent_id="me", asked_at=ASKED - timedelta(days=76))
+    assert earlier.entries[0].content == DIABLO
+
+
 async def test_asked_at_hides_nothing(mem: AsyncMemory) -> None:
     # as_of would hide the memory created after the question; asked_at only dates the question.
     found = await _top(mem, "hiking with my sister", asked_at=ASKED)

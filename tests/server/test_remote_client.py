@@ -132,6 +132,13 @@ async def _scenario(mem: AsyncMemory, tmp: Path) -> dict[str, Any]:
         asked_at=PAST + timedelta(days=15),
     )
     seen["search_asked_at"] = [h.content for h in asked]
+    asked_ctx = await mem.context(
+        "Which region does staging use? We noted it two weeks ago.",
+        agent_id="dev-1",
+        token_budget=200,
+        asked_at=PAST + timedelta(days=16),
+    )
+    seen["context_asked_at"] = [e.content for e in asked_ctx.entries]
     seen["search_filtered"] = [
         h.content
         for h in await mem.search(
@@ -234,6 +241,7 @@ async def test_remote_and_embedded_memories_behave_the_same(
     assert local["delete"] == [True, False] and local["retract"] == [True, False]
     assert local["search_shared"] == ["All services log in JSON lines"]
     assert set(local["search_asked_at"]) <= set(OLD_NOTES)
+    assert local["context_asked_at"][0] == "Staging uses the eu-west-1 region."
     assert local["context"][0] and local["import"] > 0 and local["import_again"] == 0
     assert local["consolidate"][0] >= 1 and local["restore"][0]
 

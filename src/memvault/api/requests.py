@@ -454,6 +454,10 @@ class ContextBody(Request):
     )
     role: Literal["system", "user"] = Field(default="system", description="The message role.")
     mmr: bool = Field(default=False, description="Diversify the packed memories (MMR).")
+    asked_at: datetime | None = Field(
+        default=None,
+        description='When the task is asked: "two weeks ago" in it counts back from it.',
+    )
     # Nothing is injected when the best memory's calibrated relevance is below this.
     min_relevance: float = Field(
         default=CONTEXT_MIN_RELEVANCE,

@@ -1805,6 +1805,7 @@ class AsyncMemory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt.
 
@@ -1815,7 +1816,8 @@ class AsyncMemory:
 
         Shared knowledge of the store (what agents :meth:`publish`) is included, marked
         ``(shared knowledge)`` and ranked without the personal boost, unless
-        ``options.shared_knowledge_base`` is false.
+        ``options.shared_knowledge_base`` is false. ``asked_at`` dates the task as in
+        :meth:`search`.
         """
         strategy = self.context_strategy(
             categories=categories,
@@ -1824,6 +1826,7 @@ class AsyncMemory:
             session_id=session_id,
             run_id=run_id,
             namespace=namespace,
+            asked_at=asked_at,
             config=ContextInjectionConfig(
                 role=role,
                 max_memories=limit,
@@ -1930,12 +1933,15 @@ class AsyncMemory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> ContextInjectionStrategy:
         """A :class:`ContextInjectionStrategy` over this memory, for agent frameworks.
 
-        ``filters`` and the scope ids narrow every search it runs (see :meth:`search`).
+        ``filters`` and the scope ids narrow every search it runs, and ``asked_at`` dates it
+        (see :meth:`search`).
         """
         cats = _categories(categories)
+        asked = _aware(asked_at, "asked_at")
         query_filters(  # fail now, not at the first prompt
             filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
         )
@@ -1954,6 +1960,7 @@ class AsyncMemory:
                 session_id=session_id,
                 run_id=run_id,
                 namespace=namespace,
+                asked_at=asked,
             )
             pooled = await self._pooled(agent_id, text)
             if not pooled:

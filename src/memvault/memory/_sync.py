@@ -918,6 +918,7 @@ class Memory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> MemoryContext:
         """Relevant memories packed for a prompt (see :meth:`AsyncMemory.context`)."""
         return self._run(
@@ -936,6 +937,7 @@ class Memory:
                 session_id=session_id,
                 run_id=run_id,
                 namespace=namespace,
+                asked_at=asked_at,
             )
         )
 
@@ -949,6 +951,7 @@ class Memory:
         session_id: str | None = None,
         run_id: str | None = None,
         namespace: str | None = None,
+        asked_at: datetime | None = None,
     ) -> ContextInjectionStrategy:
         """An async :class:`ContextInjectionStrategy` over this store (use it from async code)."""
         return self._core.context_strategy(
@@ -959,6 +962,7 @@ class Memory:
             session_id=session_id,
             run_id=run_id,
             namespace=namespace,
+            asked_at=asked_at,
         )
 
     def injection_strategy(
