@@ -5,8 +5,9 @@ threshold means nothing, and a fixed blend of two rescaled lists cannot tell a q
 match from one whose meaning does. Here every candidate gets a vector of *evidence features*
 whose scale is the same in every query and every store: raw cosine, saturated BM25, the share of
 the query's terms the entry holds, what its conversation neighbours say (and whether it answers
-a matching question just before it), how strongly its thread matches, temporal cues, and its own
-evidence scaled by its length. A model over these features gives a ranking score ``s`` and
+a matching question just before it), how strongly its thread matches, temporal cues, its own
+evidence scaled by its length, and whether it was said by the party the query is about
+(:mod:`~memvault.retrieval.speakers`). A model over these features gives a ranking score ``s`` and
 
     relevance = sigmoid(scale * s + offset)
 
@@ -60,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvault.models import CandidateSet, MemoryEntry
 from memvault.retrieval._textcache import text_memo
+from memvault.retrieval.speakers import addressed, entry_speaker
 from memvault.retrieval.temporal import (
     asks_when,
     mentions_time,
@@ -102,6 +104,7 @@ FEATURES: tuple[str, ...] = (
     "period",  # the entry was created in the period the query names
     "length",  # own evidence times log(1 + terms), terms capped at LENGTH_CAP: a bare "ok" says
     # little even when it matches, while length alone never lifts an entry that does not match
+    "addressed",  # 0 when the query names a speaker and this entry's is another (speakers.py)
 )
 _COLUMN = {name: j for j, name in enumerate(FEATURES)}
 _COS = FEATURES.index("cos")
@@ -474,6 +477,7 @@ def evidence_features(
             1.0 if period.contains(entries[i].created_at) else 0.0 for i in ids
         ]
     columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.length] for p in parsed]) * base
+    columns[_COLUMN["addressed"]] = addressed(query_text, [entry_speaker(entries[i]) for i in ids])
     matrix = columns.T
     return EvidenceFeatures(
         ids=tuple(ids),
