@@ -132,11 +132,11 @@ class RetrievalConfig(BaseModel):
 # features and their pairwise products (ridge on standardised columns, written back as raw
 # weights and interactions), constrained so that more of an entry's own evidence (cosine, BM25,
 # term coverage, being by the party the query is about) never lowers its score where the data
-# lives. Two-fold cross-validation (half of each set fitted, the other half scored) gives LoCoMo
-# R@10 0.787 and LongMemEval turn R@10 0.868, against 0.775 and 0.817 without the speaker
-# feature (`addressed`) and 0.749 and 0.804 for the linear model before. Fitted on one set
-# alone, it scores 0.817 on the other's LongMemEval (0.749 without `addressed`) and 0.668 on
-# LoCoMo (0.571).
+# lives (at the training candidates and at probe rows spanning their range). Two-fold
+# cross-validation (half of each set fitted, the other half scored) gives LoCoMo R@10 0.786 and
+# LongMemEval turn R@10 0.865, against 0.775 and 0.817 without the speaker feature (`addressed`)
+# and 0.749 and 0.804 for the linear model before. Fitted on one set alone, it scores 0.835 on
+# LongMemEval (0.749 without `addressed`) and 0.690 on LoCoMo (0.571).
 # Calibration fitted on every candidate of on- and off-topic questions with both classes weighed
 # equally, so relevance is a likelihood ratio free of the store's size. The individual weights
 # are not meant to be read one by one (the pairwise terms trade off against them); `explain`
@@ -147,13 +147,14 @@ DEFAULT_EVIDENCE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # The off-topic gate of the default model (see TopicGate), fitted on the off-topic questions of
 # `benchmarks/ranking_lab.py --offtopic` (a question of another LoCoMo conversation or another
 # LongMemEval haystack, 214) against the gold hits of the on-topic ones, under the default
-# `context()` threshold (CONTEXT_MIN_RELEVANCE): 92.5% of the off-topic questions inject
-# nothing and 97.5% of the gold hits are kept. Those stores hold 480-660 rows; how the
-# threshold moves with the store's size (`spread`) was set where the best cosines of off-topic
-# questions in subsampled conversations put it (about 0.30 at 12 rows, 0.45 at 600) and so
-# that small stores keep their on-topic questions (the twelve facts of `examples/demo.py`, the
-# one lesson of docs/concepts/learning.md) and turn away off-topic ones. The ceiling is the bar
-# at about a thousand rows. See benchmarks/results/ranking.md.
+# `context()` threshold (CONTEXT_MIN_RELEVANCE): 91.6% of the off-topic questions inject
+# nothing and 97.2% of the gold hits are kept (with the evidence model of 2026-11-26). Those
+# stores hold 480-660 rows; how the threshold moves with the store's size (`spread`) was set
+# where the best cosines of off-topic questions in subsampled conversations put it (about 0.30
+# at 12 rows, 0.45 at 600) and so that small stores keep their on-topic questions (the twelve
+# facts of `examples/demo.py`, the one lesson of docs/concepts/learning.md) and turn away
+# off-topic ones. The ceiling is the bar at about a thousand rows. See
+# benchmarks/results/ranking.md.
 DEFAULT_TOPIC_GATE = TopicGate(coverage=0.15, base=-0.04, spread=0.16, width=0.01, ceiling=0.55)
 
 DEFAULT_EVIDENCE = EvidenceModel(
