@@ -241,14 +241,7 @@ def add_candidates(cands: CandidateSet, extra: CandidateSet) -> None:
         new = [c for c in getattr(extra, name) if c[0] not in known]
         if new:
             setattr(cands, name, sorted([*have, *new], key=_score_id, reverse=True))
-    for entry_id, entry in extra.entries.items():
-        cands.entries.setdefault(entry_id, entry)
-    for entry_id, vector in extra.vectors.items():
-        cands.vectors.setdefault(entry_id, vector)
-    for entry_id, near in extra.neighbours.items():
-        cands.neighbours.setdefault(entry_id, near)
-    for entry_id, text in extra.analysed.items():
-        cands.analysed.setdefault(entry_id, text)
+    cands.adopt_rows(extra)
 
 
 def _score_id(candidate: tuple[str, float]) -> tuple[float, str]:

@@ -840,6 +840,18 @@ class CandidateSet:
     searched: int | None = None
     analysed: dict[str, str] = field(default_factory=dict)
 
+    def adopt_rows(self, other: CandidateSet) -> None:
+        """Take the entries, vectors, neighbours and analysed texts of ``other`` (another search
+        of the same store) that this set does not hold yet; the score lists are the caller's."""
+        for entry_id, entry in other.entries.items():
+            self.entries.setdefault(entry_id, entry)
+        for entry_id, vector in other.vectors.items():
+            self.vectors.setdefault(entry_id, vector)
+        for entry_id, sides in other.neighbours.items():
+            self.neighbours.setdefault(entry_id, sides)
+        for entry_id, text in other.analysed.items():
+            self.analysed.setdefault(entry_id, text)
+
 
 class AuditRecord(BaseModel):
     """One entry of a store's append-only audit log (``audit`` table).

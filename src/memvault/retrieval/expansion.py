@@ -42,11 +42,4 @@ def merge_feedback(cands: CandidateSet, feedback: CandidateSet, *, weight: float
     for entry_id, score in feedback.lexical:
         scores[entry_id] = scores.get(entry_id, 0.0) + weight * score
     cands.lexical = sorted(scores.items(), key=lambda p: (p[1], p[0]), reverse=True)
-    for entry_id, entry in feedback.entries.items():
-        cands.entries.setdefault(entry_id, entry)
-    for entry_id, vector in feedback.vectors.items():
-        cands.vectors.setdefault(entry_id, vector)
-    for entry_id, sides in feedback.neighbours.items():
-        cands.neighbours.setdefault(entry_id, sides)
-    for entry_id, analysed in feedback.analysed.items():
-        cands.analysed.setdefault(entry_id, analysed)
+    cands.adopt_rows(feedback)
