@@ -2,12 +2,12 @@
 
 A conversation turn has a speaker: ``metadata["name"]`` or ``metadata["role"]`` (what
 :meth:`~memvault.AsyncMemory.add_messages` records), or a ``"Speaker: ..."`` prefix when a
-transcript was stored as text. A question that names one party ("What did Caroline research?")
-or speaks for the user ("What did I buy?", asked by the user about themselves) is about what
-that party said: turns by the other party mention the same things while rarely holding the
-answer. Ranking's ``addressed`` feature is 0 for a turn whose speaker the query does not name,
-when it names a speaker of some other candidate; 1 otherwise (a fact without a speaker, or a
-query that names no one, says nothing either way).
+transcript was stored as text (not a label such as ``"Note: ..."``). A question that names one
+party ("What did Caroline research?") or speaks for the user ("What did I buy?", asked by the
+user about themselves) is about what that party said: turns by the other party mention the same
+things while rarely holding the answer. Ranking's ``addressed`` feature is 0 for a turn whose
+speaker the query does not name, when it names a speaker of some other candidate; 1 otherwise (a
+fact without a speaker, or a query that names no one, says nothing either way).
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ __all__ = ["addressed", "entry_speaker"]
 # "Caroline: ...", "user: ...", "Dr Ruiz: ..." - at most three words before the colon.
 _PREFIX = re.compile(r"\s*([A-Za-z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2})\s*:\s")
 _PREFIX_SPAN = 100
+# Labels that head a note rather than name who spoke ("Note: ...", "TODO: ..."): no speaker.
+_LABELS = frozenset(
+    "note notes todo update summary fyi ps re fw fwd warning error tip reminder important "
+    "decision context status result results goal task lesson rule fact example source subject "
+    "title topic action next".split()
+)
 # Roles of a chat: the user asks in the first person, and calls the assistant "you".
 _FIRST_PERSON_ROLES = frozenset({"user", "human"})
 _SECOND_PERSON_ROLES = frozenset({"assistant", "ai", "bot"})
@@ -38,7 +44,10 @@ def entry_speaker(entry: MemoryEntry) -> str | None:
         if isinstance(value, str) and value.strip():
             return value.strip().lower()
     match = _PREFIX.match(entry.content[:_PREFIX_SPAN])
-    return match.group(1).lower() if match else None
+    if match is None:
+        return None
+    speaker = match.group(1).lower()
+    return None if speaker.split()[0] in _LABELS else speaker
 
 
 def _named(speaker: str, query: str, query_words: frozenset[str]) -> bool:

@@ -36,6 +36,9 @@ def entry(i: str, content: str, **extra: object) -> MemoryEntry:
         ("The deploy needs two approvals.", {}, None),
         ("Remember this: the key rotates monthly.", {}, None),  # not a speaker's name
         ("Note 12 about the car: tyres", {}, None),
+        ("Note: the key rotates monthly.", {}, None),  # a label, not a speaker
+        ("TODO: rotate the key", {}, None),
+        ("Next Steps: ship it", {}, None),
     ],
 )
 def test_the_speaker_of_an_entry(content: str, extra: dict[str, object], speaker: str) -> None:
