@@ -125,17 +125,21 @@ def bm25_query(
     column name can be is read with ``->>``. Names are quoted identifiers, never SQL text.
     """
     k1p1, k1, one_minus_b, b, extra, avgdl = constants
-    columns: dict[str, sql.Composable] = {}
+    # Each distinct term's count in a row: a column of the record, or read with ->> (with the
+    # term as its parameter) when the term is too long to name a column.
+    counts: dict[str, tuple[sql.Composable, list[Any]]] = {}
     for term in terms:
-        if term not in columns and len(term.encode()) <= _MAX_NAME_BYTES:
-            columns[term] = sql.SQL("x.") + sql.Identifier(term)
+        if term not in counts:
+            long = len(term.encode()) > _MAX_NAME_BYTES
+            counts[term] = (
+                (sql.SQL("(s.term_freqs ->> %s)::float8"), [term])
+                if long
+                else (sql.SQL("x.") + sql.Identifier(term), [])
+            )
     # Per query term, in query order (a repeated term counts again, as in FTS5).
     scored: list[tuple[sql.Composable, list[Any]]] = []
     for term, weight in zip(terms, idfs, strict=True):
-        if term in columns:
-            count, count_args = columns[term], []
-        else:
-            count, count_args = sql.SQL("(s.term_freqs ->> %s)::float8"), [term]
+        count, count_args = counts[term]
         part = (
             sql.SQL("COALESCE(%s * ((")
             + count
@@ -144,17 +148,14 @@ def bm25_query(
             + sql.SQL(" + n.norm)), 0)")
         )
         scored.append((part, [weight, *count_args, k1p1, *count_args]))
-    present = list(columns.values())
-    present_args: list[Any] = []
-    for term in terms:
-        if term not in columns:
-            present.append(sql.SQL("(s.term_freqs ->> %s)::float8"))
-            present_args.append(term)
+    present = [count for count, _ in counts.values()]
+    present_args = [arg for _, args in counts.values() for arg in args]
+    named = [t for t, (_, args) in counts.items() if not args]
     record: sql.Composable = sql.SQL("")
-    if columns:
+    if named:
         record = (
             sql.SQL(" CROSS JOIN LATERAL jsonb_to_record(s.term_freqs) AS x(")
-            + sql.SQL(", ").join(sql.Identifier(t) + sql.SQL(" float8") for t in columns)
+            + sql.SQL(", ").join(sql.Identifier(t) + sql.SQL(" float8") for t in named)
             + sql.SQL(")")
         )
     blocks: list[sql.Composable] = []
