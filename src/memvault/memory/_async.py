@@ -1249,16 +1249,14 @@ class AsyncMemory:
         cfg: RetrievalConfig,
         *,
         include_shared: bool,
-        asked_at: datetime | None = None,
+        now: datetime,
     ) -> builtins.list[MemoryEntry]:
         """``hybrid_search`` under the agent's retention rules (see :meth:`_retention_parts`).
 
         One query when one cutoff covers every category; otherwise one search per cutoff (and
         one of the shared knowledge, which retention rules do not cover) merged by relevance,
-        best first, at most ``q.limit``. Ranking counts time from ``asked_at``, else from
-        ``q.as_of``, else from now.
+        best first, at most ``q.limit``. Ranking counts time from ``now``.
         """
-        now = asked_at or q.as_of or utc_now()
         parts = self._retention_parts(agent, q, utc_now())
         if len(parts) == 1 and parts[0] is q:
             return await hybrid_search(
@@ -1374,22 +1372,24 @@ class AsyncMemory:
             if include_shared
             else await self._ready(settle=False)
         )
-        # A search as of a past moment ranks from that moment too ("last week" means the week
-        # before it, and recency counts back from it). Retention rules apply at read time.
+        # The search ranks from when the question is asked, else from the moment it searches the
+        # store as of, else from now ("last week" means the week before it, and recency counts
+        # back from it). Retention rules apply at read time.
+        now = asked or q.as_of or utc_now()
         graph_weight = self._graph_weight(cfg)
         if graph_weight is None:
             results = await self._retained_search(
-                backend, agent, q, cfg, include_shared=include_shared, asked_at=asked
+                backend, agent, q, cfg, include_shared=include_shared, now=now
             )
         else:
             # The plain search (its order is the base) and a wider one (what may move up).
             wide, pinned = _graph_wiring.widen(q, cfg)
             results, extras = await asyncio.gather(
                 self._retained_search(
-                    backend, agent, q, cfg, include_shared=include_shared, asked_at=asked
+                    backend, agent, q, cfg, include_shared=include_shared, now=now
                 ),
                 self._retained_search(
-                    backend, agent, wide, pinned, include_shared=include_shared, asked_at=asked
+                    backend, agent, wide, pinned, include_shared=include_shared, now=now
                 ),
             )
             results = await _graph_wiring.graph_rank(
@@ -1402,7 +1402,7 @@ class AsyncMemory:
                 weight=graph_weight,
                 limit=q.limit,
                 as_of=q.as_of,
-                now=asked or q.as_of or utc_now(),
+                now=now,
             )
             self._strengthen_behind(agent, [r.id for r in results[:5]])
         if not explain:
