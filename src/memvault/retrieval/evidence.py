@@ -100,7 +100,8 @@ FEATURES: tuple[str, ...] = (
     "question",  # share of the entry's sentences that are questions (asking is not telling)
     "answers",  # evidence of a question just before the entry (the entry may answer it)
     "thread",  # mean evidence of the best entries of the entry's thread
-    "when",  # a "when ..." question and an entry that says when
+    "when",  # a temporal question ("when ...", or one naming a period) and an entry that says
+    # when: "I planted them today", in a session of the period asked about, dates the event
     "period",  # the entry was created in the period the query names
     "length",  # own evidence times log(1 + terms), terms capped at LENGTH_CAP: a bare "ok" says
     # little even when it matches, while length alone never lifts an entry that does not match
@@ -470,7 +471,10 @@ def evidence_features(
     columns[_COLUMN["question"]] = asking
     columns[_COLUMN["answers"]] = _context(base_ext * asking_ext, prev_rows)
     columns[_COLUMN["thread"]] = [strength[key] for key in owner]
-    if asks:
+    # A question naming a period ("two weeks ago", "in May 2023") is as temporal as a "when"
+    # question: of the entries created in the period, one that says when ("today", "last
+    # weekend") reports a dated event rather than chat that happened to fall in those days.
+    if asks or period is not None:
         columns[_COLUMN["when"]] = [1.0 if mentions_time(entries[i].content) else 0.0 for i in ids]
     if period is not None:
         columns[_COLUMN["period"]] = [
