@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -169,6 +169,24 @@ def test_temporal_and_length_features() -> None:
     assert feature(cands, "plain", "length") == pytest.approx(0.3 * math.log1p(LENGTH_CAP))
     cands.dense = [("dated", 0.3), ("plain", 0.0)]
     assert feature(cands, "plain", "length") == 0.0  # no evidence, nothing to lift
+
+
+def test_a_question_naming_a_period_looks_for_entries_that_say_when() -> None:
+    # "two weeks ago" is as temporal as "when ...": of the entries of those days, the one that
+    # dates an event ("today") is the report; plain chat of the same days is not.
+    two_weeks_ago = NOW - timedelta(days=14)
+    entries = {
+        "report": entry("report", "I planted 12 tomato saplings today", created=two_weeks_ago),
+        "chat": entry("chat", "Any tips for a gardening app?", created=two_weeks_ago),
+    }
+    cands = CandidateSet(dense=[("report", 0.3), ("chat", 0.3)], lexical=[], entries=entries)
+    query = "What gardening activity did I do two weeks ago?"
+    assert feature(cands, "report", "period", query) == 1.0
+    assert feature(cands, "chat", "period", query) == 1.0
+    assert feature(cands, "report", "when", query) == 1.0
+    assert feature(cands, "chat", "when", query) == 0.0
+    # A question that is neither about a time nor a period leaves the feature off.
+    assert feature(cands, "report", "when", "What gardening activity do I like?") == 0.0
 
 
 def test_model_rejects_unknown_features_and_switches_features_off() -> None:
