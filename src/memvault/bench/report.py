@@ -188,7 +188,9 @@ class LongMemEvalReport(BenchReport):
         return [
             f"{self.questions} questions ({self.turns} turns); skipped: "
             f"{self.skipped_abstention} abstention, {self.skipped_no_evidence} without evidence "
-            f"sessions; {self.skipped_blank_turns} blank turns not stored"
+            f"sessions; {self.skipped_blank_turns} blank turns not stored",
+            "any@k / all@k: any / every answer session among the first k sessions of the ranked "
+            "turns",
         ]
 
 
@@ -203,7 +205,8 @@ def metric_header(name: str) -> str:
     if head.endswith("_recall") and sep:
         return f"{head.removesuffix('_recall')} R@{k}"
     if head in ("session_any", "session_all") and sep:
-        return f"session {head.removeprefix('session_')}@{k}"
+        # The notes under a LongMemEval table say what "any" and "all" count.
+        return f"{head.removeprefix('session_')}@{k}"
     if head == "ndcg" and sep:
         return f"nDCG@{k}"
     return name.upper() if name == "mrr" else name
@@ -220,10 +223,13 @@ def _ms(value: float | None) -> str:
 def render_report(report: BenchReport) -> Group:
     """Render a report as the metrics table (a row per group, then overall) and a footer line."""
     table = Table(title=report.title, title_justify="left")
-    table.add_column(report.group_name, no_wrap=True)
-    table.add_column("n", justify="right", no_wrap=True)
+    # In a narrow terminal (or a pipe, which rich reads as 80 columns) the group labels wrap;
+    # the counts and the figures never shrink, so no number is ever cut to "0.8…".
+    table.add_column(report.group_name, overflow="fold")
+    table.add_column("n", justify="right", no_wrap=True, min_width=3)
     for name in report.metric_names:
-        table.add_column(metric_header(name), justify="right", no_wrap=True)
+        header = metric_header(name)
+        table.add_column(header, justify="right", no_wrap=True, min_width=max(len(header), 5))
     for row in report.rows:
         table.add_row(
             row.label, str(row.questions), *(_fmt(row.metrics[m]) for m in report.metric_names)

@@ -120,3 +120,48 @@ def test_metric_headers() -> None:
     assert metric_header("ndcg@10") == "nDCG@10"
     assert metric_header("mrr") == "MRR"
     assert metric_header("other") == "other"
+
+
+def test_a_longmemeval_table_fits_80_columns_without_cutting_a_figure() -> None:
+    names = ("turn_recall@10", "session_any@5", "session_all@5", "session_recall@10", "ndcg@10")
+    types = ("single-session-preference", "single-session-assistant", "temporal-reasoning")
+
+    def row(label: str, n: int) -> MetricRow:
+        return MetricRow(
+            key=label,
+            label=label,
+            questions=n,
+            metrics=dict.fromkeys(names, 0.875),
+            counts=dict.fromkeys(names, n),
+        )
+
+    report = LongMemEvalReport(
+        dataset="lme.json",
+        preset="default",
+        limit=10,
+        backend="sqlite",
+        embedder="sentence-transformers/all-MiniLM-L6-v2",
+        metric_names=names,
+        rows=tuple(row(t, 123) for t in types),
+        overall=row("overall", 369),
+        timing=Timing(
+            ingest_seconds=1.0, ingested=10, searches=3, search_p50_ms=9.0, search_p95_ms=12.0
+        ),
+        questions=369,
+        turns=10,
+        skipped_abstention=0,
+        skipped_no_evidence=0,
+        skipped_blank_turns=0,
+    )
+    console = Console(width=80, record=True, color_system=None)
+    console.print(render_report(report))
+    text = console.export_text()
+    table = text.split("any@k")[0]
+    assert "…" not in table
+    for head in ("turn R@10", "any@5", "all@5", "session R@10", "nDCG@10"):
+        assert head in table
+    # Every figure and count is printed whole; long type names wrap instead.
+    assert table.count("0.875") == 5 * 4
+    assert table.count("123") == 3
+    assert "369" in table
+    assert "any@k / all@k: any / every answer session" in text
