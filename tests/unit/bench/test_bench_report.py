@@ -12,13 +12,15 @@ from memvault.bench.report import metric_header
 NAMES = ("recall@1", "recall@10", "ndcg@10", "mrr")
 
 
-def _row(key: str, label: str, value: float | None, n: int = 2) -> MetricRow:
+def _row(
+    key: str, label: str, value: float | None, n: int = 2, names: tuple[str, ...] = NAMES
+) -> MetricRow:
     return MetricRow(
         key=key,
         label=label,
         questions=n,
-        metrics=dict.fromkeys(NAMES, value),
-        counts=dict.fromkeys(NAMES, n if value is not None else 0),
+        metrics=dict.fromkeys(names, value),
+        counts=dict.fromkeys(names, n if value is not None else 0),
     )
 
 
@@ -56,24 +58,33 @@ def test_locomo_json_shape() -> None:
     assert (data["skipped_questions"], data["dropped_evidence_ids"]) == (1, 3)
 
 
-def test_longmemeval_json_shape() -> None:
-    report = LongMemEvalReport(
+def _lme(
+    names: tuple[str, ...], rows: tuple[MetricRow, ...], overall: MetricRow, timing: Timing
+) -> LongMemEvalReport:
+    return LongMemEvalReport(
         dataset="lme.json",
         preset="bm25",
         limit=10,
         backend="memory",
-        embedder="model-x",
-        metric_names=NAMES,
-        rows=(_row("multi-session", "multi-session", 0.5),),
-        overall=_row("overall", "overall", 0.5),
-        timing=Timing(
-            ingest_seconds=0.0, ingested=0, searches=0, search_p50_ms=None, search_p95_ms=None
-        ),
-        questions=2,
+        embedder="sentence-transformers/all-MiniLM-L6-v2",
+        metric_names=names,
+        rows=rows,
+        overall=overall,
+        timing=timing,
+        questions=overall.questions,
         turns=30,
         skipped_abstention=1,
         skipped_no_evidence=0,
         skipped_blank_turns=4,
+    )
+
+
+def test_longmemeval_json_shape() -> None:
+    report = _lme(
+        NAMES,
+        (_row("multi-session", "multi-session", 0.5),),
+        _row("overall", "overall", 0.5),
+        Timing(ingest_seconds=0.0, ingested=0, searches=0, search_p50_ms=None, search_p95_ms=None),
     )
     data = report.to_json()
     assert data["benchmark"] == "longmemeval"
@@ -125,33 +136,11 @@ def test_metric_headers() -> None:
 def test_a_longmemeval_table_fits_80_columns_without_cutting_a_figure() -> None:
     names = ("turn_recall@10", "session_any@5", "session_all@5", "session_recall@10", "ndcg@10")
     types = ("single-session-preference", "single-session-assistant", "temporal-reasoning")
-
-    def row(label: str, n: int) -> MetricRow:
-        return MetricRow(
-            key=label,
-            label=label,
-            questions=n,
-            metrics=dict.fromkeys(names, 0.875),
-            counts=dict.fromkeys(names, n),
-        )
-
-    report = LongMemEvalReport(
-        dataset="lme.json",
-        preset="default",
-        limit=10,
-        backend="sqlite",
-        embedder="sentence-transformers/all-MiniLM-L6-v2",
-        metric_names=names,
-        rows=tuple(row(t, 123) for t in types),
-        overall=row("overall", 369),
-        timing=Timing(
-            ingest_seconds=1.0, ingested=10, searches=3, search_p50_ms=9.0, search_p95_ms=12.0
-        ),
-        questions=369,
-        turns=10,
-        skipped_abstention=0,
-        skipped_no_evidence=0,
-        skipped_blank_turns=0,
+    report = _lme(
+        names,
+        tuple(_row(t, t, 0.875, 123, names) for t in types),
+        _row("overall", "overall", 0.875, 369, names),
+        Timing(ingest_seconds=1.0, ingested=10, searches=3, search_p50_ms=9.0, search_p95_ms=12.0),
     )
     console = Console(width=80, record=True, color_system=None)
     console.print(render_report(report))
