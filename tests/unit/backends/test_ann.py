@@ -383,3 +383,40 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
     keys = set(np.asarray(graph.index.keys).tolist())
     assert keys == set(range(4, 401)) | set(range(5000, 5300))
     assert recall(index, clustered(rng, 20)) >= 0.97
+
+
+def test_large_agents_get_a_denser_graph_and_a_wider_beam(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ann.settings, "large_rows", 600)
+    rng = np.random.default_rng(11)
+    small = build(tmp_path / "s.db", clustered(rng, 400))
+    large = build(tmp_path / "l.db", clustered(rng, 800))
+    assert small.ann is not None and large.ann is not None
+    assert small.ann.index.connectivity == _ann.settings.connectivity
+    assert large.ann.index.connectivity == _ann.settings.large_connectivity
+    q = clustered(rng, 1)[0]
+    small.search(q, mask(small), 10)
+    large.search(q, mask(large), 10)
+    assert small.ann.index.expansion_search < large.ann.index.expansion_search
+    assert recall(large, clustered(rng, 30)) >= 0.97
+
+
+def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ann.settings, "large_rows", 600)
+    rng = np.random.default_rng(12)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 700)
+    first = build(db, vecs[:500])
+    assert first.ann is not None
+    assert first.ann.index.connectivity == _ann.settings.connectivity
+    # Reopened with 700 rows: reconciling would patch the sparse graph; it is rebuilt instead.
+    again = build(db, vecs)
+    assert again.ann is not None and len(again.ann) == 700
+    assert again.ann.index.connectivity == _ann.settings.large_connectivity
+    # Shrinking back below the bar keeps the denser graph (no rebuild back and forth).
+    third = build(db, vecs[:550])
+    assert third.ann is not None and len(third.ann) == 550
+    assert third.ann.index.connectivity == _ann.settings.large_connectivity
