@@ -79,6 +79,7 @@ __all__ = [
     "EvidenceModel",
     "TopicGate",
     "evidence_features",
+    "shares",
     "sigmoid",
 ]
 
@@ -221,28 +222,25 @@ class EvidenceModel(BaseModel):
         """The weights in :data:`FEATURES` order."""
         return np.array([self.weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
 
-    def pairs(self) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
-        """The interactions as column indexes ``(a, b)`` into :data:`FEATURES` and weights."""
-        return _pair_arrays(tuple(self.interactions.items()))
+    def quadratic(self) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+        """The model as ``(w, Q)``: score(x) = x.w + x.Q.x / 2, ``Q`` symmetric (each
+        interaction ``a*b`` of weight v at Q[a, b] and Q[b, a], a square at 2v on the diagonal);
+        None when the model has no interactions. Cached per distinct set of coefficients."""
+        return _quadratic(tuple(self.weights.items()), tuple(self.interactions.items()))
 
     def score(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
         """Ranking score of each row of a feature matrix (columns in :data:`FEATURES` order)."""
-        out: NDArray[np.float64] = matrix @ self.vector()
-        a, b, w = self.pairs()
-        if len(w):
-            out = out + (matrix[:, a] * matrix[:, b]) @ w
+        w, q = self.quadratic()
+        out: NDArray[np.float64] = matrix @ w
+        if q is not None:
+            # One product with the interaction matrix instead of a column product per pair.
+            out = out + 0.5 * np.einsum("ij,ij->i", matrix @ q, matrix)
         return out
 
     def contributions(self, row: NDArray[np.float64]) -> dict[str, float]:
         """Each feature's share of one row's score (for ``explain``): its own term plus half
         of each interaction it takes part in, so the shares add up to the score."""
-        share = row * self.vector()
-        a, b, w = self.pairs()
-        if len(w):
-            half = 0.5 * w * row[a] * row[b]
-            np.add.at(share, a, half)
-            np.add.at(share, b, half)
-        return {name: float(share[j]) for j, name in enumerate(FEATURES)}
+        return shares(row, *self.quadratic())
 
     def without(self, *names: str) -> EvidenceModel:
         """This model with the named features switched off (for ablations), interactions
@@ -257,15 +255,35 @@ class EvidenceModel(BaseModel):
         )
 
 
+def shares(
+    row: NDArray[np.float64], w: NDArray[np.float64], q: NDArray[np.float64] | None
+) -> dict[str, float]:
+    """:meth:`EvidenceModel.contributions` of one feature row, given the model's
+    :meth:`~EvidenceModel.quadratic` form (for callers that explain many rows)."""
+    share = row * w
+    if q is not None:
+        share = share + 0.5 * row * (q @ row)
+    return dict(zip(FEATURES, share.tolist(), strict=True))
+
+
 @lru_cache(maxsize=64)
-def _pair_arrays(
-    items: tuple[tuple[str, float], ...],
-) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
+def _quadratic(
+    weights: tuple[tuple[str, float], ...], interactions: tuple[tuple[str, float], ...]
+) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     index = {name: j for j, name in enumerate(FEATURES)}
-    pairs = [(key.split("*"), w) for key, w in items]
-    a = np.array([index[x] for (x, _), _ in pairs], dtype=np.intp)
-    b = np.array([index[y] for (_, y), _ in pairs], dtype=np.intp)
-    return a, b, np.array([w for _, w in pairs], dtype=np.float64)
+    w = np.zeros(len(FEATURES))
+    for name, value in weights:
+        w[index[name]] = value
+    w.setflags(write=False)  # shared by every caller of the cache
+    if not interactions:
+        return w, None
+    q = np.zeros((len(FEATURES), len(FEATURES)))
+    for key, value in interactions:
+        x, y = (index[name] for name in key.split("*"))
+        q[x, y] += value
+        q[y, x] += value
+    q.setflags(write=False)
+    return w, q
 
 
 @dataclass(frozen=True, slots=True)

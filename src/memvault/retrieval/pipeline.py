@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
 from memvault.retrieval.diversity import mmr
-from memvault.retrieval.evidence import EvidenceModel, evidence_features, sigmoid
+from memvault.retrieval.evidence import EvidenceModel, evidence_features, shares, sigmoid
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.intent import asks_for_many
@@ -204,11 +204,11 @@ class _Contributions(Mapping[str, dict[str, float]]):
     def __init__(self, ids: Sequence[str], matrix: NDArray[np.float64], model: EvidenceModel):
         self._row = {entry_id: row for row, entry_id in enumerate(ids)}
         self._matrix = matrix
-        self._model = model
+        self._form = model.quadratic()
 
     def __getitem__(self, entry_id: str) -> dict[str, float]:
-        shares = self._model.contributions(self._matrix[self._row[entry_id]])
-        return {name: round(v, 4) for name, v in shares.items() if v != 0.0}
+        parts = shares(self._matrix[self._row[entry_id]], *self._form)
+        return {name: round(v, 4) for name, v in parts.items() if v != 0.0}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._row)
