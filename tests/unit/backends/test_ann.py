@@ -420,3 +420,5 @@ def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(
     third = build(db, vecs[:550])
     assert third.ann is not None and len(third.ann) == 550
     assert third.ann.index.connectivity == _ann.settings.large_connectivity
+    # Loaded from disk, it still adds rows with the denser graph's build beam.
+    assert third.ann.index.expansion_add == _ann.settings.large_expansion_add

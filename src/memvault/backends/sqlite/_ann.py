@@ -251,6 +251,10 @@ class AnnGraph:
             graph.index.load(str(path))
             if graph.index.ndim != dim:
                 return None
+            if graph.index.connectivity >= settings.large_connectivity:
+                # The file keeps its degree, not its build beam: later adds build like it did.
+                # usearch types the property read-only; the setter exists at runtime.
+                graph.index.expansion_add = settings.large_expansion_add  # type: ignore[misc]
         except FileNotFoundError:
             return None
         except Exception:  # any load failure means "rebuild", never a failed search
