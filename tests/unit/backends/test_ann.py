@@ -385,10 +385,14 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
     assert recall(index, clustered(rng, 20)) >= 0.97
 
 
-def test_large_agents_get_a_denser_graph_and_a_wider_beam(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def large_from_600(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents of 600+ rows count as large (the denser graph shape)."""
     monkeypatch.setattr(_ann.settings, "large_rows", 600)
+
+
+@pytest.mark.usefixtures("large_from_600")
+def test_large_agents_get_a_denser_graph_and_a_wider_beam(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     small = build(tmp_path / "s.db", clustered(rng, 400))
     large = build(tmp_path / "l.db", clustered(rng, 800))
@@ -402,10 +406,8 @@ def test_large_agents_get_a_denser_graph_and_a_wider_beam(
     assert recall(large, clustered(rng, 30)) >= 0.97
 
 
-def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_ann.settings, "large_rows", 600)
+@pytest.mark.usefixtures("large_from_600")
+def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(tmp_path: Path) -> None:
     rng = np.random.default_rng(12)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 700)
