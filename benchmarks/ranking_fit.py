@@ -197,12 +197,17 @@ def standardiser(qs):
     return X.mean(axis=0), np.maximum(X.std(axis=0), 1e-6)
 
 
+def quadratic_columns(X, mu, sd):
+    """The standardised columns of ``X`` and their pairwise products (``pairs_of`` order)."""
+    Z = (X - mu) / sd
+    n = Z.shape[1]  # ablations drop a column
+    return np.hstack([Z] + [(Z[:, i] * Z[:, j])[:, None] for i, j in pairs_of(n)])
+
+
 def expand(qs, mu, sd):
     """``q["Z"]``: the standardised features and their pairwise products."""
     for q in qs:
-        Z = (q["X"] - mu) / sd
-        n = Z.shape[1]  # ablations drop a column
-        q["Z"] = np.hstack([Z] + [(Z[:, i] * Z[:, j])[:, None] for i, j in pairs_of(n)])
+        q["Z"] = quadratic_columns(q["X"], mu, sd)
 
 
 def to_model(b, mu, sd, *, digits=5):
@@ -257,9 +262,7 @@ def probe_rows(qs, mu, sd, n=PROBES, seed=0):
         j = FEATURES.index(name)
         hi = 1.0 if name != "cos" else 0.9
         rows[:, j] = rng.uniform(0.0, hi, n) if name != "addressed" else rng.integers(0, 2, n)
-    Z = (rows - mu) / sd
-    k = Z.shape[1]
-    return np.hstack([Z] + [(Z[:, i] * Z[:, j])[:, None] for i, j in pairs_of(k)])
+    return quadratic_columns(rows, mu, sd)
 
 
 def fit_quadratic(qs, train, l2=L2_QUAD, iters=800):
