@@ -30,7 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -114,9 +114,22 @@ def ann_available() -> bool:
     return True
 
 
-def connectivity_for(rows: int) -> int:
-    """The graph degree (HNSW ``M``) for an agent of ``rows`` rows."""
-    return settings.large_connectivity if rows >= settings.large_rows else settings.connectivity
+class GraphShape(NamedTuple):
+    """How a graph is built and searched: degree (HNSW ``M``), build beam, search beam per row
+    asked."""
+
+    connectivity: int
+    expansion_add: int
+    ef_per_k: int
+
+
+def shape_for(rows: int) -> GraphShape:
+    """The shape for an agent of ``rows`` rows (denser and wider from ``large_rows``)."""
+    if rows >= settings.large_rows:
+        return GraphShape(
+            settings.large_connectivity, settings.large_expansion_add, settings.large_ef_per_k
+        )
+    return GraphShape(settings.connectivity, settings.expansion_add, settings.ef_per_k)
 
 
 _build_lock = threading.Lock()
@@ -142,17 +155,17 @@ class AnnGraph:
     """A usearch HNSW graph of unit vectors keyed by rowid (inner product = cosine)."""
 
     def __init__(self, dim: int, rows: int = 0) -> None:
-        """An empty graph shaped for about ``rows`` rows (see :func:`connectivity_for`)."""
+        """An empty graph shaped for about ``rows`` rows (see :func:`shape_for`)."""
         from usearch.index import Index
 
-        large = rows >= settings.large_rows
+        shape = shape_for(rows)
         self.dim = dim
         self.index = Index(
             ndim=dim,
             metric="ip",
             dtype="f32",
-            connectivity=connectivity_for(rows),
-            expansion_add=settings.large_expansion_add if large else settings.expansion_add,
+            connectivity=shape.connectivity,
+            expansion_add=shape.expansion_add,
             expansion_search=settings.expansion_search,
         )
         self.dirty = False
@@ -195,10 +208,7 @@ class AnnGraph:
         """Rowids of (about) the ``k`` nearest vectors, best first."""
         if k <= 0 or len(self.index) == 0:
             return np.zeros(0, dtype=np.int64)
-        per_k = (
-            settings.large_ef_per_k if len(self.index) >= settings.large_rows else settings.ef_per_k
-        )
-        ef = max(settings.expansion_search, per_k * k)
+        ef = max(settings.expansion_search, shape_for(len(self.index)).ef_per_k * k)
         if self.index.expansion_search != ef:
             # usearch declares the setter on the wrong property name; it works at runtime.
             self.index.expansion_search = ef  # type: ignore[misc]
@@ -323,7 +333,7 @@ def load_or_build(
         graph = AnnGraph.load(*paths, dim)
         # A graph saved while the agent was smaller is rebuilt once it is large enough to want
         # the denser shape (never the other way: an agent shrinking below the bar keeps it).
-        if graph is not None and graph.index.connectivity < connectivity_for(len(rowids)):
+        if graph is not None and graph.index.connectivity < shape_for(len(rowids)).connectivity:
             graph = None
         if graph is not None and not graph.reconcile(rowids, gather):
             graph = None
