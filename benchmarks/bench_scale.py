@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _corpus import memories, queries, synthetic_vectors
+from _corpus import memories, queries, synthetic_vectors, timing_embedder
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -131,7 +131,7 @@ async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[st
             texts, vectors = corpus(size, args.real, console, args.data)
             path = Path(args.db_dir or tmp) / f"scale-{size}.db"
             path.unlink(missing_ok=True)
-            mem = AsyncMemory(str(path), embedder=default_embedder(), track_access=False)
+            mem = AsyncMemory(str(path), embedder=timing_embedder(), track_access=False)
             rate = await load(mem, texts, vectors, console)
             for preset in ("default", "fast"):
                 lat = await time_searches(mem, qs, preset)
@@ -165,7 +165,7 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
         url = server.get_uri()
     rows = []
     qs = queries(args.queries)
-    emb = default_embedder()
+    emb = timing_embedder()  # HNSW and exact passes both embed their queries
     try:
         for size in args.sizes:
             schema = f"scale_{size}"

@@ -424,3 +424,40 @@ def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(tmp_path:
     assert third.ann.index.connectivity == _ann.settings.large_connectivity
     # Loaded from disk, it still adds rows with the denser graph's build beam.
     assert third.ann.index.expansion_add == _ann.settings.large_expansion_add
+
+
+def test_graph_stores_int8_and_an_unchanged_reopen_patches_nothing(tmp_path: Path) -> None:
+    from usearch.index import ScalarKind
+
+    rng = np.random.default_rng(13)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 1000)
+    index = build(db, vecs)
+    assert index.ann is not None and index.ann.index.dtype == ScalarKind.I8
+    # The graph's copies are truncated to 1/127: reconciling them with the exact vectors must
+    # not count every row as changed (which would rebuild the graph at every open).
+    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM)
+    assert loaded is not None
+    rowids = np.arange(1, 1001, dtype=np.int64)
+    assert loaded.reconcile(rowids, lambda a, b: vecs[a:b])
+    assert not loaded.dirty and len(loaded) == 1000
+    assert recall(index, clustered(rng, 30)) >= 0.97
+
+
+def test_a_graph_of_another_scalar_kind_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from usearch.index import ScalarKind
+
+    rng = np.random.default_rng(14)
+    db = tmp_path / "m.db"
+    vecs = clustered(rng, 600)
+    monkeypatch.setattr(_ann.settings, "scalar", "f32")
+    first = build(db, vecs)
+    assert first.ann is not None and first.ann.index.dtype == ScalarKind.F32
+    monkeypatch.setattr(_ann.settings, "scalar", "i8")
+    assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM) is None
+    again = build(db, vecs)
+    assert again.ann is not None and again.ann.index.dtype == ScalarKind.I8
+    assert len(again.ann) == 600
+    assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM) is not None
