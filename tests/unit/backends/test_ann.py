@@ -461,3 +461,63 @@ def test_a_graph_of_another_scalar_kind_is_rebuilt(
     assert again.ann is not None and again.ann.index.dtype == ScalarKind.I8
     assert len(again.ann) == 600
     assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM) is not None
+
+
+@pytest.mark.usefixtures("large_from_600")
+def test_an_agent_growing_past_the_bar_gets_the_denser_graph_while_running(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(15)
+    db = tmp_path / "m.db"
+    index = build(db, clustered(rng, 500))
+    assert index.ann is not None
+    assert index.ann.index.connectivity == _ann.settings.connectivity
+    index.add(rows(1000, 50), clustered(rng, 50))  # 550: still below the bar
+    assert index.ann.index.connectivity == _ann.settings.connectivity
+    index.add(rows(2000, 100), clustered(rng, 100))  # 650: rebuilt denser (synchronously here)
+    graph = index.ann
+    assert graph is not None and graph.index.connectivity == _ann.settings.large_connectivity
+    live = set(index.rowids[: index.n][index.alive[: index.n]].tolist())
+    assert set(np.asarray(graph.index.keys).tolist()) == live
+    assert recall(index, clustered(rng, 30)) >= 0.97
+    # Saved in the denser shape: a reopen loads it instead of building again.
+    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM)
+    assert loaded is not None and loaded.index.connectivity == _ann.settings.large_connectivity
+
+
+@pytest.mark.usefixtures("large_from_600")
+def test_the_old_graph_answers_and_takes_writes_while_the_denser_one_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(16)
+    index = build(tmp_path / "m.db", clustered(rng, 590))
+    old = index.ann
+    assert old is not None
+    monkeypatch.setattr(_ann.settings, "background", True)
+    gate = threading.Event()
+    real_build = _ann.load_or_build
+
+    def gated(*args: Any) -> _ann.AnnGraph:
+        gate.wait(30)
+        return real_build(*args)
+
+    monkeypatch.setattr(_ann, "load_or_build", gated)
+    index.add(rows(1000, 20), clustered(rng, 20))  # 610 rows: the rebuild starts, held
+    pending = index._ann_pending
+    assert pending is not None and index.ann is old
+    fresh = clustered(rng, 2)
+    index.add(rows(3000, 2), fresh)  # during the rebuild: the old graph takes it ...
+    index.remove([1, 2])
+    assert {3000, 3001} <= set(np.asarray(old.index.keys).tolist())
+    q = fresh[0]
+    assert index.search(q, mask(index), 1)[0][0] == 3000  # ... and answers
+    assert index.ann is old
+    gate.set()
+    pending.result(timeout=60)
+    index.search(q, mask(index), 1)
+    graph = index.ann
+    assert graph is not None and graph is not old
+    assert graph.index.connectivity == _ann.settings.large_connectivity
+    live = set(index.rowids[: index.n][index.alive[: index.n]].tolist())
+    assert set(np.asarray(graph.index.keys).tolist()) == live  # the writes were replayed
+    assert index.search(q, mask(index), 1)[0][0] == 3000

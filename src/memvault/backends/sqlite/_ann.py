@@ -335,9 +335,15 @@ class AnnGraph:
 
 
 def load_or_build(
-    db_path: Path | None, key: str, dim: int, rowids: NDArray[np.int64], gather: Gather
+    db_path: Path | None,
+    key: str,
+    dim: int,
+    rowids: NDArray[np.int64],
+    gather: Gather,
+    fresh: bool = False,
 ) -> AnnGraph:
-    """The agent's graph from disk (reconciled with ``rowids`` and their vectors), else built.
+    """The agent's graph from disk (reconciled with ``rowids`` and their vectors), else built;
+    ``fresh`` builds without looking at the file.
 
     ``rowids`` is a snapshot; ``gather(start, stop)`` returns the vectors of
     ``rowids[start:stop]`` (one row each) from memory the caller no longer writes. Runs on the
@@ -345,7 +351,7 @@ def load_or_build(
     """
     graph: AnnGraph | None = None
     paths = index_paths(db_path, key) if db_path is not None and settings.persist else None
-    if paths is not None:
+    if paths is not None and not fresh:
         graph = AnnGraph.load(*paths, dim)
         # A graph saved while the agent was smaller is rebuilt once it is large enough to want
         # the denser shape (never the other way: an agent shrinking below the bar keeps it).
@@ -364,10 +370,17 @@ def load_or_build(
 
 
 def schedule(
-    db_path: Path | None, key: str, dim: int, rowids: NDArray[np.int64], gather: Gather
+    db_path: Path | None,
+    key: str,
+    dim: int,
+    rowids: NDArray[np.int64],
+    gather: Gather,
+    *,
+    fresh: bool = False,
 ) -> Future[AnnGraph]:
-    """Load or build the graph, on the background thread unless ``settings.background`` is off."""
-    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather))
+    """Load (unless ``fresh``) or build the graph, on the background thread unless
+    ``settings.background`` is off."""
+    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather, fresh))
 
 
 def catch_up(

@@ -95,6 +95,7 @@ class AgentIndex:
         self._ann_target: tuple[Path | None, str] | None = None
         self._ann_log: list[int] | None = None
         """Rowids added or removed while a graph is being loaded/built (replayed on attach)."""
+        self._densify_tried = False
 
     # -- approximate search -----------------------------------------------------------------------
 
@@ -113,6 +114,29 @@ class AgentIndex:
             or not _ann.ann_available()
         ):
             return
+        self._schedule_ann(fresh=False)
+
+    def _maybe_densify(self) -> None:
+        """Rebuild the graph in the denser shape once the agent has grown past
+        ``large_rows`` while this process holds it (in the background: the current graph keeps
+        answering, and takes the writes, until the new one is attached). Tried once per index;
+        a store reopened later rebuilds a sparse graph it loads anyway."""
+        graph = self.ann
+        if (
+            graph is None
+            or self._ann_pending is not None
+            or self._ann_target is None
+            or self._densify_tried
+            or graph.index.connectivity >= _ann.shape_for(len(self)).connectivity
+        ):
+            return
+        self._densify_tried = True
+        self._schedule_ann(fresh=True)
+
+    def _schedule_ann(self, *, fresh: bool) -> None:
+        """Load (unless ``fresh``) or build the graph of the live rows, logging the writes made
+        meanwhile for replay."""
+        assert self._ann_target is not None  # checked by both callers
         live = np.flatnonzero(self.alive[: self.n])
         rowids = self.rowids[live].copy()
         # Columns below ``n`` are never written again (adds append, compaction and growth
@@ -123,7 +147,7 @@ class AgentIndex:
             return np.ascontiguousarray(matrix[:, live[start:stop]].T)
 
         self._ann_log = []
-        self._ann_pending = _ann.schedule(*self._ann_target, self.dim, rowids, gather)
+        self._ann_pending = _ann.schedule(*self._ann_target, self.dim, rowids, gather, fresh=fresh)
         if self._ann_pending.done():  # built synchronously (settings.background off)
             self._ann_graph()
 
@@ -153,7 +177,9 @@ class AgentIndex:
                             self.rowids[at].copy(),
                             lambda start, stop: np.ascontiguousarray(matrix[:, at[start:stop]].T),
                         )
-                        return self._ann_graph() if self._ann_pending.done() else None
+                        # Meanwhile: exact search, or the graph being replaced (it is kept
+                        # up to date until then).
+                        return self._ann_graph() if self._ann_pending.done() else self.ann
                     graph.remove(removed)
                     if len(at):
                         graph.add(self.rowids[at], np.ascontiguousarray(self.matrix[:, at].T))
@@ -256,10 +282,13 @@ class AgentIndex:
             except Exception:  # never fail a committed write over derived data: drop the graph
                 logger.warning("memory.sqlite.ann_add_failed", exc_info=True)
                 self.ann = None
-        elif self._ann_log is not None:
+        if self._ann_log is not None:  # a graph is being loaded, built or rebuilt: replayed
             self._ann_log.extend(r.rowid for r in rows)
-        elif self._ann_target is not None:
-            self._maybe_schedule_ann()
+        elif self.ann is None:
+            if self._ann_target is not None:
+                self._maybe_schedule_ann()
+        else:
+            self._maybe_densify()
 
     def remove(self, rowids: Sequence[int]) -> None:
         """Tombstone rows; compact when a quarter of the matrix is dead."""
