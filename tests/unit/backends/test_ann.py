@@ -512,6 +512,12 @@ def test_the_old_graph_answers_and_takes_writes_while_the_denser_one_builds(
     q = fresh[0]
     assert index.search(q, mask(index), 1)[0][0] == 3000  # ... and answers
     assert index.ann is old
+    # Closing now leaves the file to the rebuild: the old graph is not written over it.
+    graph_file, _ = _ann.index_paths(tmp_path / "m.db", "a")
+    before = graph_file.read_bytes()
+    assert old.dirty
+    index.persist_ann()
+    assert graph_file.read_bytes() == before
     gate.set()
     pending.result(timeout=60)
     index.search(q, mask(index), 1)

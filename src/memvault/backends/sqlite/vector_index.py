@@ -193,6 +193,10 @@ class AgentIndex:
         graph, target = self.ann, self._ann_target
         if graph is None or target is None or target[0] is None or not graph.dirty:
             return
+        if self._ann_pending is not None:
+            # A denser graph is being built to replace this one, and saves itself: writing
+            # this one too would race it for the same file (and be rebuilt at the next open).
+            return
         if not _ann.settings.persist:
             return
         try:
