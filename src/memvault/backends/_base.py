@@ -480,19 +480,34 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         text = (query.text or "").strip()
         if not text:
             return CandidateSet()
+        words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
+        now = self._clock()
         qvec: Vectors | None = None
         if dense and vector is not None:
             qvec = self._check_vector("query vector", vector)
         elif dense:
-            qvec = np.asarray(
-                await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
-            )
-        words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
+            embedding = asyncio.ensure_future(asyncio.to_thread(self._embedder.embed_query, text))
+            try:
+                await self._prepare_candidates(agent, query, words, pool, now)
+            except BaseException:
+                # The embedding's thread cannot be stopped: wait for it, so that its outcome is
+                # collected rather than logged as never retrieved.
+                await asyncio.gather(embedding, return_exceptions=True)
+                raise
+            qvec = np.asarray(await embedding, dtype=np.float32)
         if neighbours > 0 and hops > 0:
             return await self._candidates_near(
-                agent, query, qvec, words, pool, self._clock(), neighbours, hops
+                agent, query, qvec, words, pool, now, neighbours, hops
             )
-        return await self._candidates(agent, query, qvec, words, pool, self._clock())
+        return await self._candidates(agent, query, qvec, words, pool, now)
+
+    async def _prepare_candidates(
+        self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
+    ) -> None:
+        """Work on ``query``'s candidates that needs no query vector, done while the query is
+        being embedded; the :meth:`_candidates` call that follows (same ``query`` object,
+        ``terms``, ``pool`` and ``now``) may use it. Nothing by default (SQLite computes its
+        filter mask and lexical side here)."""
 
     async def _candidates_near(
         self,

@@ -487,3 +487,140 @@ async def test_candidates_carry_the_analysed_content_of_every_entry(tmp_path: Pa
         assert set(cands.analysed) == set(cands.entries)
     finally:
         await b.disconnect()
+
+
+class _SlowEmbedder(HashingEmbedder):
+    """The hashing embedder, taking ``delay`` seconds per query (a real model's few ms)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(dimension=64)
+        self.delay = delay
+
+    def embed_query(self, text: str) -> np.ndarray:
+        import time
+
+        time.sleep(self.delay)
+        return super().embed_query(text)
+
+
+async def test_the_lexical_side_prepared_during_embedding_gives_the_same_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = SQLiteBackend(tmp_path / "m.db", _SlowEmbedder(0.002))
+    await b.connect()
+    try:
+        await b.store_many(
+            "a",
+            [
+                MemoryStoreRequest(
+                    content=f"note {i}: the {w} service was deployed on {d}",
+                    metadata=MemoryMetadata(tags=["ops"] if i % 3 == 0 else []),
+                )
+                for i, (w, d) in enumerate(
+                    (w, d)
+                    for w in ("billing", "search", "auth", "ingest")
+                    for d in ("Monday", "Tuesday", "Friday")
+                )
+            ],
+        )
+        queries = [
+            MemoryQuery(text="billing deployed Friday"),
+            MemoryQuery(text="auth service", tags=["ops"]),
+            MemoryQuery(text="what happened on Tuesday?"),
+        ]
+        used: list[bool] = []
+        real_take = b._take_prepared
+
+        def take(*args: object) -> object:
+            found = real_take(*args)  # type: ignore[arg-type]
+            used.append(found is not None)
+            return found
+
+        monkeypatch.setattr(b, "_take_prepared", take)
+        prepared = [
+            await b.search_candidates("a", q, pool=10, neighbours=2, hops=1) for q in queries
+        ]
+        assert used == [True, True, True]
+
+        async def nothing(*args: object) -> None:
+            return None
+
+        monkeypatch.setattr(b, "_prepare_candidates", nothing)
+        plain = [await b.search_candidates("a", q, pool=10, neighbours=2, hops=1) for q in queries]
+        for got, want in zip(prepared, plain, strict=True):
+            assert got.lexical == want.lexical and got.dense == want.dense
+            assert got.entries.keys() == want.entries.keys()
+            assert got.neighbours == want.neighbours
+    finally:
+        await b.disconnect()
+
+
+async def test_a_write_while_the_query_embeds_is_seen_by_that_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mask and lexical list prepared before a write are not used after it."""
+    import threading
+
+    embedder = HashingEmbedder(dimension=64)
+    b = SQLiteBackend(tmp_path / "m.db", embedder)
+    await b.connect()
+    try:
+        await b.store("a", req("the zebra crossing on Elm street"))
+        prepared, release = threading.Event(), threading.Event()
+        real_prepare, real_embed = b._prepare_sync, embedder.embed_query
+
+        def prepare(*args: object) -> None:
+            real_prepare(*args)  # type: ignore[arg-type]
+            prepared.set()
+
+        def embed(text: str) -> np.ndarray:
+            release.wait(10)  # the query is still embedding until the write below is done
+            return real_embed(text)
+
+        monkeypatch.setattr(b, "_prepare_sync", prepare)
+        monkeypatch.setattr(embedder, "embed_query", embed)
+        query = MemoryQuery(text="zebra")
+        search = asyncio.ensure_future(b.search_candidates("a", query, pool=10))
+        assert await asyncio.to_thread(prepared.wait, 10)
+        new = await b.store("a", req("a zebra escaped from the zoo"))
+        release.set()
+        cands = await search
+        assert new in {i for i, _ in cands.lexical}
+        assert new in {i for i, _ in cands.dense}
+        assert not b._prepared
+    finally:
+        await b.disconnect()
+
+
+async def test_a_failed_preparation_fails_the_search_and_collects_the_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = _SlowEmbedder(0.05)
+    b = SQLiteBackend(tmp_path / "m.db", embedder)
+    await b.connect()
+    try:
+        await b.store("a", req("the zebra crossing on Elm street"))
+
+        def broken(*args: object) -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        def fails(text: str) -> np.ndarray:
+            import time
+
+            time.sleep(0.05)
+            raise RuntimeError("embedder down")
+
+        monkeypatch.setattr(b, "_prepare_sync", broken)
+        monkeypatch.setattr(embedder, "embed_query", fails)
+        loop = asyncio.get_running_loop()
+        unretrieved: list[dict[str, object]] = []
+        loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+        with pytest.raises(MemoryConnectionError, match="disk I/O error"):
+            await b.search_candidates("a", MemoryQuery(text="zebra"), pool=10)
+        import gc
+
+        await asyncio.sleep(0.2)  # the embedding has failed by now, whoever waited for it
+        gc.collect()
+        assert unretrieved == []
+    finally:
+        await b.disconnect()
