@@ -329,11 +329,8 @@ def test_background_build_replays_writes_made_meanwhile(
     assert index.search(-fresh[1], mask(index), 1)[0][0] == 3001
 
 
-def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows written while the graph builds are added later in one background batch; a search
-    that finds the build done with a long backlog stays exact instead of replaying it."""
+def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Build graphs in the background, each waiting for the returned event before it starts."""
     monkeypatch.setattr(_ann.settings, "background", True)
     gate = threading.Event()
     real_build = _ann.load_or_build
@@ -343,6 +340,15 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
         return real_build(*args)
 
     monkeypatch.setattr(_ann, "load_or_build", gated)
+    return gate
+
+
+def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written while the graph builds are added later in one background batch; a search
+    that finds the build done with a long backlog stays exact instead of replaying it."""
+    gate = hold_builds(monkeypatch)
     # The catch-up is held too: 303 rows are added in a few milliseconds, and on a loaded
     # machine it could finish before the search below looks, attaching the graph at once.
     release = threading.Event()
@@ -493,15 +499,7 @@ def test_the_old_graph_answers_and_takes_writes_while_the_denser_one_builds(
     index = build(tmp_path / "m.db", clustered(rng, 590))
     old = index.ann
     assert old is not None
-    monkeypatch.setattr(_ann.settings, "background", True)
-    gate = threading.Event()
-    real_build = _ann.load_or_build
-
-    def gated(*args: Any) -> _ann.AnnGraph:
-        gate.wait(30)
-        return real_build(*args)
-
-    monkeypatch.setattr(_ann, "load_or_build", gated)
+    gate = hold_builds(monkeypatch)
     index.add(rows(1000, 20), clustered(rng, 20))  # 610 rows: the rebuild starts, held
     pending = index._ann_pending
     assert pending is not None and index.ann is old
