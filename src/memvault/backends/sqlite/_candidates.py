@@ -45,14 +45,15 @@ from memvault.retrieval.threads import neighbour_anchors
 __all__ = ["SQLiteCandidatesMixin"]
 
 _PREPARED_KEPT = 32
-"""Prepared lexical sides kept at most (one per search in flight; a search that never came
+"""Lexical sides prepared ahead kept at most (one per search in flight; a search that never came
 back for its own is dropped oldest first)."""
 
 
 @dataclass(eq=False)
-class _Prepared:
-    """The filter mask and lexical candidates of one search, computed while its query was
-    being embedded; valid while the agent's index and the store's generation are unchanged."""
+class _LexicalSide:
+    """The filter mask and lexical candidates of one search. Computed while its query is being
+    embedded, they stay valid while the agent's index and the store's generation do not
+    change."""
 
     query: MemoryQuery
     terms: list[str]
@@ -89,7 +90,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         _generation: int
         _doc_freq: dict[str, int]
         _doc_freq_generation: int
-        _prepared: OrderedDict[int, _Prepared]
+        _prepared: OrderedDict[tuple[str, int], _LexicalSide]
 
         async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T: ...
 
@@ -200,16 +201,38 @@ class SQLiteCandidatesMixin(_MixinBase):
         self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
     ) -> None:
         self._refresh()
+        side = self._lexical_side(agent_id, query, terms, pool, now, None, dense=True)
+        if side is None:
+            return
+        prepared = self._prepared
+        prepared[agent_id, id(query)] = side
+        while len(prepared) > _PREPARED_KEPT:
+            prepared.popitem(last=False)
+
+    def _lexical_side(
+        self,
+        agent_id: str,
+        query: MemoryQuery,
+        terms: list[str],
+        pool: int,
+        now: datetime,
+        exclude_agent: str | None,
+        *,
+        dense: bool,
+    ) -> _LexicalSide | None:
+        """The filter mask and lexical top ``pool`` of a search; None when it has nothing to
+        search (no dense side and no lexical term left: the agent's index is not loaded)."""
         lexical_terms, idfs, avgdl = self._lexical_stats(terms)
+        if not dense and not lexical_terms:
+            return None
         index = self._index_for(agent_id)
-        mask = self._filter_mask(index, agent_id, query, to_us(now), None)
+        mask = self._filter_mask(index, agent_id, query, to_us(now), exclude_agent)
         lexical: list[tuple[int, float]] = []
         if lexical_terms:
             lexical = index.lexical.search(
                 lexical_terms, idfs, avgdl, mask, index.rowids[: index.n], pool
             )
-        prepared = self._prepared
-        prepared[id(query)] = _Prepared(
+        return _LexicalSide(
             query,
             terms,
             pool,
@@ -221,14 +244,12 @@ class SQLiteCandidatesMixin(_MixinBase):
             mask,
             lexical,
         )
-        while len(prepared) > _PREPARED_KEPT:
-            prepared.popitem(last=False)
 
     def _take_prepared(
         self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
-    ) -> _Prepared | None:
+    ) -> _LexicalSide | None:
         """The search's prepared lexical side if nothing it depends on changed since."""
-        found = self._prepared.pop(id(query), None)
+        found = self._prepared.pop((agent_id, id(query)), None)
         if (
             found is None
             or found.query is not query
@@ -300,27 +321,16 @@ class SQLiteCandidatesMixin(_MixinBase):
         """Candidates among the agent's private entries, or shared ones if ``agent_id`` is
         ``SHARED_KEY`` (minus ``exclude_agent``'s)."""
         self._refresh()
-        prepared = (
-            None
-            if exclude_agent is not None
-            else self._take_prepared(agent_id, query, terms, pool, now)
+        side = (
+            self._take_prepared(agent_id, query, terms, pool, now)
+            if exclude_agent is None
+            else None
+        ) or self._lexical_side(
+            agent_id, query, terms, pool, now, exclude_agent, dense=vector is not None
         )
-        if prepared is not None:
-            lexical_terms = prepared.lexical_terms
-            if vector is None and not lexical_terms:
-                return CandidateSet(query_vector=vector)
-            index, mask, lexical = prepared.index, prepared.mask, prepared.lexical
-        else:
-            lexical_terms, idfs, avgdl = self._lexical_stats(terms)
-            if vector is None and not lexical_terms:
-                return CandidateSet(query_vector=vector)
-            index = self._index_for(agent_id)
-            mask = self._filter_mask(index, agent_id, query, to_us(now), exclude_agent)
-            lexical = []
-            if lexical_terms:
-                lexical = index.lexical.search(
-                    lexical_terms, idfs, avgdl, mask, index.rowids[: index.n], pool
-                )
+        if side is None or (vector is None and not side.lexical_terms):
+            return CandidateSet(query_vector=vector)
+        index, mask, lexical = side.index, side.mask, side.lexical
         dense: list[tuple[int, float]] = []
         if vector is not None:
             # One BLAS thread: the product is memory-bound, and idle OpenBLAS workers spin on
