@@ -624,3 +624,46 @@ async def test_a_failed_preparation_fails_the_search_and_collects_the_embedding(
         assert unretrieved == []
     finally:
         await b.disconnect()
+
+
+async def test_searches_among_others_in_flight_do_not_prepare_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under concurrent load the preparation would only add a trip to the store's thread."""
+    import threading
+
+    embedder = HashingEmbedder(dimension=64)
+    b = SQLiteBackend(tmp_path / "m.db", embedder)
+    await b.connect()
+    try:
+        zebra = await b.store("a", req("the zebra crossing on Elm street"))
+        release = threading.Event()
+        real_embed = embedder.embed_query
+        prepared: list[str] = []
+        real_prepare = b._prepare_candidates
+
+        async def prepare(agent_id: str, query: MemoryQuery, *args: object) -> None:
+            prepared.append(query.text or "")
+            await real_prepare(agent_id, query, *args)  # type: ignore[arg-type]
+
+        def embed(text: str) -> np.ndarray:
+            if text == "zebra":
+                release.wait(10)  # the first search stays in flight
+            return real_embed(text)
+
+        monkeypatch.setattr(b, "_prepare_candidates", prepare)
+        monkeypatch.setattr(embedder, "embed_query", embed)
+        first = asyncio.ensure_future(b.search_candidates("a", MemoryQuery(text="zebra"), pool=5))
+        for _ in range(5000):
+            if prepared:
+                break
+            await asyncio.sleep(0.001)
+        second = await b.search_candidates("a", MemoryQuery(text="zebra crossing"), pool=5)
+        release.set()
+        assert zebra in {i for i, _ in (await first).lexical}
+        assert zebra in {i for i, _ in second.lexical}
+        assert prepared == ["zebra"]
+        await b.search_candidates("a", MemoryQuery(text="Elm street"), pool=5)
+        assert prepared == ["zebra", "Elm street"]  # alone again: prepared
+    finally:
+        await b.disconnect()
