@@ -133,9 +133,6 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         # to record_audit (see _deletion_audit).
         # Bounded (oldest dropped first): see _SELF_AUDITED_KEPT.
         self._self_audited: OrderedDict[tuple[str, str, str | None], int] = OrderedDict()
-        # search_candidates calls in flight: a search prepares work during its embedding only
-        # when it is alone (see search_candidates).
-        self._searching = 0
 
     # -- capabilities ---------------------------------------------------------------------------
 
@@ -483,45 +480,19 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
         text = (query.text or "").strip()
         if not text:
             return CandidateSet()
+        qvec: Vectors | None = None
+        if dense and vector is not None:
+            qvec = self._check_vector("query vector", vector)
+        elif dense:
+            qvec = np.asarray(
+                await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
+            )
         words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
-        now = self._clock()
-        # Alone, a search prepares what needs no vector while its query embeds, on a core that
-        # would otherwise idle. Among other searches the cores and the store's thread are busy
-        # anyway: the extra trip to the store would only cost CPU (a server under load).
-        alone = self._searching == 0
-        self._searching += 1
-        try:
-            qvec: Vectors | None = None
-            if dense and vector is not None:
-                qvec = self._check_vector("query vector", vector)
-            elif dense:
-                embedding = asyncio.ensure_future(
-                    asyncio.to_thread(self._embedder.embed_query, text)
-                )
-                try:
-                    if alone:
-                        await self._prepare_candidates(agent, query, words, pool, now)
-                except BaseException:
-                    # The embedding's thread cannot be stopped: wait for it, so that its
-                    # outcome is collected rather than logged as never retrieved.
-                    await asyncio.gather(embedding, return_exceptions=True)
-                    raise
-                qvec = np.asarray(await embedding, dtype=np.float32)
-            if neighbours > 0 and hops > 0:
-                return await self._candidates_near(
-                    agent, query, qvec, words, pool, now, neighbours, hops
-                )
-            return await self._candidates(agent, query, qvec, words, pool, now)
-        finally:
-            self._searching -= 1
-
-    async def _prepare_candidates(
-        self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
-    ) -> None:
-        """Work on ``query``'s candidates that needs no query vector, done while the query is
-        being embedded; the :meth:`_candidates` call that follows (same ``query`` object,
-        ``terms``, ``pool`` and ``now``) may use it. Nothing by default (SQLite computes its
-        filter mask and lexical side here)."""
+        if neighbours > 0 and hops > 0:
+            return await self._candidates_near(
+                agent, query, qvec, words, pool, self._clock(), neighbours, hops
+            )
+        return await self._candidates(agent, query, qvec, words, pool, self._clock())
 
     async def _candidates_near(
         self,

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -44,29 +42,6 @@ from memvault.retrieval.threads import neighbour_anchors
 
 __all__ = ["SQLiteCandidatesMixin"]
 
-_PREPARED_KEPT = 32
-"""Lexical sides prepared ahead kept at most (one per search in flight; a search that never came
-back for its own is dropped oldest first)."""
-
-
-@dataclass(eq=False)
-class _LexicalSide:
-    """The filter mask and lexical candidates of one search. Computed while its query is being
-    embedded, they stay valid while the agent's index and the store's generation do not
-    change."""
-
-    query: MemoryQuery
-    terms: list[str]
-    pool: int
-    now: datetime
-    generation: int
-    index: AgentIndex
-    version: int
-    lexical_terms: list[str]
-    mask: NDArray[np.bool_]
-    lexical: list[tuple[int, float]]
-
-
 # The log records keep the logger name they had before this module was split out of backend.
 logger = logging.getLogger("memvault.backends.sqlite.backend")
 
@@ -90,7 +65,6 @@ class SQLiteCandidatesMixin(_MixinBase):
         _generation: int
         _doc_freq: dict[str, int]
         _doc_freq_generation: int
-        _prepared: OrderedDict[tuple[str, int], _LexicalSide]
 
         async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T: ...
 
@@ -190,89 +164,27 @@ class SQLiteCandidatesMixin(_MixinBase):
             self._candidates_sync, agent_id, query, vector, terms, pool, now, None, neighbours, hops
         )
 
-    async def _prepare_candidates(
-        self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
-    ) -> None:
-        # While the query embeds (on another thread, mostly outside the GIL): the filter mask
-        # and the lexical side, which need no vector.
-        await self._run(self._prepare_sync, agent_id, query, terms, pool, now)
-
-    def _prepare_sync(
-        self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
-    ) -> None:
-        self._refresh()
-        side = self._lexical_side(agent_id, query, terms, pool, now, None, dense=True)
-        if side is None:
-            return
-        prepared = self._prepared
-        prepared[agent_id, id(query)] = side
-        while len(prepared) > _PREPARED_KEPT:
-            prepared.popitem(last=False)
-
-    def _lexical_side(
+    def _candidates_sync(
         self,
         agent_id: str,
         query: MemoryQuery,
+        vector: Vectors | None,
         terms: list[str],
         pool: int,
         now: datetime,
-        exclude_agent: str | None,
-        *,
-        dense: bool,
-    ) -> _LexicalSide | None:
-        """The filter mask and lexical top ``pool`` of a search; None when it has nothing to
-        search (no dense side and no lexical term left: the agent's index is not loaded)."""
-        lexical_terms, idfs, avgdl = self._lexical_stats(terms)
-        if not dense and not lexical_terms:
-            return None
-        index = self._index_for(agent_id)
-        mask = self._filter_mask(index, agent_id, query, to_us(now), exclude_agent)
-        lexical: list[tuple[int, float]] = []
-        if lexical_terms:
-            lexical = index.lexical.search(
-                lexical_terms, idfs, avgdl, mask, index.rowids[: index.n], pool
-            )
-        return _LexicalSide(
-            query,
-            terms,
-            pool,
-            now,
-            self._generation,
-            index,
-            index.version,
-            lexical_terms,
-            mask,
-            lexical,
-        )
-
-    def _take_prepared(
-        self, agent_id: str, query: MemoryQuery, terms: list[str], pool: int, now: datetime
-    ) -> _LexicalSide | None:
-        """The search's prepared lexical side if nothing it depends on changed since."""
-        found = self._prepared.pop((agent_id, id(query)), None)
-        if (
-            found is None
-            or found.query is not query
-            or found.terms != terms
-            or found.pool != pool
-            or found.now != now
-            or found.generation != self._generation
-            or found.index is not self._indexes.get(agent_id)
-            or found.version != found.index.version
-        ):
-            return None
-        return found
-
-    def _filter_mask(
-        self,
-        index: AgentIndex,
-        agent_id: str,
-        query: MemoryQuery,
-        now_us: int,
-        exclude_agent: str | None,
-    ) -> NDArray[np.bool_]:
-        """The index rows passing ``query``'s filters (and not ``exclude_agent``'s)."""
+        exclude_agent: str | None = None,
+        neighbours: int = 0,
+        hops: int = 0,
+    ) -> CandidateSet:
+        """Candidates among the agent's private entries, or shared ones if ``agent_id`` is
+        ``SHARED_KEY`` (minus ``exclude_agent``'s)."""
+        self._refresh()
         conn = self._db
+        lexical_terms, idfs, avgdl = self._lexical_stats(terms)
+        if vector is None and not lexical_terms:
+            return CandidateSet(query_vector=vector)
+        now_us = to_us(now)
+        index = self._index_for(agent_id)
         allowed = None
         # Filters the matrix has no column for are answered in SQL first, so the top ``pool``
         # is taken among the rows that pass them (a selective filter keeps recall).
@@ -304,39 +216,17 @@ class SQLiteCandidatesMixin(_MixinBase):
             if excluded:
                 gone = np.fromiter((r[0] for r in excluded), dtype=np.int64)
                 mask &= ~np.isin(index.rowids[: index.n], gone)
-        return mask
-
-    def _candidates_sync(
-        self,
-        agent_id: str,
-        query: MemoryQuery,
-        vector: Vectors | None,
-        terms: list[str],
-        pool: int,
-        now: datetime,
-        exclude_agent: str | None = None,
-        neighbours: int = 0,
-        hops: int = 0,
-    ) -> CandidateSet:
-        """Candidates among the agent's private entries, or shared ones if ``agent_id`` is
-        ``SHARED_KEY`` (minus ``exclude_agent``'s)."""
-        self._refresh()
-        side = (
-            self._take_prepared(agent_id, query, terms, pool, now)
-            if exclude_agent is None
-            else None
-        ) or self._lexical_side(
-            agent_id, query, terms, pool, now, exclude_agent, dense=vector is not None
-        )
-        if side is None or (vector is None and not side.lexical_terms):
-            return CandidateSet(query_vector=vector)
-        index, mask, lexical = side.index, side.mask, side.lexical
         dense: list[tuple[int, float]] = []
         if vector is not None:
             # One BLAS thread: the product is memory-bound, and idle OpenBLAS workers spin on
             # the cores the embedder and other requests need (see ._blas).
             with single_threaded():
                 dense = index.search(vector, mask, pool)
+        lexical: list[tuple[int, float]] = []
+        if lexical_terms:
+            lexical = index.lexical.search(
+                lexical_terms, idfs, avgdl, mask, index.rowids[: index.n], pool
+            )
         by_rowid = self._load_rows({r for r, _ in dense} | {r for r, _ in lexical})
         searched = None if vector is None else int(np.count_nonzero(mask))
         cands = CandidateSet(query_vector=vector, searched=searched)

@@ -21,7 +21,6 @@ import functools
 import json
 import logging
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -44,7 +43,7 @@ from memvault.backends._base import (
     lexical_text,
 )
 from memvault.backends._common import check_filters, metadata_json, with_filters
-from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin, _LexicalSide
+from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
 from memvault.backends.sqlite._reindex import SQLiteReindexMixin
@@ -147,8 +146,6 @@ class SQLiteBackend(
         # FTS document frequency by term, valid at generation _doc_freq_generation.
         self._doc_freq: dict[str, int] = {}
         self._doc_freq_generation = -1
-        # Filter masks and lexical candidates computed while a query embeds (_prepare_sync).
-        self._prepared: OrderedDict[tuple[str, int], _LexicalSide] = OrderedDict()
         self._data_version = -1
         self._generation = -1
 

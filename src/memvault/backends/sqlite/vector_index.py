@@ -96,9 +96,6 @@ class AgentIndex:
         self._ann_log: list[int] | None = None
         """Rowids added or removed while a graph is being loaded/built (replayed on attach)."""
         self._densify_tried = False
-        self.version = 0
-        """Bumped by every change of rows or their filter columns (a mask or candidate list
-        computed at one version is stale at another)."""
 
     # -- approximate search -----------------------------------------------------------------------
 
@@ -238,7 +235,6 @@ class AgentIndex:
         the graph, while a load adds every row's text to :attr:`lexical` in one call afterwards
         (one sort instead of one per chunk) and attaches the graph after that.
         """
-        self.version += 1
         k = len(columns.rowids)
         if k == 0:
             return
@@ -300,7 +296,6 @@ class AgentIndex:
 
     def remove(self, rowids: Sequence[int]) -> None:
         """Tombstone rows; compact when a quarter of the matrix is dead."""
-        self.version += 1
         gone: list[int] = []
         for rowid in rowids:
             pos = self._pos.pop(rowid, None)
@@ -351,14 +346,12 @@ class AgentIndex:
 
     def supersede(self, rowid: int, valid_to_us: int) -> None:
         """Mark a row superseded from ``valid_to_us`` on."""
-        self.version += 1
         pos = self._pos.get(rowid)
         if pos is not None:
             self.superseded[pos] = True
             self.valid_to[pos] = valid_to_us
 
     def _compact(self) -> None:
-        self.version += 1
         keep = np.flatnonzero(self.alive[: self.n])
         self.lexical.compact(keep)
         self.matrix = np.ascontiguousarray(self.matrix[:, keep])
