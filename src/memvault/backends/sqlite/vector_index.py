@@ -96,6 +96,7 @@ class AgentIndex:
         self._ann_log: list[int] | None = None
         """Rowids added or removed while a graph is being loaded/built (replayed on attach)."""
         self._densify_tried = False
+        """A denser rebuild was started once (see _maybe_densify): not retried after a failure."""
 
     # -- approximate search -----------------------------------------------------------------------
 
