@@ -126,12 +126,13 @@ async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[st
     """One fresh SQLite store per size."""
     rows = []
     qs = queries(args.queries)
+    embedder = timing_embedder()  # one model for every size; each pass embeds its queries
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
             texts, vectors = corpus(size, args.real, console, args.data)
             path = Path(args.db_dir or tmp) / f"scale-{size}.db"
             path.unlink(missing_ok=True)
-            mem = AsyncMemory(str(path), embedder=timing_embedder(), track_access=False)
+            mem = AsyncMemory(str(path), embedder=embedder, track_access=False)
             rate = await load(mem, texts, vectors, console)
             for preset in ("default", "fast"):
                 lat = await time_searches(mem, qs, preset)

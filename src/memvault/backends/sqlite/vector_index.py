@@ -290,8 +290,7 @@ class AgentIndex:
         if self._ann_log is not None:  # a graph is being loaded, built or rebuilt: replayed
             self._ann_log.extend(r.rowid for r in rows)
         elif self.ann is None:
-            if self._ann_target is not None:
-                self._maybe_schedule_ann()
+            self._maybe_schedule_ann()
         else:
             self._maybe_densify()
 
