@@ -27,6 +27,8 @@ class TextMemo(Generic[T]):
     """``fn(text)`` memoised in two LRU caches by the text's length (see the module docstring)."""
 
     def __init__(self, fn: Callable[[str], T], *, short: int, long: int) -> None:
+        self.uncached = fn
+        """``fn`` itself: for a caller that memoises the value elsewhere (no second copy)."""
         self._short = lru_cache(maxsize=short)(fn)
         self._long = lru_cache(maxsize=long)(fn)
         update_wrapper(self, fn)

@@ -60,7 +60,6 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvault.models import CandidateSet, MemoryEntry
-from memvault.retrieval._textcache import text_memo
 from memvault.retrieval.speakers import addressed, entry_speaker
 from memvault.retrieval.temporal import (
     asks_when,
@@ -303,9 +302,8 @@ class EvidenceFeatures:
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
-@text_memo()
 def _question_share(text: str) -> float:
-    """Share of a text's sentences that end with a question mark (cached: texts recur)."""
+    """Share of a text's sentences that end with a question mark."""
     if "?" not in text:
         return 0.0
     sentences = [m.group().strip() for m in _SENTENCE.finditer(text)]
@@ -326,23 +324,94 @@ class _Terms(NamedTuple):
     """How many terms (repeats counted), capped at :data:`LENGTH_CAP`."""
 
 
-@text_memo(long=8_192)
-def _analysed_terms(text: str) -> _Terms:
-    """The :class:`_Terms` of a text (cached: the same candidates recur query after query, and
-    analysing a long turn costs tens of microseconds)."""
-    terms, length = analyse(text)
-    return _Terms(f" {' '.join(terms)} ", min(length, LENGTH_CAP))
-
-
 def _terms_of(text: str, analysed: str | None) -> _Terms:
     """The :class:`_Terms` of a candidate: from the analysed content its store handed over
     (``CandidateSet.analysed``; repeats kept, which neither coverage nor length minds), else
     from its text."""
     if analysed is None:
-        return _analysed_terms(text)
+        terms, length = analyse(text)
+        return _Terms(f" {' '.join(terms)} ", min(length, LENGTH_CAP))
     if not analysed:
         return _Terms(" ", 0)
     return _Terms(f" {analysed} ", min(analysed.count(" ") + 1, LENGTH_CAP))
+
+
+class _Profile(NamedTuple):
+    """What ranking reads from a candidate whatever the query: the same candidates come back
+    query after query, and deriving these (a regular expression for the speaker, the text's
+    terms and sentences) cost more than the rest of the features together."""
+
+    content: tuple[int, int]
+    analysed: tuple[int, int] | None
+    extra: dict[str, object]
+    created_at: datetime
+    category: object
+    """What it was derived from, checked on every use: an entry rewritten under its id gets a
+    new profile. Texts are checked by length and hash (:func:`_text_key`), not kept: the
+    profile must not hold a long turn alive."""
+    speaker: str | None
+    thread: str
+    asking: float
+    terms: _Terms
+    when: bool | None
+    """Whether the text says when (:func:`~memvault.retrieval.temporal.mentions_time`); None
+    until a temporal query first asks (it reads every word of the text)."""
+
+
+_PROFILE_LIMIT = 32_768
+"""Profiles kept (about a kilobyte each for a long turn). Past it the memo starts over: a
+plain dict, whose single operations are atomic, needs no lock where searches of several
+threads rank at once."""
+_profiles: dict[str, _Profile] = {}
+
+
+def _text_key(text: str) -> tuple[int, int]:
+    # A string caches its hash: for the entry cache's own objects this costs nothing.
+    return len(text), hash(text)
+
+
+def _profile(entry: MemoryEntry, analysed: str | None) -> _Profile:
+    """The :class:`_Profile` of a candidate (``analysed`` as :func:`_terms_of` takes it)."""
+    found = _profiles.get(entry.id)
+    extra = entry.metadata.extra
+    text = entry.content
+    content = _text_key(text)
+    analysed_key = None if analysed is None else _text_key(analysed)
+    if (
+        found is not None
+        and found.content == content
+        and found.analysed == analysed_key
+        and found.extra == extra
+        and found.created_at == entry.created_at
+        and found.category is entry.category
+    ):
+        return found
+    made = _Profile(
+        content,
+        analysed_key,
+        dict(extra),
+        entry.created_at,
+        entry.category,
+        entry_speaker(entry),
+        thread_id(entry),
+        _question_share(text),
+        _terms_of(text, analysed),
+        None,
+    )
+    if len(_profiles) >= _PROFILE_LIMIT:
+        _profiles.clear()
+    _profiles[entry.id] = made
+    return made
+
+
+def _says_when(entry_id: str, profile: _Profile, text: str) -> bool:
+    """``profile.when``, derived from ``text`` (the entry's content) and kept on first use."""
+    if profile.when is not None:
+        return profile.when
+    when = mentions_time.uncached(text)
+    if _profiles.get(entry_id) is profile:
+        _profiles[entry_id] = profile._replace(when=when)
+    return when
 
 
 def _cosines(cands: CandidateSet, ids: Sequence[str]) -> dict[str, float]:
@@ -446,8 +515,10 @@ def evidence_features(
             next_of.setdefault(other, chain[pos + 1 :])
 
     entries: Mapping[str, MemoryEntry] = cands.entries
+    analysed = cands.analysed
+    profiles = [_profile(entries[i], analysed.get(i)) for i in ids]
     row = {i: k for k, i in enumerate(ids)}
-    asking = np.array([_question_share(entries[i].content) for i in ids], dtype=np.float64)
+    asking = np.array([p.asking for p in profiles], dtype=np.float64)
     # Index n is a neighbour that is not a candidate (or no neighbour): evidence 0, which the
     # max below ignores as the scalar version's "best = 0.0" did (evidence is never negative).
     base_ext = np.append(base, 0.0)
@@ -456,10 +527,8 @@ def evidence_features(
     next_rows = _hop_rows(next_of, row, n, context_hops)
 
     groups: dict[str, list[float]] = {}
-    owner: list[str] = []
-    for i, value in zip(ids, base.tolist(), strict=True):
-        key = thread_id(entries[i])
-        owner.append(key)
+    owner = [p.thread for p in profiles]
+    for key, value in zip(owner, base.tolist(), strict=True):
         groups.setdefault(key, []).append(value)
     # A thread's strength is the mean of its best entries; an entry outside any conversation
     # (a stored fact) is a thread of its own, as strong as itself.
@@ -471,15 +540,13 @@ def evidence_features(
         for key, vals in groups.items()
     }
 
-    analysed = cands.analysed
-    parsed = [_terms_of(entries[i].content, analysed.get(i)) for i in ids]
     padded = [f" {t} " for t in terms]
     # Filled by rows of columns and handed over transposed, as the feature order reads.
     columns = np.zeros((len(FEATURES), n))
     columns[_COLUMN["cos"]] = cos_col
     columns[_COLUMN["lex"]] = lex_col
     if terms:
-        texts = [p.padded for p in parsed]
+        texts = [p.terms.padded for p in profiles]
         found = np.zeros(n, dtype=np.int64)
         for term in padded:
             found += np.array([term in text for text in texts], dtype=np.int64)
@@ -493,13 +560,16 @@ def evidence_features(
     # question: of the entries created in the period, one that says when ("today", "last
     # weekend") reports a dated event rather than chat that happened to fall in those days.
     if asks or period is not None:
-        columns[_COLUMN["when"]] = [1.0 if mentions_time(entries[i].content) else 0.0 for i in ids]
+        columns[_COLUMN["when"]] = [
+            1.0 if _says_when(i, p, entries[i].content) else 0.0
+            for i, p in zip(ids, profiles, strict=True)
+        ]
     if period is not None:
         columns[_COLUMN["period"]] = [
             1.0 if period.contains(entries[i].created_at) else 0.0 for i in ids
         ]
-    columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.length] for p in parsed]) * base
-    columns[_COLUMN["addressed"]] = addressed(query_text, [entry_speaker(entries[i]) for i in ids])
+    columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.terms.length] for p in profiles]) * base
+    columns[_COLUMN["addressed"]] = addressed(query_text, [p.speaker for p in profiles])
     matrix = columns.T
     return EvidenceFeatures(
         ids=tuple(ids),

@@ -18,7 +18,13 @@ from numpy.typing import NDArray
 
 from memvault.models import CandidateSet, MemoryEntry, ScoreBreakdown
 from memvault.retrieval.diversity import mmr
-from memvault.retrieval.evidence import EvidenceModel, evidence_features, shares, sigmoid
+from memvault.retrieval.evidence import (
+    FEATURES,
+    EvidenceModel,
+    evidence_features,
+    shares,
+    sigmoid,
+)
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
 from memvault.retrieval.fusion import min_max, rrf
 from memvault.retrieval.intent import asks_for_many
@@ -210,6 +216,23 @@ class _Contributions(Mapping[str, dict[str, float]]):
         parts = shares(self._matrix[self._row[entry_id]], *self._form)
         return {name: round(v, 4) for name, v in parts.items() if v != 0.0}
 
+    def many(self, ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        """``{id: self[id]}`` for the ``ids`` it holds, in one matrix product."""
+        held = [i for i in ids if i in self._row]
+        if not held:
+            return {}
+        rows = self._matrix[[self._row[i] for i in held]]
+        w, q = self._form
+        share = rows * w
+        if q is not None:
+            share = share + 0.5 * rows * (rows @ q)
+        return {
+            entry_id: {
+                name: round(v, 4) for name, v in zip(FEATURES, values, strict=True) if v != 0.0
+            }
+            for entry_id, values in zip(held, share.tolist(), strict=True)
+        }
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._row)
 
@@ -360,7 +383,13 @@ def rank(
     dense_rank = {i: r for r, (i, _) in enumerate(cands.dense, start=1)}
     lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
     ranked: list[MemoryEntry] = []
-    for combined, _, entry_id, rel, rec, boost in scored[:window]:
+    head = scored[:window]
+    explained = (
+        parts.many([t[2] for t in head])
+        if isinstance(parts, _Contributions)
+        else {t[2]: parts[t[2]] for t in head if t[2] in parts}
+    )
+    for combined, _, entry_id, rel, rec, boost in head:
         breakdown = ScoreBreakdown(
             dense=dense.get(entry_id),
             dense_rank=dense_rank.get(entry_id),
@@ -372,7 +401,7 @@ def rank(
             else recency(cands.entries[entry_id].created_at, now, config.decay_rate),
             boost=boost,
             final=combined,
-            evidence=parts.get(entry_id),
+            evidence=explained.get(entry_id),
             on_topic=on_topic,
         )
         entry = cands.entries[entry_id]

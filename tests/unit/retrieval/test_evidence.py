@@ -481,3 +481,36 @@ def test_features_read_from_a_stores_analysed_content_equal_those_from_the_text(
     cands.analysed = {"a": "zzz"}
     got = evidence_features(cands, query_text="Berlin marathon", now=NOW)
     assert got.matrix[got.ids.index("a"), COL["coverage"]] == 0.0
+
+
+def test_an_entry_rewritten_under_its_id_is_described_afresh() -> None:
+    # Ranking memoises what it derives from each candidate (speaker, thread, sentences, terms)
+    # by entry id; every input of those is checked, so a changed entry never reads stale ones.
+    def features(e: MemoryEntry, query: str = "What did Caroline say?") -> dict[str, float]:
+        cands = CandidateSet(dense=[(e.id, 0.5)], lexical=[(e.id, 2.0)], entries={e.id: e})
+        other = entry("other", "Caroline: the lake was calm", session="s9")
+        cands.entries["other"] = other
+        cands.dense.append(("other", 0.1))
+        feats = evidence_features(cands, query_text=query, now=NOW)
+        row = feats.matrix[feats.ids.index(e.id)]
+        return {name: float(row[COL[name]]) for name in FEATURES}
+
+    base = entry("memo", "Melanie: I painted the lake at sunrise.", session="s1")
+    first = features(base)
+    assert first["addressed"] == 0.0 and first["question"] == 0.0 and first["when"] == 0.0
+    asked = features(base.model_copy(update={"content": "Melanie: Did you paint the lake?"}))
+    assert asked["question"] == 1.0
+    by_caroline = base.model_copy(update={"content": "Caroline: I painted the lake at sunrise."})
+    assert features(by_caroline)["addressed"] == 1.0
+    named = base.model_copy(update={"metadata": MemoryMetadata(extra={"name": "Caroline"})})
+    assert features(named)["addressed"] == 1.0
+    dated = features(base, "When did Melanie paint the lake?")
+    later = base.model_copy(update={"content": "Melanie: I painted the lake last Sunday."})
+    assert dated["when"] == 0.0
+    assert features(later, "When did Melanie paint the lake?")["when"] == 1.0
+    # The thread: a fact of its own, or one conversation with "other".
+    assert features(base.model_copy(update={"metadata": MemoryMetadata(extra={"session": "s9"})}))[
+        "thread"
+    ] != pytest.approx(first["thread"])
+    # And back: the original entry reads as it did.
+    assert features(base) == first

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memvault.retrieval._textcache import LONG_TEXT_CHARS, TextMemo
-from memvault.retrieval.evidence import LENGTH_CAP, _analysed_terms
+from memvault.retrieval.evidence import LENGTH_CAP, _terms_of
+from memvault.retrieval.temporal import mentions_time
 
 
 def test_long_texts_live_in_the_small_cache_and_values_are_the_functions() -> None:
@@ -30,10 +31,15 @@ def test_long_texts_live_in_the_small_cache_and_values_are_the_functions() -> No
     assert memo.cache_sizes() == (0, 0)
 
 
-def test_the_ranking_memos_keep_their_results() -> None:
+def test_ranking_reads_a_texts_terms_and_a_memo_hands_out_its_function() -> None:
     text = "Caroline went to the LGBTQ support group yesterday. " * 20
     assert len(text) > LONG_TEXT_CHARS
-    padded, length = _analysed_terms(text)
+    padded, length = _terms_of(text, None)
     assert all(f" {t} " in padded for t in ("carolin", "support", "group"))  # stemmed terms
     assert " the " not in padded and length == LENGTH_CAP  # stop words out; length capped
-    assert _analysed_terms(text) == (padded, length)
+    # Ranking keeps these per entry (evidence._profile) and calls the memoised functions'
+    # own bodies there, so a text is not held twice.
+    mentions_time.cache_clear()
+    assert mentions_time.uncached(text) is True
+    assert mentions_time.cache_sizes() == (0, 0)
+    assert mentions_time(text) is True and mentions_time.cache_sizes() == (0, 1)
