@@ -6,6 +6,7 @@
         --chunk 100000 --build-budget 240 --ef 64,128 --no-corrupt --tag 1m
     python benchmarks/bench_ann.py e2e --size 100000 --min-rows 20000   # AsyncMemory.search
     python benchmarks/bench_ann.py table /tmp/memvault-ann/results-*.json
+    python benchmarks/bench_ann.py filtered [--sizes 50000,100000,1000000]  # masked exact search
 
 ``embed`` embeds the turns of LoCoMo and LongMemEval_S (dev100) with the project's default
 embedder (``create_embedder()``, bundled MiniLM) for at most ``--budget`` seconds, plus the
@@ -571,6 +572,66 @@ async def _e2e(args: argparse.Namespace) -> None:
     (WORK / f"e2e-{args.size}-{args.data}.json").write_text(json.dumps(out, indent=1))
 
 
+def _median_ms(fn: Callable[[], object], reps: int) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def _filtered_rows(n: int, shares: list[float], reps: int, rng: np.random.Generator) -> None:
+    """The rows of ``filtered``'s table for one matrix of ``n`` rows."""
+    from memvault.backends.sqlite._blas import single_threaded
+    from memvault.backends.sqlite.vector_index import GATHER_BELOW, AgentIndex, IndexRow
+
+    dim = 384
+    index = AgentIndex(dim, capacity=n)
+    for start in range(0, n, 50_000):
+        k = min(50_000, n - start)
+        vecs = rng.standard_normal((k, dim), dtype=np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        rows = [IndexRow(start + i + 1, 0, 1, 1, 2**62, 2**62, False) for i in range(k)]
+        index.add(rows, vecs)
+    q = rng.standard_normal(dim, dtype=np.float32)
+    q /= np.linalg.norm(q)
+    matrix = index.matrix[:, :n]
+    for share in shares:
+        mask = np.zeros(n, dtype=bool)
+        mask[rng.choice(n, max(1, int(n * share)), replace=False)] = True
+        pos = np.flatnonzero(mask)
+        with single_threaded():
+            full = _median_ms(lambda m=mask: np.where(m, q @ matrix, -np.inf), reps)
+            gather = _median_ms(lambda p=pos: q @ matrix[:, p], reps)
+            search = _median_ms(lambda m=mask: index.search(q, m, 50), reps)
+        picks = "gather" if len(pos) * GATHER_BELOW <= n else "full"
+        print(
+            f"| {n:,} | {share:.1%} | {full:.2f} | {gather:.2f} | {search:.2f} | {picks} |",
+            flush=True,
+        )
+
+
+def cmd_filtered(args: argparse.Namespace) -> None:
+    """Masked exact search: the full product against scoring only the passing rows.
+
+    For each size, a random unit-vector matrix in ``AgentIndex``'s layout and masks passing a
+    share of the rows at random; times (median, one BLAS thread) the full product, the gather of
+    the passing columns, and ``AgentIndex.search`` itself, which picks one by ``GATHER_BELOW``.
+    """
+    from memvault.backends.sqlite.vector_index import GATHER_BELOW
+
+    rng = np.random.default_rng(5)
+    print(f"GATHER_BELOW = {GATHER_BELOW} (gather when the mask passes <= {1 / GATHER_BELOW:.2%})")
+    print("| rows | passing | full product ms | gather ms | AgentIndex.search ms | picks |")
+    print("|---:|---:|---:|---:|---:|---|")
+    shares = [float(x) for x in args.shares.split(",")]
+    for n in (int(x) for x in args.sizes.split(",")):
+        _filtered_rows(n, shares, args.reps, rng)
+        gc.collect()
+
+
 def cmd_table(args: argparse.Namespace) -> None:
     """Markdown table of the result files named on the command line."""
     print(
@@ -621,10 +682,16 @@ def main() -> None:
     e2.add_argument("--queries", type=int, default=200)
     e2.add_argument("--min-rows", type=int, default=20_000)
     e2.add_argument("--data", choices=("noise", "blend"), default="noise")
+    f = sub.add_parser("filtered")
+    f.add_argument("--sizes", default="50000,100000,1000000")
+    f.add_argument("--shares", default="0.005,0.01,0.02,0.04,0.0625")
+    f.add_argument("--reps", type=int, default=7)
     t = sub.add_parser("table")
     t.add_argument("files", nargs="+")
     args = ap.parse_args()
-    {"embed": cmd_embed, "run": cmd_run, "e2e": cmd_e2e, "table": cmd_table}[args.cmd](args)
+    commands = {"embed": cmd_embed, "run": cmd_run, "e2e": cmd_e2e, "table": cmd_table}
+    commands["filtered"] = cmd_filtered
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":
