@@ -268,8 +268,10 @@ class SQLiteCandidatesMixin(_MixinBase):
         for start in range(0, len(missing), _PAGE):
             chunk = missing[start : start + _PAGE]
             marks = ",".join("?" * len(chunk))
+            # Read from FTS5's content table (c0 = body, keyed by rowid) as _index_for does:
+            # through the virtual table the same rows cost about 1.5-2 times as much.
             for rowid, body in self._db.execute(
-                f"SELECT rowid, body FROM memories_fts WHERE rowid IN ({marks})", chunk
+                f"SELECT id, c0 FROM memories_fts_content WHERE id IN ({marks})", chunk
             ):
                 entry = rows[rowid]
                 analysed = analysed_content(entry, body) if isinstance(body, str) else None
