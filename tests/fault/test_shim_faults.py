@@ -98,6 +98,9 @@ async def main():
     slow, out["write_s_slow"] = await timed(store, 100, 5)
     out["acked"] = fast + slow
     print(json.dumps(out), flush=True)
+    # The test opens its own connection now: opening needs the lock too, and must not be what
+    # runs into the slow commit below. It says when (a line on stdin).
+    sys.stdin.readline()
     # A very slow disk: one commit holds the write lock for seconds.
     os.environ["MEMVAULT_FAULT_DELAY_US"] = "300000"
     print(await store.store("ops", note(200)), flush=True)
@@ -113,6 +116,7 @@ async def test_slow_disk_is_slower_then_typed_past_the_busy_timeout(
     db = tmp_path / "slowstore.db"
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD_SLOW, str(db)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -124,12 +128,14 @@ async def test_slow_disk_is_slower_then_typed_past_the_busy_timeout(
     error: MemoryError | None = None
     acked: list[str] = []
     try:
-        assert child.stdout is not None and child.stderr is not None
+        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
         first = child.stdout.readline()
         assert first, child.stderr.read()[-3000:]
         timings = json.loads(first)
         acked += timings["acked"]
         await other.connect()
+        child.stdin.write("go\n")  # now the slow commit
+        child.stdin.flush()
         while child.poll() is None and error is None:
             try:
                 acked.append(await other.store("ops", MemoryStoreRequest(content="Other.")))
