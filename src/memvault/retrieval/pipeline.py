@@ -22,7 +22,6 @@ from memvault.retrieval.evidence import (
     FEATURES,
     EvidenceModel,
     evidence_features,
-    shares,
     sigmoid,
 )
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
@@ -213,8 +212,7 @@ class _Contributions(Mapping[str, dict[str, float]]):
         self._form = model.quadratic()
 
     def __getitem__(self, entry_id: str) -> dict[str, float]:
-        parts = shares(self._matrix[self._row[entry_id]], *self._form)
-        return {name: round(v, 4) for name, v in parts.items() if v != 0.0}
+        return self.many([entry_id])[entry_id]
 
     def many(self, ids: Sequence[str]) -> dict[str, dict[str, float]]:
         """``{id: self[id]}`` for the ``ids`` it holds, in one matrix product."""
