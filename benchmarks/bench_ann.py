@@ -689,8 +689,13 @@ def main() -> None:
     t = sub.add_parser("table")
     t.add_argument("files", nargs="+")
     args = ap.parse_args()
-    commands = {"embed": cmd_embed, "run": cmd_run, "e2e": cmd_e2e, "table": cmd_table}
-    commands["filtered"] = cmd_filtered
+    commands = {
+        "embed": cmd_embed,
+        "run": cmd_run,
+        "e2e": cmd_e2e,
+        "filtered": cmd_filtered,
+        "table": cmd_table,
+    }
     commands[args.cmd](args)
 
 

@@ -382,11 +382,8 @@ def rank(
     lex_rank = {i: r for r, (i, _) in enumerate(cands.lexical, start=1)}
     ranked: list[MemoryEntry] = []
     head = scored[:window]
-    explained = (
-        parts.many([t[2] for t in head])
-        if isinstance(parts, _Contributions)
-        else {t[2]: parts[t[2]] for t in head if t[2] in parts}
-    )
+    # Contributions exist only under the evidence model (``parts`` is empty otherwise).
+    explained = parts.many([t[2] for t in head]) if isinstance(parts, _Contributions) else {}
     for combined, _, entry_id, rel, rec, boost in head:
         breakdown = ScoreBreakdown(
             dense=dense.get(entry_id),

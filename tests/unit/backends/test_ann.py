@@ -335,9 +335,9 @@ def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     gate = threading.Event()
     real_build = _ann.load_or_build
 
-    def gated(*args: Any) -> _ann.AnnGraph:
+    def gated(*args: Any, **kwargs: Any) -> _ann.AnnGraph:
         gate.wait(30)
-        return real_build(*args)
+        return real_build(*args, **kwargs)
 
     monkeypatch.setattr(_ann, "load_or_build", gated)
     return gate

@@ -340,6 +340,7 @@ def load_or_build(
     dim: int,
     rowids: NDArray[np.int64],
     gather: Gather,
+    *,
     fresh: bool = False,
 ) -> AnnGraph:
     """The agent's graph from disk (reconciled with ``rowids`` and their vectors), else built;
@@ -380,7 +381,7 @@ def schedule(
 ) -> Future[AnnGraph]:
     """Load (unless ``fresh``) or build the graph, on the background thread unless
     ``settings.background`` is off."""
-    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather, fresh))
+    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather, fresh=fresh))
 
 
 def catch_up(
