@@ -46,7 +46,7 @@ def pairs_of(n):
 
 
 PAIRS = pairs_of(len(FEATURES))
-MONOTONE = ("cos", "lex", "coverage", "addressed")
+MONOTONE = ("cos", "lex", "coverage", "addressed", "static")
 """Evidence of the entry itself: more of it must never lower the score (a quadratic fit left free
 put a memory holding the query's rare term below one without it, since BM25 and cosine partly
 stand in for each other in conversational data)."""
@@ -135,14 +135,18 @@ def evaluate(qs, weights):
     }
 
 
-def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X", monotone=None, probes=None):
+def fit(
+    qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X", monotone=None, probes=None, twins=None
+):
     """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``).
 
     ``monotone`` (quadratic fits, ``key="Z"``): ``{feature column: [(pair column, factor,
     other column)]}``; the score's slope along each such feature, ``b_i + sum factor * b_pair *
     Z[:, other]``, is pushed to be >= 0 at every training candidate (squared hinge, MONO_PENALTY),
     so more of that evidence never lowers a memory's score where the data lives. ``probes``
-    (rows over the same columns) are further points where the slopes must be >= 0."""
+    (rows over the same columns) are further points where the slopes must be >= 0. ``twins``
+    (rows over the same columns: ``Z(x') - Z(x)`` for twin candidates ``x'`` holding more of
+    their own evidence than ``x``, see :func:`twin_rows`) must score ``>= 0``."""
     train = [q for q in qs if q["ds"] in ("locomo", "lme") and q["y"].sum() > 0]
     # Experiments may append columns after FEATURES (benchmarks/ranking_adaptive.py).
     width = train[0][key].shape[1]
@@ -183,6 +187,10 @@ def fit(qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X", monotone=None, prob
                 g[pos[i]] += scale * short.sum()
                 for pair, factor, other in terms:
                     g[pos[pair]] += scale * factor * (short * at[:, pos[other]]).sum()
+        if twins is not None:
+            short = np.minimum(twins[:, cols] @ b, 0.0)
+            if short.any():
+                g += (2 * MONO_PENALTY / len(twins)) * (twins[:, cols].T @ short)
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         b -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
@@ -265,13 +273,74 @@ def probe_rows(qs, mu, sd, n=PROBES, seed=0):
     return quadratic_columns(rows, mu, sd)
 
 
+TWINS = 10_000
+"""Candidates drawn for the twin constraints (see :func:`twin_rows`)."""
+
+
+def twin_rows(qs, mu, sd, n=TWINS, seed=1):
+    """``Z(x') - Z(x)`` for twins of real candidates: ``x'`` holds more of one kind of its own
+    evidence (``MONOTONE``) than ``x``, *with what follows from it*. Cosine and BM25 make an
+    entry's base evidence, which its thread strength (by up to as much, for a thread of its
+    own) and its length feature (``log(1 + terms)`` times the base) also read: the partial
+    slopes alone let a model rank a closer twin lower through those (a test twin at cosine 0.75
+    scored below its twin at 0.65). The thread share is taken at both ends, 0 and 1, and the
+    score is linear in it, so every thread composition is covered."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack([q["X"] for q in qs if len(q["X"])])
+    rows = X[rng.integers(0, len(X), n)].copy()
+    j = {name: FEATURES.index(name) for name in FEATURES}
+    base = np.maximum(rows[:, j["cos"]], 0.0) + rows[:, j["lex"]]
+    log_len = np.divide(rows[:, j["length"]], base, out=np.zeros(n), where=base > 1e-9)
+    # As probe_rows: the entry's own evidence redrawn over its range (high cosine with a strong
+    # BM25 match is rare in the data and is where the test twins failed), what follows from it
+    # recomputed: the length feature, and half the rows a thread of their own.
+    for name in MONOTONE:
+        hi = 1.0 if name != "cos" else 0.9
+        rows[:, j[name]] = rng.uniform(0.0, hi, n) if name != "addressed" else rng.integers(0, 2, n)
+    base = np.maximum(rows[:, j["cos"]], 0.0) + rows[:, j["lex"]]
+    rows[:, j["length"]] = log_len * base
+    alone = rng.random(n) < 0.5
+    rows[alone, j["thread"]] = base[alone]
+    z0 = quadratic_columns(rows, mu, sd)
+    out = []
+    for name in MONOTONE:
+        step = 1.0 if name == "addressed" else 0.1
+        if name == "addressed":
+            low = rows.copy()
+            low[:, j[name]] = 0.0
+            high = low.copy()
+            high[:, j[name]] = 1.0
+            out.append(quadratic_columns(high, mu, sd) - quadratic_columns(low, mu, sd))
+            continue
+        moved = rows.copy()
+        moved[:, j[name]] += step
+        if name in ("cos", "lex"):
+            moved[:, j["length"]] += log_len * step
+            for share in (0.0, 1.0):
+                twin = moved.copy()
+                twin[:, j["thread"]] += share * step
+                out.append(quadratic_columns(twin, mu, sd) - z0)
+        else:
+            out.append(quadratic_columns(moved, mu, sd) - z0)
+    return np.vstack(out)
+
+
 def fit_quadratic(qs, train, l2=L2_QUAD, iters=800):
     """The quadratic evidence model fitted on ``train`` (standardised over ``qs``), monotone in
-    the entry's own evidence (``MONOTONE``) at the training candidates and at probe rows."""
+    the entry's own evidence (``MONOTONE``) at the training candidates and at probe rows, and
+    rising with it at twin rows (:func:`twin_rows`)."""
     mu, sd = standardiser(qs)
     expand(qs, mu, sd)
     probes = probe_rows(qs, mu, sd)
-    b = fit(train, l2=l2, iters=iters, key="Z", monotone=monotone_terms(), probes=probes)
+    b = fit(
+        train,
+        l2=l2,
+        iters=iters,
+        key="Z",
+        monotone=monotone_terms(),
+        probes=probes,
+        twins=twin_rows(qs, mu, sd),
+    )
     return to_model(b, mu, sd)
 
 

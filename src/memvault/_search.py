@@ -225,6 +225,7 @@ def merge_candidates(parts: list[CandidateSet], *, pool: int) -> CandidateSet:
         out.vectors.update(p.vectors)
         out.neighbours.update(p.neighbours)
         out.analysed.update(p.analysed)
+        out.static.update(p.static)
     # The dense side compared the query with every part's rows; unknown if any part cannot tell.
     counts = [p.searched for p in parts if p.query_vector is not None]
     if counts and all(c is not None for c in counts):

@@ -828,7 +828,9 @@ class CandidateSet:
     (the terms of :func:`memvault.retrieval.text.index_text` of the content, space-separated,
     each as often as it occurs, in any order), for a backend that keeps it; ranking then reads
     a candidate's terms from it instead of analysing the content again, which for long turns is
-    most of a search's ranking time.
+    most of a search's ranking time. ``static`` optionally maps ids to the entry's static
+    word-embedding vector (:func:`memvault.retrieval.evidence.static_vectors` of its content),
+    for a backend that stores it; ranking computes the ones it lacks.
     """
 
     dense: list[tuple[str, float]] = field(default_factory=list)
@@ -839,6 +841,7 @@ class CandidateSet:
     neighbours: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     searched: int | None = None
     analysed: dict[str, str] = field(default_factory=dict)
+    static: dict[str, Any] = field(default_factory=dict)
 
     def adopt_rows(self, other: CandidateSet) -> None:
         """Take the entries, vectors, neighbours and analysed texts of ``other`` (another search
@@ -851,6 +854,8 @@ class CandidateSet:
             self.neighbours.setdefault(entry_id, sides)
         for entry_id, text in other.analysed.items():
             self.analysed.setdefault(entry_id, text)
+        for entry_id, vector in other.static.items():
+            self.static.setdefault(entry_id, vector)
 
 
 class AuditRecord(BaseModel):

@@ -42,7 +42,14 @@ Raw cosines differ between embedding models, so the weights hold for the model t
 on; ``presets.EMBEDDER_EVIDENCE`` holds the refits for other models, picked by the store's model
 id (``presets.for_embedder``).
 
-Everything here is pure: no I/O, no model calls.
+A last feature reads meaning a second way: the cosine of the query and the entry under a static
+word-embedding table (:mod:`memvault.retrieval.static`), which sees every word of a long turn
+where MiniLM stops at 256 tokens and ranks differently enough to add evidence: with it, two-fold
+cross-validation lifts LongMemEval turn recall@10 by about three points and leaves LoCoMo as it
+was (``benchmarks/results/ranking.md``, section 0f).
+
+Everything here is pure: no I/O (but reading the static table's package files once per
+process), no model calls.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvault.models import CandidateSet, MemoryEntry
 from memvault.retrieval.speakers import addressed, entry_speaker
+from memvault.retrieval.static import static_embedder
 from memvault.retrieval.temporal import (
     asks_when,
     mentions_time,
@@ -80,6 +88,7 @@ __all__ = [
     "evidence_features",
     "shares",
     "sigmoid",
+    "static_vectors",
 ]
 
 BM25_SATURATION = 8.0
@@ -106,6 +115,8 @@ FEATURES: tuple[str, ...] = (
     "length",  # own evidence times log(1 + terms), terms capped at LENGTH_CAP: a bare "ok" says
     # little even when it matches, while length alone never lifts an entry that does not match
     "addressed",  # 0 when the query names a speaker and this entry's is another (speakers.py)
+    "static",  # cosine of query and entry under the static word-embedding view
+    # (memvault.retrieval.static): a second view of meaning, which reads every word
 )
 _COLUMN = {name: j for j, name in enumerate(FEATURES)}
 _COS = FEATURES.index("cos")
@@ -356,6 +367,9 @@ class _Profile(NamedTuple):
     when: bool | None
     """Whether the text says when (:func:`~memvault.retrieval.temporal.mentions_time`); None
     until a temporal query first asks (it reads every word of the text)."""
+    static: NDArray[np.float16] | None
+    """The content's static word-embedding vector (:func:`static_vectors`); None until a
+    search with the dense side first ranks the entry."""
 
 
 _PROFILE_LIMIT = 32_768
@@ -397,6 +411,7 @@ def _profile(entry: MemoryEntry, analysed: str | None) -> _Profile:
         _question_share(text),
         _terms_of(text, analysed),
         None,
+        None,
     )
     if len(_profiles) >= _PROFILE_LIMIT:
         _profiles.clear()
@@ -412,6 +427,46 @@ def _says_when(entry_id: str, profile: _Profile, text: str) -> bool:
     if _profiles.get(entry_id) is profile:
         _profiles[entry_id] = profile._replace(when=when)
     return when
+
+
+def static_vectors(texts: Sequence[str]) -> NDArray[np.float16]:
+    """Static word-embedding vectors of ``texts`` as ranking keeps and stores them: the
+    :mod:`memvault.retrieval.static` view, rounded to float16 (so a vector a store kept and
+    one computed here are the same numbers)."""
+    return static_embedder().embed(texts).astype(np.float16)
+
+
+def _static_column(
+    cands: CandidateSet,
+    ids: Sequence[str],
+    profiles: list[_Profile],
+    query_text: str,
+) -> NDArray[np.float64]:
+    """Cosine of the query and each candidate under the static view (0 for an empty query).
+
+    A candidate's vector comes from its profile, else from the store (``CandidateSet.static``),
+    else it is computed here, all missing ones in one batch, and kept in the profile."""
+    n = len(ids)
+    if not query_text.strip():
+        return np.zeros(n)
+    missing = [k for k, p in enumerate(profiles) if p.static is None]
+    if missing:
+        stored = cands.static
+        todo = [k for k in missing if stored.get(ids[k]) is None]
+        made = static_vectors([cands.entries[ids[k]].content for k in todo]) if todo else None
+        fresh = dict(zip(todo, made, strict=True)) if made is not None else {}
+        for k in missing:
+            vec = fresh.get(k)
+            if vec is None:
+                vec = np.asarray(stored[ids[k]], dtype=np.float16)
+            made_profile = profiles[k]._replace(static=vec)
+            if _profiles.get(ids[k]) is profiles[k]:
+                _profiles[ids[k]] = made_profile
+            profiles[k] = made_profile
+    matrix = np.stack([p.static for p in profiles if p.static is not None]).astype(np.float32)
+    query = static_vectors([query_text])[0].astype(np.float32)
+    column: NDArray[np.float64] = (matrix @ query).astype(np.float64)
+    return column
 
 
 def _cosines(cands: CandidateSet, ids: Sequence[str]) -> dict[str, float]:
@@ -570,6 +625,8 @@ def evidence_features(
         ]
     columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.terms.length] for p in profiles]) * base
     columns[_COLUMN["addressed"]] = addressed(query_text, [p.speaker for p in profiles])
+    if use_dense:
+        columns[_COLUMN["static"]] = _static_column(cands, ids, profiles, query_text)
     matrix = columns.T
     return EvidenceFeatures(
         ids=tuple(ids),

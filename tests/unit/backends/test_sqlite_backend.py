@@ -487,3 +487,84 @@ async def test_candidates_carry_the_analysed_content_of_every_entry(tmp_path: Pa
         assert set(cands.analysed) == set(cands.entries)
     finally:
         await b.disconnect()
+
+
+STATIC_TURNS = [
+    "Alice: I made spaghetti carbonara for my friend Sam on Friday night.",
+    "Bob: The staging database lives in eu-west-1 and is backed up hourly.",
+    "Alice: My sister finally visited; we hiked up to the old lighthouse.",
+    "Bob: The quarterly budget review moved to the second week of March.",
+    "Alice: I planted tomatoes and basil in the balcony garden.",
+]
+STATIC_QUERIES = ["What did Alice cook for her friend?", "Where is the staging database?"]
+
+
+async def _ranked(path: Path, minilm: Embedder) -> list[list[tuple[str, float]]]:
+    async with AsyncMemory(str(path), embedder=minilm, track_access=False) as mem:
+        out = []
+        for q in STATIC_QUERIES:
+            hits = await mem.search(q, agent_id="a", limit=5)
+            out.append([(h.id, round(h.relevance_score or 0.0, 6)) for h in hits])
+        return out
+
+
+async def test_static_vectors_are_stored_and_a_store_without_them_ranks_the_same(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    from memvault.retrieval.evidence import static_vectors
+
+    path = tmp_path / "s.db"
+    async with AsyncMemory(str(path), embedder=minilm, track_access=False) as mem:
+        await mem.add_many([{"content": t} for t in STATIC_TURNS], agent_id="a", dedup=False)
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            "SELECT m.content, s.vector FROM memories m"
+            " JOIN memory_static s ON s.memory_rowid = m.rowid ORDER BY m.rowid"
+        ).fetchall()
+    finally:
+        conn.close()
+    # One float16 vector per memory, exactly what ranking computes from the content.
+    assert [content for content, _ in rows] == STATIC_TURNS
+    expected = static_vectors(STATIC_TURNS)
+    for (_, blob), vec in zip(rows, expected, strict=True):
+        assert blob == np.ascontiguousarray(vec, dtype="<f2").tobytes()
+    stored = await _ranked(path, minilm)
+    assert stored[0][0][1] > 0 and len(stored[0]) == len(STATIC_TURNS)
+
+    # A single add stores one too, and deleting a memory deletes its static vector with it.
+    def count() -> int:
+        conn = sqlite3.connect(path)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM memory_static").fetchone()[0])
+        finally:
+            conn.close()
+
+    async with AsyncMemory(str(path), embedder=minilm, track_access=False) as mem:
+        gone = await mem.add("A memory that is about to go.", agent_id="a", dedup=False)
+        assert count() == len(rows) + 1
+        await mem.delete(gone, agent_id="a")
+    assert count() == len(rows)
+
+    # A store written before the table existed: its migration adds the table, ranking computes
+    # the vectors it lacks, and the results are the same, scores included.
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("DROP TABLE memory_static")
+        conn.execute("DELETE FROM schema_migrations WHERE name = 'm008_static_vectors'")
+        conn.commit()
+    finally:
+        conn.close()
+    # Other ids than the first run's would hit ranking's memo; this proves nothing by itself,
+    # so the memo is emptied to make the second ranking compute every vector.
+    from memvault.retrieval import evidence
+
+    evidence._profiles.clear()
+    assert await _ranked(path, minilm) == stored
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM memory_static").fetchone()[0] == 0
+        names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations")]
+        assert "m008_static_vectors" in names
+    finally:
+        conn.close()

@@ -47,12 +47,15 @@ def test_l3_coefficients_are_keyed_by_the_l3_embedders_model_id() -> None:
     # Fitted, not copied: every coefficient kind differs from the default model's.
     assert MINILM_L3_EVIDENCE.weights["cos"] != DEFAULT_EVIDENCE.weights["cos"]
     assert MINILM_L3_EVIDENCE.interactions != DEFAULT_EVIDENCE.interactions
-    # The same pairs, but for the speaker feature, which the L3 model was not refitted with
-    # (its weight there is 0: an L3 store ranks as before that feature).
+    # The same pairs, but for the speaker and static features, which the L3 model was not
+    # refitted with (its weight there is 0: an L3 store ranks as before those features).
     assert set(MINILM_L3_EVIDENCE.interactions) == {
-        pair for pair in DEFAULT_EVIDENCE.interactions if "addressed" not in pair
+        pair
+        for pair in DEFAULT_EVIDENCE.interactions
+        if "addressed" not in pair and "static" not in pair
     }
     assert "addressed" not in MINILM_L3_EVIDENCE.weights
+    assert "static" not in MINILM_L3_EVIDENCE.weights
     assert MINILM_L3_EVIDENCE.offset != DEFAULT_EVIDENCE.offset
 
 

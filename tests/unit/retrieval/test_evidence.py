@@ -388,8 +388,10 @@ def test_only_aggregation_questions_are_spread_over_threads() -> None:
     many = [
         e.id for e in rank(cands, DEFAULT, now=NOW, limit=2, query_text="how many bikes did I buy")
     ]
-    assert plain == ["s1a", "s1b"]
-    assert many == ["s1a", "s2a"]
+    # A plain question keeps the two strong turns of session 1 (in whichever order their own
+    # evidence puts them); an aggregation question takes its second result from session 2.
+    assert set(plain) == {"s1a", "s1b"}
+    assert many[0] == plain[0] and many[1] == "s2a"
 
 
 def _gated(searched: int | None, cos: float = 0.33) -> CandidateSet:

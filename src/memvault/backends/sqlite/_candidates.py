@@ -36,8 +36,11 @@ from memvault.backends.sqlite._rows import (
 )
 from memvault.backends.sqlite.lexical_index import fts_token, parse_fts_averages
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexColumns
+from memvault.errors import EmbedderUnavailableError
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval.bm25 import idf, prune_common_terms
+from memvault.retrieval.evidence import static_vectors
+from memvault.retrieval.static import STATIC_DIMENSION
 from memvault.retrieval.threads import neighbour_anchors
 
 __all__ = ["SQLiteCandidatesMixin"]
@@ -250,8 +253,34 @@ class SQLiteCandidatesMixin(_MixinBase):
             }
             self._attach_neighbours(query, cands, top, adjacent)
             loaded = {**by_rowid, **near}
-        cands.analysed = self._analysed({r: e for r, e in loaded.items() if e.id in cands.entries})
+        kept = {r: e for r, e in loaded.items() if e.id in cands.entries}
+        cands.analysed = self._analysed(kept)
+        if vector is not None:
+            cands.static = self._static(kept)
         return cands
+
+    def _static(self, rows: dict[int, MemoryEntry]) -> dict[str, NDArray[np.float16]]:
+        """The stored static vectors of ``rows`` (``CandidateSet.static``), from the entry
+        cache or else from ``memory_static``; rows stored without one are left to ranking."""
+        out: dict[str, NDArray[np.float16]] = {}
+        missing: list[int] = []
+        for rowid, entry in rows.items():
+            found = self._cache.static(rowid)
+            if found is None:
+                missing.append(rowid)
+            else:
+                out[entry.id] = np.frombuffer(found, dtype="<f2")
+        for start in range(0, len(missing), _PAGE):
+            chunk = missing[start : start + _PAGE]
+            marks = ",".join("?" * len(chunk))
+            for rowid, blob in self._db.execute(
+                f"SELECT memory_rowid, vector FROM memory_static WHERE memory_rowid IN ({marks})",
+                chunk,
+            ):
+                if len(blob) == 2 * STATIC_DIMENSION:
+                    out[rows[rowid].id] = np.frombuffer(blob, dtype="<f2")
+                    self._cache.put_static(rowid, blob)
+        return out
 
     def _analysed(self, rows: dict[int, MemoryEntry]) -> dict[str, str]:
         """The analysed content of ``rows`` (``CandidateSet.analysed``), from the entry cache or
@@ -388,6 +417,18 @@ _LOAD_CHUNK = 50_000
 """Rows read per fetch when an agent's index is loaded."""
 
 _CODE_OF_VALUE = {c.value: code for c, code in _CATEGORY_CODE.items()}
+
+
+def static_blobs(texts: Sequence[str]) -> list[bytes] | None:
+    """The static vectors of ``texts`` as ``memory_static`` stores them (little-endian float16),
+    or None when the static table cannot be loaded: a write never fails for derived data, and
+    ranking computes what is not stored."""
+    try:
+        vectors = static_vectors(texts)
+    except EmbedderUnavailableError as exc:
+        logger.warning("sqlite.static_vectors.unavailable error=%s", exc)
+        return None
+    return [np.ascontiguousarray(v, dtype="<f2").tobytes() for v in vectors]
 
 
 def _index_columns(chunk: Sequence[Sequence[Any]]) -> IndexColumns:

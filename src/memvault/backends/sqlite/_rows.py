@@ -123,7 +123,8 @@ class _EntryCache:
     store of short facts would hold.
 
     Beside an entry it may keep the entry's analysed content (``CandidateSet.analysed``), read
-    from the full-text index when a search first needs it; it lives and goes with the entry.
+    from the full-text index when a search first needs it, and its stored static word-embedding
+    vector (``CandidateSet.static``); they live and go with the entry.
     """
 
     def __init__(self, size: int, max_bytes: int = ENTRY_CACHE_BYTES) -> None:
@@ -133,6 +134,7 @@ class _EntryCache:
         self._items: OrderedDict[int, MemoryEntry] = OrderedDict()
         self._rowid: dict[str, int] = {}
         self._analysed: dict[int, str] = {}
+        self._static: dict[int, bytes] = {}
 
     @staticmethod
     def _cost(entry: MemoryEntry) -> int:
@@ -149,9 +151,24 @@ class _EntryCache:
             self._bytes += len(analysed)
             self._shrink()
 
+    def static(self, rowid: int) -> bytes | None:
+        """The stored static vector (raw bytes) kept beside a cached entry, if any."""
+        return self._static.get(rowid)
+
+    def put_static(self, rowid: int, vector: bytes) -> None:
+        """Keep ``vector`` beside the cached entry of ``rowid`` (nothing if it is not cached)."""
+        if rowid in self._items and rowid not in self._static:
+            self._static[rowid] = vector
+            self._bytes += len(vector)
+            self._shrink()
+
     def _forget(self, rowid: int, entry: MemoryEntry) -> None:
         self._rowid.pop(entry.id, None)
-        self._bytes -= self._cost(entry) + len(self._analysed.pop(rowid, ""))
+        self._bytes -= (
+            self._cost(entry)
+            + len(self._analysed.pop(rowid, ""))
+            + len(self._static.pop(rowid, b""))
+        )
 
     def _shrink(self) -> None:
         while len(self._items) > 1 and (

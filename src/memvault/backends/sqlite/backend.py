@@ -43,7 +43,7 @@ from memvault.backends._base import (
     lexical_text,
 )
 from memvault.backends._common import check_filters, metadata_json, with_filters
-from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
+from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin, static_blobs
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
 from memvault.backends.sqlite._reindex import SQLiteReindexMixin
@@ -316,6 +316,7 @@ class SQLiteBackend(
     ) -> None:
         self._refresh()
         inserted: list[tuple[str | None, IndexRow, int, str]] = []
+        statics = static_blobs([e.content for e in entries])
         with self._transaction() as conn:
             for i, e in enumerate(entries):
                 m = e.metadata
@@ -358,6 +359,11 @@ class SQLiteBackend(
                     "INSERT INTO memory_vectors (memory_rowid, vector) VALUES (?, ?)",
                     (rowid, np.ascontiguousarray(vectors[i], dtype="<f4").tobytes()),
                 )
+                if statics is not None:
+                    conn.execute(
+                        "INSERT INTO memory_static (memory_rowid, vector) VALUES (?, ?)",
+                        (rowid, statics[i]),
+                    )
                 body = index_text(lexical_text(e))
                 conn.execute(
                     "INSERT INTO memories_fts (rowid, body, scope_key) VALUES (?, ?, ?)",

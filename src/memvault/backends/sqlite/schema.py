@@ -146,6 +146,16 @@ M007_AUDIT_AGENT = """
 CREATE INDEX IF NOT EXISTS idx_audit_agent ON audit (agent_id, at, id);
 """
 
+# Each memory's static word-embedding vector (memvault.retrieval.static, float16), a pure
+# function of its content kept so that ranking a long turn costs no tokenisation. Derived data:
+# rows written before this table (or by a path that does not fill it) are computed at ranking.
+M008_STATIC_VECTORS = """
+CREATE TABLE IF NOT EXISTS memory_static (
+    memory_rowid INTEGER PRIMARY KEY REFERENCES memories (rowid) ON DELETE CASCADE,
+    vector       BLOB NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
@@ -154,6 +164,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m005_fts_scope_key", M005_FTS_SCOPE_KEY),
     ("m006_metadata_filters", M006_METADATA_FILTERS),
     ("m007_audit_agent", M007_AUDIT_AGENT),
+    ("m008_static_vectors", M008_STATIC_VECTORS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
