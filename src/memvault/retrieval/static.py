@@ -49,7 +49,9 @@ STATIC_PACKAGE = "wordllama"
 
 STATIC_MODEL_ID = "wordllama/l2_supercat_256:128"
 """The table and how many of its leading dimensions are used (part of what a stored vector
-means: vectors of another id are not comparable)."""
+means: vectors of another id are not comparable). Changing either must come with a store
+migration that empties the stored vectors (SQLite's ``memory_static``), which ranking then
+recomputes."""
 
 STATIC_DIMENSION = 128
 """Leading dimensions of the 256 kept: half the memory and storage, the same ranking (two-fold
