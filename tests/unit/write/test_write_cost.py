@@ -141,11 +141,12 @@ async def test_single_add_embeds_once_searches_once_and_commits_once(
     assert probe.calls == Counter({"_candidates_sync": 1})
     assert probe.count("BEGIN") == 1
     assert probe.count("COMMIT") == 1
-    # Memory row, vector, FTS row and audit record, all inside the one transaction.
+    # Memory row, vector, static vector, FTS row and audit record, in the one transaction.
     inserts = [s.split("(")[0].strip() for s in probe.statements if s.startswith("INSERT")]
     assert inserts == [
         "INSERT INTO memories",
         "INSERT INTO memory_vectors",
+        "INSERT INTO memory_static",
         "INSERT INTO memories_fts",
         "INSERT INTO audit",
     ]
