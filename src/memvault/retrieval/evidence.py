@@ -367,9 +367,10 @@ class _Profile(NamedTuple):
     when: bool | None
     """Whether the text says when (:func:`~memvault.retrieval.temporal.mentions_time`); None
     until a temporal query first asks (it reads every word of the text)."""
-    static: NDArray[np.float16] | None
-    """The content's static word-embedding vector (:func:`static_vectors`); None until a
-    search with the dense side first ranks the entry."""
+    static: NDArray[np.float32] | None
+    """The content's static word-embedding vector (:func:`static_vectors`, its float16 values
+    held as float32 so that ranking stacks them without converting); None until a search with
+    the dense side first ranks the entry."""
 
 
 _PROFILE_LIMIT = 32_768
@@ -444,8 +445,9 @@ def _static_column(
 ) -> NDArray[np.float64]:
     """Cosine of the query and each candidate under the static view (0 for an empty query).
 
-    A candidate's vector comes from its profile, else from the store (``CandidateSet.static``),
-    else it is computed here, all missing ones in one batch, and kept in the profile."""
+    A candidate's vector comes from its profile, else from the store (``CandidateSet.static``:
+    an array, or the little-endian float16 bytes a store keeps), else it is computed here, all
+    missing ones in one batch, and kept in the profile."""
     n = len(ids)
     if not query_text.strip():
         return np.zeros(n)
@@ -456,17 +458,30 @@ def _static_column(
         made = static_vectors([cands.entries[ids[k]].content for k in todo]) if todo else None
         fresh = dict(zip(todo, made, strict=True)) if made is not None else {}
         for k in missing:
-            vec = fresh.get(k)
-            if vec is None:
-                vec = np.asarray(stored[ids[k]], dtype=np.float16)
-            made_profile = profiles[k]._replace(static=vec)
+            found = fresh.get(k)
+            if found is None:
+                kept = stored[ids[k]]
+                found = (
+                    np.frombuffer(kept, dtype="<f2")
+                    if isinstance(kept, bytes)
+                    else np.asarray(kept, dtype=np.float16)
+                )
+            made_profile = profiles[k]._replace(static=found.astype(np.float32))
             if _profiles.get(ids[k]) is profiles[k]:
                 _profiles[ids[k]] = made_profile
             profiles[k] = made_profile
-    matrix = np.stack([p.static for p in profiles if p.static is not None]).astype(np.float32)
-    query = static_vectors([query_text])[0].astype(np.float32)
-    column: NDArray[np.float64] = (matrix @ query).astype(np.float64)
+    matrix = np.stack([p.static for p in profiles if p.static is not None])
+    column: NDArray[np.float64] = (matrix @ _static_query(query_text)).astype(np.float64)
     return column
+
+
+@lru_cache(maxsize=256)
+def _static_query(text: str) -> NDArray[np.float32]:
+    """A query's static vector (as float32), kept for the searches that ask it again: ranking
+    runs twice in a search with a feedback pass, and a service sees repeated questions."""
+    vector: NDArray[np.float32] = static_vectors([text])[0].astype(np.float32)
+    vector.setflags(write=False)
+    return vector
 
 
 def _cosines(cands: CandidateSet, ids: Sequence[str]) -> dict[str, float]:

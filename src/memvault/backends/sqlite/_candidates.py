@@ -259,17 +259,19 @@ class SQLiteCandidatesMixin(_MixinBase):
             cands.static = self._static(kept)
         return cands
 
-    def _static(self, rows: dict[int, MemoryEntry]) -> dict[str, NDArray[np.float16]]:
-        """The stored static vectors of ``rows`` (``CandidateSet.static``), from the entry
-        cache or else from ``memory_static``; rows stored without one are left to ranking."""
-        out: dict[str, NDArray[np.float16]] = {}
+    def _static(self, rows: dict[int, MemoryEntry]) -> dict[str, bytes]:
+        """The stored static vectors of ``rows`` (``CandidateSet.static``, as the float16 bytes
+        stored: ranking converts only those of entries it has not described yet), from the
+        entry cache or else from ``memory_static``; rows stored without one are left to
+        ranking."""
+        out: dict[str, bytes] = {}
         missing: list[int] = []
         for rowid, entry in rows.items():
             found = self._cache.static(rowid)
             if found is None:
                 missing.append(rowid)
             else:
-                out[entry.id] = np.frombuffer(found, dtype="<f2")
+                out[entry.id] = found
         for start in range(0, len(missing), _PAGE):
             chunk = missing[start : start + _PAGE]
             marks = ",".join("?" * len(chunk))
@@ -278,8 +280,8 @@ class SQLiteCandidatesMixin(_MixinBase):
                 chunk,
             ):
                 if len(blob) == 2 * STATIC_DIMENSION:
-                    out[rows[rowid].id] = np.frombuffer(blob, dtype="<f2")
-                    self._cache.put_static(rowid, blob)
+                    out[rows[rowid].id] = bytes(blob)
+                    self._cache.put_static(rowid, bytes(blob))
         return out
 
     def _analysed(self, rows: dict[int, MemoryEntry]) -> dict[str, str]:
