@@ -367,10 +367,10 @@ class _Profile(NamedTuple):
     when: bool | None
     """Whether the text says when (:func:`~memvault.retrieval.temporal.mentions_time`); None
     until a temporal query first asks (it reads every word of the text)."""
-    static: NDArray[np.float32] | None
-    """The content's static word-embedding vector (:func:`static_vectors`, its float16 values
-    held as float32 so that ranking stacks them without converting); None until a search with
-    the dense side first ranks the entry."""
+    static: bytes | None
+    """The content's static word-embedding vector (:func:`static_vectors`) as little-endian
+    float16 bytes, when ranking had to compute it (a store that keeps the vectors hands them
+    over with the candidates instead); None otherwise."""
 
 
 _PROFILE_LIMIT = 32_768
@@ -445,32 +445,36 @@ def _static_column(
 ) -> NDArray[np.float64]:
     """Cosine of the query and each candidate under the static view (0 for an empty query).
 
-    A candidate's vector comes from its profile, else from the store (``CandidateSet.static``:
-    an array, or the little-endian float16 bytes a store keeps), else it is computed here, all
-    missing ones in one batch, and kept in the profile."""
+    A candidate's vector comes from the store (``CandidateSet.static``: the little-endian
+    float16 bytes it keeps, or an array), else from its profile, else it is computed here (all
+    missing ones in one batch) and kept in the profile. The vectors are gathered as bytes and
+    converted in one step: per candidate, a look-up."""
     n = len(ids)
     if not query_text.strip():
         return np.zeros(n)
-    missing = [k for k, p in enumerate(profiles) if p.static is None]
-    if missing:
-        stored = cands.static
-        todo = [k for k in missing if stored.get(ids[k]) is None]
-        made = static_vectors([cands.entries[ids[k]].content for k in todo]) if todo else None
-        fresh = dict(zip(todo, made, strict=True)) if made is not None else {}
-        for k in missing:
-            found = fresh.get(k)
-            if found is None:
-                kept = stored[ids[k]]
-                found = (
-                    np.frombuffer(kept, dtype="<f2")
-                    if isinstance(kept, bytes)
-                    else np.asarray(kept, dtype=np.float16)
-                )
-            made_profile = profiles[k]._replace(static=found.astype(np.float32))
+    stored = cands.static
+    blobs: list[bytes | None] = []
+    todo: list[int] = []
+    for k, entry_id in enumerate(ids):
+        blob = stored.get(entry_id)
+        if blob is None:
+            blob = profiles[k].static
+        elif not isinstance(blob, bytes):
+            blob = np.ascontiguousarray(blob, dtype="<f2").tobytes()
+        if blob is None:
+            todo.append(k)
+        blobs.append(blob)
+    if todo:
+        made = static_vectors([cands.entries[ids[k]].content for k in todo])
+        for k, vec in zip(todo, made, strict=True):
+            blob = np.ascontiguousarray(vec, dtype="<f2").tobytes()
+            blobs[k] = blob
+            kept = profiles[k]._replace(static=blob)
             if _profiles.get(ids[k]) is profiles[k]:
-                _profiles[ids[k]] = made_profile
-            profiles[k] = made_profile
-    matrix = np.stack([p.static for p in profiles if p.static is not None])
+                _profiles[ids[k]] = kept
+            profiles[k] = kept
+    joined = b"".join(b for b in blobs if b is not None)
+    matrix = np.frombuffer(joined, dtype="<f2").reshape(n, -1).astype(np.float32)
     column: NDArray[np.float64] = (matrix @ _static_query(query_text)).astype(np.float64)
     return column
 
