@@ -84,7 +84,7 @@ class StaticWordEmbedder:
     def __init__(self, directory: str | Path | None = None) -> None:
         self._dir = None if directory is None else Path(directory)
         self._lock = threading.Lock()
-        self._table: NDArray[np.float32] | None = None
+        self._table: NDArray[np.float16] | None = None
         self._tokenizer: Tokenizer | None = None
 
     @property
@@ -125,7 +125,9 @@ class StaticWordEmbedder:
             tok.no_padding()
             tok.no_truncation()
             self._tokenizer = tok
-            self._table = np.ascontiguousarray(raw[:, :STATIC_DIMENSION], dtype=np.float32)
+            # Kept as the package stores it (float16: 8 MB, not 16); rows are widened to float32
+            # as they are gathered, so the sums are exact either way.
+            self._table = np.ascontiguousarray(raw[:, :STATIC_DIMENSION], dtype=np.float16)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit vectors of ``texts``, shape ``(len(texts), STATIC_DIMENSION)``; a text with no
@@ -144,7 +146,7 @@ class StaticWordEmbedder:
             # One gather for the whole batch, summed per text: no Python loop over tokens.
             flat = np.concatenate([ids[k] for k in filled])
             starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
-            sums = np.add.reduceat(table[flat], starts, axis=0)
+            sums = np.add.reduceat(table[flat].astype(np.float32), starts, axis=0)
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             out[filled] = sums / np.maximum(norms, 1e-12)
         return out
