@@ -261,54 +261,67 @@ class SQLiteCandidatesMixin(_MixinBase):
 
     def _static(self, rows: dict[int, MemoryEntry]) -> dict[str, bytes]:
         """The stored static vectors of ``rows`` (``CandidateSet.static``, as the float16 bytes
-        stored: ranking converts only those of entries it has not described yet), from the
-        entry cache or else from ``memory_static``; rows stored without one are left to
-        ranking."""
-        out: dict[str, bytes] = {}
-        missing: list[int] = []
-        for rowid, entry in rows.items():
-            found = self._cache.static(rowid)
-            if found is None:
-                missing.append(rowid)
-            else:
-                out[entry.id] = found
-        for start in range(0, len(missing), _PAGE):
-            chunk = missing[start : start + _PAGE]
-            marks = ",".join("?" * len(chunk))
-            for rowid, blob in self._db.execute(
-                f"SELECT memory_rowid, vector FROM memory_static WHERE memory_rowid IN ({marks})",
-                chunk,
-            ):
-                if len(blob) == 2 * STATIC_DIMENSION:
-                    out[rows[rowid].id] = bytes(blob)
-                    self._cache.put_static(rowid, bytes(blob))
-        return out
+        stored: ranking converts them in one step), from the entry cache or else from
+        ``memory_static``; rows stored without one are left to ranking."""
+
+        def blob(_entry: MemoryEntry, value: object) -> bytes | None:
+            if isinstance(value, bytes) and len(value) == 2 * STATIC_DIMENSION:
+                return value
+            return None
+
+        return self._beside_rows(
+            rows,
+            self._cache.static,
+            "SELECT memory_rowid, vector FROM memory_static WHERE memory_rowid IN ({marks})",
+            blob,
+            self._cache.put_static,
+        )
 
     def _analysed(self, rows: dict[int, MemoryEntry]) -> dict[str, str]:
         """The analysed content of ``rows`` (``CandidateSet.analysed``), from the entry cache or
         else read from the full-text index: a few microseconds a row, where analysing a long
         turn's content again at ranking costs a hundred."""
-        out: dict[str, str] = {}
+
+        def analysed(entry: MemoryEntry, body: object) -> str | None:
+            return analysed_content(entry, body) if isinstance(body, str) else None
+
+        # Read from FTS5's content table (c0 = body, keyed by rowid) as _index_for does: through
+        # the virtual table the same rows cost about 1.5-2 times as much.
+        return self._beside_rows(
+            rows,
+            self._cache.analysed,
+            "SELECT id, c0 FROM memories_fts_content WHERE id IN ({marks})",
+            analysed,
+            self._cache.put_analysed,
+        )
+
+    def _beside_rows(
+        self,
+        rows: dict[int, MemoryEntry],
+        cached: Callable[[int], T | None],
+        sql: str,
+        convert: Callable[[MemoryEntry, object], T | None],
+        keep: Callable[[int, T], None],
+    ) -> dict[str, T]:
+        """What the store keeps beside each of ``rows``, by entry id: from the entry cache
+        (``cached``), else read by rowid a page at a time (``sql`` with ``{marks}`` for the
+        placeholders, selecting rowid and value), ``convert``-ed and cached (``keep``)."""
+        out: dict[str, T] = {}
         missing: list[int] = []
         for rowid, entry in rows.items():
-            found = self._cache.analysed(rowid)
+            found = cached(rowid)
             if found is None:
                 missing.append(rowid)
             else:
                 out[entry.id] = found
         for start in range(0, len(missing), _PAGE):
             chunk = missing[start : start + _PAGE]
-            marks = ",".join("?" * len(chunk))
-            # Read from FTS5's content table (c0 = body, keyed by rowid) as _index_for does:
-            # through the virtual table the same rows cost about 1.5-2 times as much.
-            for rowid, body in self._db.execute(
-                f"SELECT id, c0 FROM memories_fts_content WHERE id IN ({marks})", chunk
-            ):
+            for rowid, raw in self._db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk):
                 entry = rows[rowid]
-                analysed = analysed_content(entry, body) if isinstance(body, str) else None
-                if analysed is not None:
-                    out[entry.id] = analysed
-                    self._cache.put_analysed(rowid, analysed)
+                value = convert(entry, raw)
+                if value is not None:
+                    out[entry.id] = value
+                    keep(rowid, value)
         return out
 
     def _lexical_stats(self, terms: list[str]) -> tuple[list[str], list[float], float]:
