@@ -68,7 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvault.models import CandidateSet, MemoryEntry
 from memvault.retrieval.speakers import addressed, entry_speaker
-from memvault.retrieval.static import static_embedder
+from memvault.retrieval.static import STATIC_DIMENSION, static_embedder
 from memvault.retrieval.temporal import (
     asks_when,
     mentions_time,
@@ -437,6 +437,9 @@ def static_vectors(texts: Sequence[str]) -> NDArray[np.float16]:
     return static_embedder().embed(texts).astype(np.float16)
 
 
+_STATIC_BYTES = 2 * STATIC_DIMENSION
+
+
 def _static_column(
     cands: CandidateSet,
     ids: Sequence[str],
@@ -457,10 +460,10 @@ def _static_column(
     todo: list[int] = []
     for k, entry_id in enumerate(ids):
         blob = stored.get(entry_id)
-        if blob is None:
-            blob = profiles[k].static
-        elif not isinstance(blob, bytes):
+        if blob is not None and not isinstance(blob, bytes):
             blob = np.ascontiguousarray(blob, dtype="<f2").tobytes()
+        if blob is None or len(blob) != _STATIC_BYTES:  # none stored, or not this view's
+            blob = profiles[k].static
         if blob is None:
             todo.append(k)
         blobs.append(blob)

@@ -111,3 +111,20 @@ def test_a_vector_the_store_kept_is_used_instead_of_computing_one() -> None:
     own = float(static_vectors([content])[0].astype(np.float32) @ q)
     feats = evidence_features(cands, query_text=query, now=NOW)
     assert feats.matrix[0, STATIC] == pytest.approx(own, rel=1e-5)
+
+
+def test_a_stored_vector_of_another_size_is_not_read() -> None:
+    content = "We repainted the kitchen a pale green over the long weekend."
+    query = "What colour is the kitchen?"
+    cands = CandidateSet(
+        dense=[("stored-static-3", 0.4)],
+        entries={"stored-static-3": entry("stored-static-3", content)},
+        query_vector=np.ones(4, dtype=np.float32) / 2,
+        static={"stored-static-3": np.ones(STATIC_DIMENSION // 2, dtype=np.float16)},
+    )
+    own = float(
+        static_vectors([content])[0].astype(np.float32)
+        @ static_vectors([query])[0].astype(np.float32)
+    )
+    feats = evidence_features(cands, query_text=query, now=NOW)
+    assert feats.matrix[0, STATIC] == pytest.approx(own, rel=1e-5)
