@@ -472,10 +472,12 @@ def _static_column(
         for k, vec in zip(todo, made, strict=True):
             blob = np.ascontiguousarray(vec, dtype="<f2").tobytes()
             blobs[k] = blob
-            kept = profiles[k]._replace(static=blob)
-            if _profiles.get(ids[k]) is profiles[k]:
-                _profiles[ids[k]] = kept
-            profiles[k] = kept
+            profiles[k] = profiles[k]._replace(static=blob)
+            current = _profiles.get(ids[k])
+            # The memo's profile may be a newer copy of this one (``when`` filled meanwhile);
+            # it describes the same entry when the inputs it was derived from match.
+            if current is not None and current[:5] == profiles[k][:5]:
+                _profiles[ids[k]] = current._replace(static=blob)
     joined = b"".join(b for b in blobs if b is not None)
     matrix = np.frombuffer(joined, dtype="<f2").reshape(n, -1).astype(np.float32)
     column: NDArray[np.float64] = (matrix @ _static_query(query_text)).astype(np.float64)

@@ -128,3 +128,18 @@ def test_a_stored_vector_of_another_size_is_not_read() -> None:
     )
     feats = evidence_features(cands, query_text=query, now=NOW)
     assert feats.matrix[0, STATIC] == pytest.approx(own, rel=1e-5)
+
+
+def test_a_computed_vector_is_remembered_beside_what_a_temporal_query_derived() -> None:
+    from memvault.retrieval import evidence
+
+    cands = CandidateSet(
+        dense=[("memo-static-1", 0.4)],
+        entries={"memo-static-1": entry("memo-static-1", "I ran my first marathon yesterday.")},
+        query_vector=np.ones(4, dtype=np.float32) / 2,
+    )
+    evidence_features(cands, query_text="When did I run a marathon?", now=NOW)
+    kept = evidence._profiles["memo-static-1"]
+    # Both the temporal cue (filled during the same ranking) and the static vector are kept.
+    assert kept.when is True and kept.static is not None
+    assert np.frombuffer(kept.static, dtype="<f2").shape == (STATIC_DIMENSION,)
