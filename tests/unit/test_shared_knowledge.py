@@ -280,7 +280,7 @@ async def test_postgres_store_of_m001_is_upgraded_in_place(
     backend = PostgresBackend(postgres_url, embedder, schema=schema)
     await backend.connect()
     try:
-        assert await backend.schema_version() == PG_SCHEMA_VERSION == 5
+        assert await backend.schema_version() == PG_SCHEMA_VERSION == 6
         old = await backend.get("a", "01900000-0000-7000-8000-000000000001")
         assert old is not None
         assert old.retracted_at is None

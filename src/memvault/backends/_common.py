@@ -9,6 +9,7 @@ without importing each other. :mod:`memvault.backends._base` re-exports them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault.errors import MemoryValidationError
+from memvault.errors import EmbedderUnavailableError, MemoryValidationError
 from memvault.models import (
     MemoryEntry,
     MemoryQuery,
@@ -26,6 +27,7 @@ from memvault.models import (
     json_metadata,
     parse_filters,
 )
+from memvault.retrieval.evidence import static_vectors
 from memvault.retrieval.text import index_text
 
 __all__ = [
@@ -39,8 +41,11 @@ __all__ = [
     "embedding_text",
     "lexical_text",
     "metadata_json",
+    "static_blobs",
     "with_filters",
 ]
+
+logger = logging.getLogger("memvault.backends")
 
 Vectors = NDArray[np.float32]
 
@@ -155,3 +160,15 @@ def with_filters(query: MemoryQuery, filters: Sequence[MetadataFilter]) -> Memor
     if not extra:
         return query
     return query.model_copy(update={"filters": (*query.filters, *extra)})
+
+
+def static_blobs(texts: Sequence[str]) -> list[bytes] | None:
+    """The static vectors of ``texts`` as stores keep them (little-endian float16 bytes, see
+    ``CandidateSet.static``), or None when the static table cannot be loaded: a write never
+    fails for derived data, and ranking computes what is not stored."""
+    try:
+        vectors = static_vectors(texts)
+    except EmbedderUnavailableError as exc:
+        logger.warning("store.static_vectors.unavailable error=%s", exc)
+        return None
+    return [np.ascontiguousarray(v, dtype="<f2").tobytes() for v in vectors]

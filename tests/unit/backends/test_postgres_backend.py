@@ -965,3 +965,42 @@ async def test_candidates_carry_the_analysed_content_of_long_entries(
     for entry_id in long_ids:
         expected = index_text(cands.entries[entry_id].content).split()
         assert sorted(cands.analysed[entry_id].split()) == sorted(expected)
+
+
+async def test_static_vectors_are_stored_and_a_row_without_one_ranks_the_same(
+    make: Callable[..., PostgresBackend],
+    postgres_url: str,
+    schemas: SchemaFactory,
+    minilm: Embedder,
+) -> None:
+    from memvault.retrieval import evidence
+    from memvault.retrieval.evidence import static_vectors
+
+    turns = [
+        "Alice: I made spaghetti carbonara for my friend Sam on Friday night.",
+        "Bob: The staging database lives in eu-west-1 and is backed up hourly.",
+        "Alice: I planted tomatoes and basil in the balcony garden.",
+    ]
+    schema = schemas()
+    b = make(embedder=minilm, schema=schema)
+    await b.connect()
+    try:
+        for t in turns:
+            await b.store("a", req(t))
+        with raw(postgres_url, schema) as conn:
+            stored = dict(conn.execute("SELECT content, static FROM memories").fetchall())
+        # One float16 vector per memory, exactly what ranking computes from the content.
+        for t, vec in zip(turns, static_vectors(turns), strict=True):
+            assert bytes(stored[t]) == np.ascontiguousarray(vec, dtype="<f2").tobytes()
+        query = MemoryQuery(text="What did Alice cook for her friend?", limit=3)
+        before = [(h.id, h.relevance_score) for h in await b.retrieve("a", query)]
+        # Rows written before the column existed hold NULL: ranking computes their vectors
+        # (ranking's memo is emptied so that it must) and ranks them the same.
+        with raw(postgres_url, schema) as conn:
+            conn.execute("UPDATE memories SET static = NULL")
+            conn.commit()
+        evidence._profiles.clear()
+        after = [(h.id, h.relevance_score) for h in await b.retrieve("a", query)]
+        assert after == before and before[0][1] is not None
+    finally:
+        await b.disconnect()

@@ -183,24 +183,29 @@ class PostgresCandidatesMixin(_MixinBase):
             rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
             by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
             analysed: dict[str, str] = {}
+            static: dict[str, bytes] = {}
             if rowids:
                 # Long texts' term counts come along: ranking reads a candidate's terms from them
                 # instead of analysing its text again (tens of microseconds per long turn that
                 # its memo misses). Short texts stay with the memo, which holds many of them;
                 # parsing their counts would cost more than it saves.
+                # The static vectors stored at insert come along too (ranking would otherwise
+                # tokenise every candidate it has not seen before).
                 cur = await conn.execute(
                     f"SELECT {_COLUMNS}, vector_send(m.embedding),"
-                    f" CASE WHEN length(m.content) > {LONG_TEXT_CHARS} THEN m.term_freqs END"
-                    " FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
+                    f" CASE WHEN length(m.content) > {LONG_TEXT_CHARS} THEN m.term_freqs END,"
+                    " m.static FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
                     [rowids],
                 )
                 for row in await cur.fetchall():
                     entry = _row_entry(row)
-                    by_rowid[int(row[0])] = (entry, _vector_from_send(row[-2]))
-                    if row[-1] is not None:
-                        text = analysed_from_counts(entry, row[-1])
+                    by_rowid[int(row[0])] = (entry, _vector_from_send(row[-3]))
+                    if row[-2] is not None:
+                        text = analysed_from_counts(entry, row[-2])
                         if text is not None:
                             analysed[entry.id] = text
+                    if row[-1] is not None:
+                        static[entry.id] = bytes(row[-1])
         # The scope's row count before the other filters: counting what they leave would cost
         # a scan, and the gate needs only the order of magnitude.
         cands = CandidateSet(query_vector=vector, searched=n_agent if vector is not None else None)
@@ -210,6 +215,8 @@ class PostgresCandidatesMixin(_MixinBase):
             cands.entries[entry.id] = entry
             cands.vectors[entry.id] = vec
         cands.analysed = analysed
+        if vector is not None:
+            cands.static = static
         return cands
 
     async def _adjacent(

@@ -49,8 +49,9 @@ _INSERT = (
     "INSERT INTO memories (id, agent_id, category, content, tags, label, source, confidence,"
     " importance, extra, scope, created_at, updated_at, expires_at, valid_from, valid_to,"
     " superseded_by, consolidated_at, access_count, last_accessed_at, retracted_at, embedding,"
-    " lexemes, term_freqs, doc_len) VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s, %s, %s, %s,"
-    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, array_to_tsvector(%s::text[]), %s, %s)"
+    " lexemes, term_freqs, doc_len, static) VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s, %s,"
+    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, array_to_tsvector(%s::text[]),"
+    " %s, %s, %s)"
     " ON CONFLICT (id) DO NOTHING RETURNING id"
 )
 # Statistics rows are locked in one global order (terms sorted, then agents sorted, then the

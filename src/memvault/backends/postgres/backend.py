@@ -42,7 +42,7 @@ from memvault.backends._base import (
     check_times,
     lexical_text,
 )
-from memvault.backends._common import check_filters, metadata_json, with_filters
+from memvault.backends._common import check_filters, metadata_json, static_blobs, with_filters
 from memvault.backends.postgres._candidates import PostgresCandidatesMixin
 from memvault.backends.postgres._driver import (
     AsyncConnectionPool,
@@ -390,6 +390,7 @@ class PostgresBackend(
         rows: list[tuple[Any, ...]] = []
         analysed: dict[str, tuple[str, Counter[str], int]] = {}
         shared_ids = {e.id for e in entries if e.scope is MemoryScope.SHARED}
+        statics = static_blobs([e.content for e in entries])
         for i, e in enumerate(entries):
             m = e.metadata
             freqs, length = _analysed(lexical_text(e))
@@ -421,6 +422,7 @@ class PostgresBackend(
                     sorted(freqs),
                     Jsonb(dict(freqs)),
                     length,
+                    None if statics is None else statics[i],
                 )
             )
 

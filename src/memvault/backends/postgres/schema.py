@@ -168,12 +168,20 @@ M005_AUDIT_AGENT = """
 CREATE INDEX IF NOT EXISTS audit_agent ON audit (agent_id, at, id)
 """
 
+# Each memory's static word-embedding vector (memvault.retrieval.static, little-endian float16
+# bytes), a pure function of its content kept so that ranking costs no tokenisation. Derived
+# data: rows written before this column (NULL) are computed at ranking.
+M006_STATIC_VECTORS = """
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS static bytea
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_shared_knowledge", M002_SHARED_KNOWLEDGE),
     ("m003_archive", M003_ARCHIVE),
     ("m004_metadata_filters", M004_METADATA_FILTERS),
     ("m005_audit_agent", M005_AUDIT_AGENT),
+    ("m006_static_vectors", M006_STATIC_VECTORS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

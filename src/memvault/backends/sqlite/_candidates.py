@@ -36,10 +36,8 @@ from memvault.backends.sqlite._rows import (
 )
 from memvault.backends.sqlite.lexical_index import fts_token, parse_fts_averages
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexColumns
-from memvault.errors import EmbedderUnavailableError
 from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval.bm25 import idf, prune_common_terms
-from memvault.retrieval.evidence import static_vectors
 from memvault.retrieval.static import STATIC_DIMENSION
 from memvault.retrieval.threads import neighbour_anchors
 
@@ -432,18 +430,6 @@ _LOAD_CHUNK = 50_000
 """Rows read per fetch when an agent's index is loaded."""
 
 _CODE_OF_VALUE = {c.value: code for c, code in _CATEGORY_CODE.items()}
-
-
-def static_blobs(texts: Sequence[str]) -> list[bytes] | None:
-    """The static vectors of ``texts`` as ``memory_static`` stores them (little-endian float16),
-    or None when the static table cannot be loaded: a write never fails for derived data, and
-    ranking computes what is not stored."""
-    try:
-        vectors = static_vectors(texts)
-    except EmbedderUnavailableError as exc:
-        logger.warning("sqlite.static_vectors.unavailable error=%s", exc)
-        return None
-    return [np.ascontiguousarray(v, dtype="<f2").tobytes() for v in vectors]
 
 
 def _index_columns(chunk: Sequence[Sequence[Any]]) -> IndexColumns:

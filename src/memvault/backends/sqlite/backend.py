@@ -42,8 +42,8 @@ from memvault.backends._base import (
     check_times,
     lexical_text,
 )
-from memvault.backends._common import check_filters, metadata_json, with_filters
-from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin, static_blobs
+from memvault.backends._common import check_filters, metadata_json, static_blobs, with_filters
+from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
 from memvault.backends.sqlite._reindex import SQLiteReindexMixin
