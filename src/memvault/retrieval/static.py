@@ -15,8 +15,8 @@ ordered by importance (Matryoshka training), so memvault keeps the first
 
 Vectors are unit length, float32, and a pure function of the text, like the stemmer's: a table
 look-up with no model runtime, which is why this lives with the rest of text analysis in
-:mod:`memvault.retrieval`. Stores may keep them beside the memory (SQLite does, so ranking a long
-turn costs no tokenisation) or not (ranking computes what it lacks, see
+:mod:`memvault.retrieval`. Stores may keep them beside the memory (SQLite and PostgreSQL do,
+so ranking a long turn costs no tokenisation) or not (ranking computes what it lacks, see
 :mod:`memvault.retrieval.evidence`). Only the package files are read, once per process;
 ``wordllama`` itself is never imported.
 """
@@ -50,8 +50,8 @@ STATIC_PACKAGE = "wordllama"
 STATIC_MODEL_ID = "wordllama/l2_supercat_256:128"
 """The table and how many of its leading dimensions are used (part of what a stored vector
 means: vectors of another id are not comparable). Changing either must come with a store
-migration that empties the stored vectors (SQLite's ``memory_static``), which ranking then
-recomputes."""
+migration that empties the stored vectors (SQLite's ``memory_static``, PostgreSQL's
+``memories.static``), which ranking then recomputes."""
 
 STATIC_DIMENSION = 128
 """Leading dimensions of the 256 kept: half the memory and storage, the same ranking (two-fold
