@@ -86,6 +86,7 @@ __all__ = [
     "EvidenceModel",
     "TopicGate",
     "evidence_features",
+    "share_rows",
     "shares",
     "sigmoid",
     "static_vectors",
@@ -269,11 +270,20 @@ def shares(
     row: NDArray[np.float64], w: NDArray[np.float64], q: NDArray[np.float64] | None
 ) -> dict[str, float]:
     """:meth:`EvidenceModel.contributions` of one feature row, given the model's
-    :meth:`~EvidenceModel.quadratic` form (for callers that explain many rows)."""
-    share = row * w
+    :meth:`~EvidenceModel.quadratic` form."""
+    return dict(zip(FEATURES, share_rows(row[None, :], w, q)[0].tolist(), strict=True))
+
+
+def share_rows(
+    rows: NDArray[np.float64], w: NDArray[np.float64], q: NDArray[np.float64] | None
+) -> NDArray[np.float64]:
+    """Each feature's share of each row's score (columns in :data:`FEATURES` order), given the
+    model's :meth:`~EvidenceModel.quadratic` form: its own term plus half of each interaction
+    it takes part in, so a row's shares add up to its score. One product for many rows."""
+    share: NDArray[np.float64] = rows * w
     if q is not None:
-        share = share + 0.5 * row * (q @ row)
-    return dict(zip(FEATURES, share.tolist(), strict=True))
+        share = share + 0.5 * rows * (rows @ q)
+    return share
 
 
 @lru_cache(maxsize=64)

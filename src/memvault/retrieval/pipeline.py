@@ -22,6 +22,7 @@ from memvault.retrieval.evidence import (
     FEATURES,
     EvidenceModel,
     evidence_features,
+    share_rows,
     sigmoid,
 )
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
@@ -219,11 +220,7 @@ class _Contributions(Mapping[str, dict[str, float]]):
         held = [i for i in ids if i in self._row]
         if not held:
             return {}
-        rows = self._matrix[[self._row[i] for i in held]]
-        w, q = self._form
-        share = rows * w
-        if q is not None:
-            share = share + 0.5 * rows * (rows @ q)
+        share = share_rows(self._matrix[[self._row[i] for i in held]], *self._form)
         return {
             entry_id: {
                 name: round(v, 4) for name, v in zip(FEATURES, values, strict=True) if v != 0.0
