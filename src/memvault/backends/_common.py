@@ -27,7 +27,7 @@ from memvault.models import (
     json_metadata,
     parse_filters,
 )
-from memvault.retrieval.evidence import static_vectors
+from memvault.retrieval.evidence import static_blob, static_vectors
 from memvault.retrieval.text import index_text
 
 __all__ = [
@@ -171,4 +171,4 @@ def static_blobs(texts: Sequence[str]) -> list[bytes] | None:
     except EmbedderUnavailableError as exc:
         logger.warning("store.static_vectors.unavailable error=%s", exc)
         return None
-    return [np.ascontiguousarray(v, dtype="<f2").tobytes() for v in vectors]
+    return [static_blob(v) for v in vectors]

@@ -89,6 +89,7 @@ __all__ = [
     "share_rows",
     "shares",
     "sigmoid",
+    "static_blob",
     "static_vectors",
 ]
 
@@ -430,13 +431,28 @@ def _profile(entry: MemoryEntry, analysed: str | None) -> _Profile:
     return made
 
 
+_SOURCE = 5
+"""The leading :class:`_Profile` fields: what a profile was derived from."""
+
+
+def _remember(entry_id: str, made: _Profile) -> _Profile:
+    """Keep ``made`` (a profile whose lazy fields, derived on first use, were just filled) in
+    the memo, merged into the memo's copy, which may have gained other lazy fields meanwhile,
+    as long as that copy was derived from the same entry. Returns ``made``."""
+    current = _profiles.get(entry_id)
+    if current is not None and current[:_SOURCE] == made[:_SOURCE]:
+        _profiles[entry_id] = _Profile._make(
+            mine if mine is not None else theirs for mine, theirs in zip(made, current, strict=True)
+        )
+    return made
+
+
 def _says_when(entry_id: str, profile: _Profile, text: str) -> bool:
     """``profile.when``, derived from ``text`` (the entry's content) and kept on first use."""
     if profile.when is not None:
         return profile.when
     when = mentions_time.uncached(text)
-    if _profiles.get(entry_id) is profile:
-        _profiles[entry_id] = profile._replace(when=when)
+    _remember(entry_id, profile._replace(when=when))
     return when
 
 
@@ -445,6 +461,11 @@ def static_vectors(texts: Sequence[str]) -> NDArray[np.float16]:
     :mod:`memvault.retrieval.static` view, rounded to float16 (so a vector a store kept and
     one computed here are the same numbers)."""
     return static_embedder().embed(texts).astype(np.float16)
+
+
+def static_blob(vector: NDArray[np.floating]) -> bytes:
+    """A static vector as stores keep it and ranking gathers it: little-endian float16 bytes."""
+    return np.ascontiguousarray(vector, dtype="<f2").tobytes()
 
 
 _STATIC_BYTES = 2 * STATIC_DIMENSION
@@ -471,7 +492,7 @@ def _static_column(
     for k, entry_id in enumerate(ids):
         blob = stored.get(entry_id)
         if blob is not None and not isinstance(blob, bytes):
-            blob = np.ascontiguousarray(blob, dtype="<f2").tobytes()
+            blob = static_blob(blob)
         if blob is None or len(blob) != _STATIC_BYTES:  # none stored, or not this view's
             blob = profiles[k].static
         if blob is None:
@@ -480,14 +501,8 @@ def _static_column(
     if todo:
         made = static_vectors([cands.entries[ids[k]].content for k in todo])
         for k, vec in zip(todo, made, strict=True):
-            blob = np.ascontiguousarray(vec, dtype="<f2").tobytes()
-            blobs[k] = blob
-            profiles[k] = profiles[k]._replace(static=blob)
-            current = _profiles.get(ids[k])
-            # The memo's profile may be a newer copy of this one (``when`` filled meanwhile);
-            # it describes the same entry when the inputs it was derived from match.
-            if current is not None and current[:5] == profiles[k][:5]:
-                _profiles[ids[k]] = current._replace(static=blob)
+            blobs[k] = static_blob(vec)
+            profiles[k] = _remember(ids[k], profiles[k]._replace(static=blobs[k]))
     joined = b"".join(b for b in blobs if b is not None)
     matrix = np.frombuffer(joined, dtype="<f2").reshape(n, -1).astype(np.float32)
     column: NDArray[np.float64] = (matrix @ _static_query(query_text)).astype(np.float64)
