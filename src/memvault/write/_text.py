@@ -9,6 +9,7 @@ its dot), because "budget is 500" and "budget is 600" are different statements.
 from __future__ import annotations
 
 import re
+from collections.abc import KeysView
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -22,6 +23,7 @@ __all__ = [
     "analyse",
     "clause_grams",
     "is_number",
+    "may_align_fully",
     "one_edit_apart",
     "strip_filler",
     "typo_of",
@@ -140,11 +142,13 @@ class Analysed:
     """A text prepared for comparison.
 
     ``clauses`` are the normalised tokens of each clause; ``tokens`` all of them in order;
-    ``numbers`` the numeric tokens; ``negated`` whether any negation word occurs.
+    ``vocab`` the distinct tokens; ``numbers`` the numeric tokens; ``negated`` whether any
+    negation word occurs.
     """
 
     clauses: tuple[tuple[str, ...], ...]
     tokens: tuple[str, ...]
+    vocab: frozenset[str]
     numbers: frozenset[str]
     negated: bool
 
@@ -168,6 +172,7 @@ def analyse(text: str) -> Analysed:
     return Analysed(
         clauses=tuple(clauses),
         tokens=tokens,
+        vocab=frozenset(tokens),
         numbers=frozenset(filter(is_number, tokens)),
         negated=not NEGATIONS.isdisjoint(tokens),
     )
@@ -219,9 +224,65 @@ def typo_of(a: str, b: str) -> bool:
     )
 
 
-def _typo_partner(word: str, vocab: set[str]) -> str | None:
-    matches = [v for v in vocab if typo_of(v, word)]
+@lru_cache(maxsize=65_536)
+def _deletions(word: str) -> frozenset[str]:
+    """``word`` and every string one letter shorter that it contains (its typo signatures).
+
+    Two words one edit apart always share one: a substitution at ``i`` leaves both equal without
+    letter ``i``; an insertion or deletion makes the shorter word one of the longer one's
+    deletions; a swap of letters ``i`` and ``i + 1`` leaves them equal without ``i`` in one and
+    ``i + 1`` in the other.
+    """
+    return frozenset((word, *(word[:i] + word[i + 1 :] for i in range(len(word)))))
+
+
+@lru_cache(maxsize=4096)
+def _typo_index(vocab: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """The words of ``vocab`` that can take part in a typo, by typo signature (cached: the
+    same texts meet many new ones on the write path)."""
+    index: dict[str, list[str]] = {}
+    for word in vocab:
+        if len(word) >= TYPO_MIN_LENGTH - 1 and not is_number(word):
+            for sig in _deletions(word):
+                index.setdefault(sig, []).append(word)
+    return {sig: tuple(found) for sig, found in index.items()}
+
+
+def _typo_partner(word: str, index: dict[str, tuple[str, ...]]) -> str | None:
+    """The one word of an indexed vocabulary ``word`` is a typo of, if exactly one.
+
+    Only the words that share a typo signature with ``word`` are tried: comparing every pair of
+    two long texts' words (hundreds each) made write-time dedup of conversation turns spend
+    most of its time here.
+    """
+    if len(word) < TYPO_MIN_LENGTH - 1:
+        return None
+    sigs = _deletions(word)
+    if index.keys().isdisjoint(sigs):  # most words: one C-level pass over ~8 signatures
+        return None
+    seen = {v for sig in sigs for v in index.get(sig, ())}
+    matches = [v for v in seen if typo_of(v, word)]
     return matches[0] if len(matches) == 1 else None
+
+
+def may_align_fully(a: Analysed, b: Analysed) -> bool:
+    """False when no typo alignment can give ``a`` and ``b`` the same words (a cheap bound).
+
+    Every word one text lacks must then be a typo of a word of the other: a word with no such
+    neighbour stays as it is, and the other text never spells it. True means "maybe".
+    """
+    for one, other in ((a.vocab, b.vocab), (b.vocab, a.vocab)):
+        keys: KeysView[str] | None = None
+        for word in one:
+            if word in other:
+                continue
+            if len(word) < TYPO_MIN_LENGTH - 1:
+                return False
+            if keys is None:
+                keys = _typo_index(other).keys()
+            if keys.isdisjoint(_deletions(word)):
+                return False
+    return True
 
 
 def align_typos(
@@ -233,18 +294,22 @@ def align_typos(
     (when exactly one is), so whichever side holds the misspelling, both end up spelling the
     word the same way. An ambiguous misspelling is left alone (it counts as another word).
     """
-    vocab_a, vocab_b = set(a.tokens), set(b.tokens)
+    vocab_a, vocab_b = a.vocab, b.vocab
+    only_a, only_b = vocab_a - vocab_b, vocab_b - vocab_a
+    if not only_a and not only_b:
+        return a.clauses, b.clauses
+    index_a, index_b = _typo_index(vocab_a), _typo_index(vocab_b)
     map_a: dict[str, str] = {}
-    for word in vocab_a - vocab_b:
-        partner = _typo_partner(word, vocab_b)
+    for word in only_a:
+        partner = _typo_partner(word, index_b)
         if partner is not None:
             map_a[word] = partner
     renamed = set(map_a)
     map_b: dict[str, str] = {}
-    for word in vocab_b - vocab_a:
+    for word in only_b:
         if word in map_a.values():
             continue  # ``a``'s spelling was already changed to this one
-        partner = _typo_partner(word, vocab_a)
+        partner = _typo_partner(word, index_a)
         if partner is not None and partner not in renamed:
             map_b[word] = partner
     clauses_a = tuple(tuple(map_a.get(t, t) for t in c) for c in a.clauses) if map_a else a.clauses

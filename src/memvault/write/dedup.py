@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.models import MemoryCategory, MemoryEntry
-from memvault.write._text import align_typos, analyse, clause_grams
+from memvault.write._text import Analysed, align_typos, analyse, clause_grams, may_align_fully
 
 __all__ = [
     "DedupConfig",
@@ -209,12 +209,11 @@ def find_duplicate_match(
             window=cfg.episodic_window,
         ):
             continue
-        # The cosine is computed only where it can decide or rank a match: most neighbours
-        # share too few words to be duplicates whatever their vectors say.
         match: DuplicateMatch | None = None
-        if target.tokens and analyse(entry.content).tokens == target.tokens:
+        other = analyse(entry.content)
+        if target.tokens and other.tokens == target.tokens:
             match = DuplicateMatch(entry, _cosine(new_vector, vector), 1.0, "exact")
-        else:
+        elif _text_can_decide(cfg, target, other, new_vector, vector):
             sim = text_similarity(new_text, entry.content)
             if cfg.text_only_threshold is not None and sim >= cfg.text_only_threshold:
                 match = DuplicateMatch(entry, _cosine(new_vector, vector), sim, "text")
@@ -234,6 +233,32 @@ def find_duplicate_match(
         if best_key is None or key > best_key:
             best, best_key = match, key
     return best
+
+
+def _text_can_decide(
+    cfg: DedupConfig,
+    new: Analysed,
+    old: Analysed,
+    new_vector: Vector | None,
+    old_vector: Vector | None,
+) -> bool:
+    """Whether the text similarity of ``new`` and ``old`` can still make them duplicates.
+
+    Text similarity of two long texts costs far more than their cosine (each word of one is
+    looked up as a possible typo of the other's), and write-time dedup of conversation turns
+    compares each with many neighbours. Below ``vector_threshold`` only the text-only rule is
+    left, and at its default (1.0: the same words up to typos) a word of one text that is no
+    typo of any word of the other already rules it out (:func:`may_align_fully`).
+    """
+    if new_vector is None or old_vector is None:
+        return True
+    cos = cosine(new_vector, old_vector)
+    if cos >= cfg.vector_threshold:
+        return True
+    only_text = cfg.text_only_threshold
+    if only_text is None:
+        return False
+    return only_text < 1.0 or may_align_fully(new, old)
 
 
 def find_duplicate(

@@ -9,7 +9,14 @@ import pytest
 from pydantic import ValidationError
 
 from memvault.models import MemoryCategory, MemoryEntry
-from memvault.write._text import analyse, one_edit_apart, strip_filler, typo_of
+from memvault.write._text import (
+    align_typos,
+    analyse,
+    may_align_fully,
+    one_edit_apart,
+    strip_filler,
+    typo_of,
+)
 from memvault.write.dedup import (
     DedupConfig,
     cosine,
@@ -92,6 +99,61 @@ def test_one_edit_apart_and_typos() -> None:
     assert not typo_of("in", "on")  # two-letter words: another word, not a typo
     assert not typo_of("500", "600")  # numbers never count as typos
     assert not typo_of("cat", "car")  # three letters both: another word
+
+
+def test_typo_alignment_finds_every_kind_of_one_letter_slip_in_long_texts() -> None:
+    # Partners are looked up by one-letter-shorter signatures, not by trying every word pair:
+    # each kind of edit must still meet its word among a long text's hundreds of others.
+    filler = " ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(300))
+    base = f"deployed ledger to production yesterday {filler}"
+    for slip in ("prdouction", "productio", "productiion", "prodiction"):
+        clauses, _ = align_typos(analyse(base.replace("production", slip)), analyse(base))
+        assert "production" in clauses[0] and slip not in clauses[0], slip
+    # An ambiguous slip ("mod" is one letter from both "mode" and "mold") stays as it is.
+    clauses, _ = align_typos(analyse("switch mod"), analyse("switch mode mold"))
+    assert clauses == (("switch", "mod"),)
+
+
+def test_may_align_fully_is_false_only_when_texts_cannot_match() -> None:
+    assert may_align_fully(
+        analyse("Deployed ledger to prdouction"), analyse("deployed ledger to production")
+    )
+    assert may_align_fully(analyse("Bob met Carol"), analyse("Carol, Bob met"))
+    assert not may_align_fully(
+        analyse("Deployed ledger to staging"), analyse("deployed ledger to production")
+    )
+    assert not may_align_fully(analyse("Deployed ledger"), analyse("deployed ledger to production"))
+    # Never False where the aligned texts are the same (text similarity 1.0).
+    pairs = [
+        ("Bob met Caroil at the meetup", "bob met carol at the meetup"),
+        ("mode is dark", "mod is dark"),
+        ("the budgte is 500", "the budget is 500"),
+    ]
+    for left, right in pairs:
+        assert text_similarity(left, right) == 1.0
+        assert may_align_fully(analyse(left), analyse(right))
+
+
+def test_typo_copy_is_a_duplicate_even_when_vectors_disagree() -> None:
+    old = entry("a", "Deployed the ledger service to production on the blue cluster")
+    far = np.array([1.0, 0.0])  # the cosine of these two is 0: only the text rule can match
+    match = find_duplicate_match(
+        "Deployed the ledger service to prdouction on the blue cluster",
+        far,
+        [(old, np.array([0.0, 1.0]))],
+        now=NOW,
+    )
+    assert match is not None and match.rule == "text" and match.cosine == 0.0
+    other = entry("b", "Deployed the ledger service to staging on the blue cluster")
+    assert (
+        find_duplicate(
+            "Deployed the ledger service to production on the blue cluster",
+            far,
+            [(other, np.array([0.0, 1.0]))],
+            now=NOW,
+        )
+        is None
+    )
 
 
 def test_clauses_split_on_conjunctions_not_commas() -> None:
