@@ -101,8 +101,8 @@ def serve(
     if not 1 <= workers <= 64:
         msg = f"--workers must be between 1 and 64, got {workers}"
         raise MemoryValidationError(msg)
-    if workers > 1 and not hasattr(socket, "SO_REUSEPORT"):
-        msg = "--workers above 1 needs SO_REUSEPORT, which this platform lacks"
+    if workers > 1 and not _can_dispatch():
+        msg = "--workers above 1 needs Unix file-descriptor passing, which this platform lacks"
         raise MemoryConfigError(msg)
     if no_auth and not is_loopback(host):
         msg = f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1), not {host!r}"
@@ -122,18 +122,18 @@ def serve(
         app = build_app(options, warn=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
         return
-    # Several processes, each with its own listening socket on the same port (SO_REUSEPORT):
-    # the kernel spreads connections over them evenly, where one shared socket lets whichever
-    # process wakes first accept a whole burst of keep-alive connections. Each process loads
-    # its own model and opens its own connections; Python runs one thread of Python at a time
-    # per process, so this is how a server uses more than one core.
+    # Several processes: Python runs one thread of Python at a time per process, so this is how
+    # a server uses more than one core. Each loads its own model and opens its own store
+    # connections. This process keeps the one listening socket and hands every connection to
+    # the worker holding the fewest (memvault.server.dispatch): a kernel-spread socket per
+    # worker (SO_REUSEPORT) splits a client's few keep-alive connections unevenly, and the
+    # busier worker then sets everyone's tail latency.
     # Bad options fail here, once, not in every worker.
     preflight = _open_keys(options, _load(options), warn=True)
     if preflight is not None:
         preflight.close()
-    # The port is free (or a clear error now). Probed without SO_REUSEPORT: a socket with it
-    # would bind next to another server's and silently split the traffic with it.
-    bind_tcp(host, port, reuse_port=False).close()
+    listener = bind_tcp(host, port)  # the port is taken now, or a clear error
+    listener.listen(2048)
     os.environ[_OPTIONS_ENV] = json.dumps(options)
     # Every worker writes its metrics to one shared directory, so /metrics shows them all.
     from memvault.server.metrics import prepare_multiprocess
@@ -141,7 +141,7 @@ def serve(
     prepare_multiprocess(workers)
     # The workers share the cores: each embeds with its share of them, not all of them.
     os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
-    raise typer.Exit(_supervise(workers, host, port, log_level))
+    raise typer.Exit(_supervise(workers, listener, log_level))
 
 
 def _warn_without_mcp() -> None:
@@ -156,9 +156,18 @@ def _warn_without_mcp() -> None:
         )
 
 
-def _worker(host: str, port: int, log_level: str) -> None:
-    """One ``serve --workers`` process (spawned: it starts from a fresh interpreter)."""
+def _can_dispatch() -> bool:
+    from memvault.server.dispatch import supports_dispatch
+
+    return supports_dispatch()
+
+
+def _worker(channel: socket.socket, closed: Any, index: int, log_level: str) -> None:
+    """One ``serve --workers`` process (spawned: it starts from a fresh interpreter); it serves
+    the connections the supervisor hands it over ``channel``."""
     import uvicorn
+
+    from memvault.server.dispatch import FedServer
 
     parent = os.getppid()
 
@@ -169,32 +178,45 @@ def _worker(host: str, port: int, log_level: str) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=orphaned, daemon=True).start()
-    sock = bind_tcp(host, port)
     config = uvicorn.Config(
         app_factory, factory=True, log_level=log_level, access_log=False, lifespan="on"
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    FedServer(config, channel, closed, index).run(sockets=[])
 
 
-def _supervise(workers: int, host: str, port: int, log_level: str) -> int:
-    """Run the worker processes until SIGINT/SIGTERM (or one dies); returns the exit code."""
+def _supervise(workers: int, listener: socket.socket, log_level: str) -> int:
+    """Run the worker processes until SIGINT/SIGTERM (or one dies), accepting connections on
+    ``listener`` for them; returns the exit code."""
     import multiprocessing
+
+    from memvault.server.dispatch import ConnectionDispatcher, channel_pair
 
     ctx = multiprocessing.get_context("spawn")
     stop = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
-    procs = [ctx.Process(target=_worker, args=(host, port, log_level)) for _ in range(workers)]
+    # Connections each worker has closed (each writes its own slot; this process reads them).
+    closed = ctx.Array("Q", workers, lock=False)
+    pairs = [channel_pair() for _ in range(workers)]
+    procs = [
+        ctx.Process(target=_worker, args=(theirs, closed, i, log_level))
+        for i, (_, theirs) in enumerate(pairs)
+    ]
+    dispatcher = ConnectionDispatcher(listener, [ours for ours, _ in pairs], closed)
     try:
         for proc in procs:
             proc.start()
+        for _, theirs in pairs:
+            theirs.close()  # the worker holds its own copy now
+        dispatcher.start()
         while not stop.wait(0.2):
             if any(not p.is_alive() for p in procs):
                 err_console.print("error: a server worker exited; stopping", markup=False)
                 return 1
         return 0
     finally:
+        dispatcher.stop()
         for proc in procs:
             if proc.is_alive():
                 proc.terminate()  # SIGTERM: uvicorn finishes requests in flight, then exits
@@ -210,25 +232,23 @@ def _supervise(workers: int, host: str, port: int, log_level: str) -> int:
 _OPTIONS_ENV = "MEMVAULT_SERVE_OPTIONS"
 
 
-def bind_tcp(host: str, port: int, *, reuse_port: bool = True) -> socket.socket:
-    """A TCP socket bound to ``host:port`` that other workers can bind too (SO_REUSEPORT).
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (a clear :class:`MemoryConfigError` if taken).
 
-    Created with ``IPPROTO_TCP`` explicitly: asyncio turns on TCP_NODELAY for accepted
-    connections only when the listening socket says TCP, and without it every keep-alive
-    response waits ~40 ms for a delayed ACK.
+    Without ``SO_REUSEPORT``: a socket with it would bind next to another server's and silently
+    split the traffic with it. Created with ``IPPROTO_TCP`` explicitly, and every accepted
+    connection gets TCP_NODELAY: without it every keep-alive response waits ~40 ms for a
+    delayed ACK.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port and hasattr(socket, "SO_REUSEPORT"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
         msg = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
         raise MemoryConfigError(msg) from None
-    sock.set_inheritable(True)
     return sock
 
 
@@ -267,6 +287,10 @@ def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
     from memvault.service import MemoryService
 
     _one_blas_thread()
+    # A server's heap is large and long-lived: full collections would stall every request.
+    from memvault.server import gc_pauses
+
+    gc_pauses.install()
     config = _load(options)
     keys = _open_keys(options, config, warn=warn)
     settings = ServerSettings(

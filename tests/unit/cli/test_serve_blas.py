@@ -1,7 +1,9 @@
-"""``memvault serve`` processes run numpy's OpenBLAS on one thread unless the user chose."""
+"""``memvault serve`` processes run numpy's OpenBLAS on one thread unless the user chose, and
+freeze the survivors of full garbage collections (memvault.server.gc_pauses)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,14 @@ pytest.importorskip("fastapi")
 
 from memvault.backends.sqlite import _blas
 from memvault.cli.serve import build_app
+from memvault.server import gc_pauses
+
+
+@pytest.fixture(autouse=True)
+def _no_gc_hook_left_behind() -> Iterator[None]:
+    # build_app installs a process-wide GC hook: this test process must not keep it.
+    yield
+    gc_pauses.uninstall()
 
 
 @pytest.fixture
@@ -21,8 +31,10 @@ def no_blas_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_server_process_runs_blas_on_one_thread(
     tmp_path: Path, two_blas_threads: None, no_blas_env: None
 ) -> None:
+    gc_pauses.uninstall()
     build_app({"db": str(tmp_path / "serve.db"), "no_auth": True})
     assert _blas.blas_threads() == 1
+    assert gc_pauses.installed()
 
 
 @pytest.mark.parametrize("name", _blas.BLAS_THREAD_ENV)
