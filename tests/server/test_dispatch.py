@@ -4,10 +4,11 @@ real uvicorn server fed by the dispatcher."""
 from __future__ import annotations
 
 import ctypes
+import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -29,6 +30,12 @@ def _listener() -> socket.socket:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     return sock
+
+
+def _until(done: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _received(channel: socket.socket) -> list[socket.socket]:
@@ -53,32 +60,23 @@ def test_connections_are_split_evenly_and_refill_the_emptier_worker() -> None:
     clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
     handed: list[socket.socket] = []
     try:
-        deadline = time.monotonic() + 10
-        while sum(dispatcher.open_connections()) < 8 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _until(lambda: sum(dispatcher.open_connections()) == 8)
         assert dispatcher.open_connections() == [4, 4]
         got = [_received(theirs) for _, theirs in pairs]
         handed += got[0] + got[1]
         assert [len(g) for g in got] == [4, 4]
         # A handed-over descriptor is the client's connection: bytes flow both ways.
         clients[0].sendall(b"ping")
-        for conn in got[0] + got[1]:
-            conn.setblocking(False)
-            try:
-                if conn.recv(4) == b"ping":
-                    conn.sendall(b"pong")
-                    break
-            except BlockingIOError:
-                continue
+        readable, _, _ = select.select(got[0] + got[1], [], [], 5)
+        assert len(readable) == 1 and readable[0].recv(4) == b"ping"
+        readable[0].sendall(b"pong")
         clients[0].settimeout(5)
         assert clients[0].recv(4) == b"pong"
         # Worker 1 closes three of its connections: the next three go to it.
         closed[1] = 3
         late = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
         clients += late
-        deadline = time.monotonic() + 10
-        while sum(dispatcher.open_connections()) < 8 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _until(lambda: sum(dispatcher.open_connections()) == 8)
         assert dispatcher.open_connections() == [4, 4]
         more = [_received(theirs) for _, theirs in pairs]
         handed += more[0] + more[1]
@@ -125,9 +123,7 @@ def fed() -> Iterator[tuple[int, Any, threading.Thread]]:
     server = FedServer(config, theirs, closed, 0)
     thread = threading.Thread(target=server.run, kwargs={"sockets": []}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _until(lambda: bool(server.started))
     dispatcher = ConnectionDispatcher(listener, [ours], closed)
     dispatcher.start()
     try:
@@ -153,7 +149,5 @@ def test_fed_uvicorn_serves_handed_connections_and_counts_their_close(
         assert closed[0] == 0
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as other:
         assert other.get("/again").text == "hello /again"
-    deadline = time.monotonic() + 10
-    while closed[0] < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _until(lambda: closed[0] >= 2)
     assert closed[0] == 2  # both client connections, each counted once
