@@ -101,7 +101,9 @@ def serve(
     if not 1 <= workers <= 64:
         msg = f"--workers must be between 1 and 64, got {workers}"
         raise MemoryValidationError(msg)
-    if workers > 1 and not _can_dispatch():
+    from memvault.server.dispatch import supports_dispatch
+
+    if workers > 1 and not supports_dispatch():
         msg = "--workers above 1 needs Unix file-descriptor passing, which this platform lacks"
         raise MemoryConfigError(msg)
     if no_auth and not is_loopback(host):
@@ -154,12 +156,6 @@ def _warn_without_mcp() -> None:
             f"warning: MCP at /mcp is off (the 'mcp' extra is not installed): {fix}",
             markup=False,
         )
-
-
-def _can_dispatch() -> bool:
-    from memvault.server.dispatch import supports_dispatch
-
-    return supports_dispatch()
 
 
 def _worker(channel: socket.socket, closed: Any, index: int, log_level: str) -> None:

@@ -53,7 +53,7 @@ Attention scores take ``rows * 12 * width**2`` floats, so 64 texts of 256 tokens
 the life of the process (each server worker included). At 2,048 tokens a batch of long texts
 holds 8 rows: resident memory after embedding long turns is about 390 MiB instead of 780 at
 8,192, and throughput on two cores is about 8% higher (the activations stay in cache; see
-``benchmarks/results/embedders.md``). Batches of short texts (up to 32 tokens) still fill
+``benchmarks/results/serving.md``, section 2). Batches of short texts (up to 32 tokens) still fill
 ``batch_size`` rows.
 """
 

@@ -136,7 +136,6 @@ class ConnectionDispatcher:
                 logger.warning("serve.accept_failed error=%s", exc)
                 self._stop.wait(0.05)
                 continue
-            conn.setblocking(True)
             with contextlib.suppress(OSError):
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:

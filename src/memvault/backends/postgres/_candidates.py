@@ -189,12 +189,14 @@ class PostgresCandidatesMixin(_MixinBase):
                 # instead of analysing its text again (tens of microseconds per long turn that
                 # its memo misses). Short texts stay with the memo, which holds many of them;
                 # parsing their counts would cost more than it saves.
-                # The static vectors stored at insert come along too (ranking would otherwise
-                # tokenise every candidate it has not seen before).
+                # The static vectors stored at insert come along too when ranking reads them
+                # (with the dense side; it would otherwise tokenise every candidate it has not
+                # seen before).
+                static_col = "m.static" if vector is not None else "NULL"
                 cur = await conn.execute(
                     f"SELECT {_COLUMNS}, vector_send(m.embedding),"
                     f" CASE WHEN length(m.content) > {LONG_TEXT_CHARS} THEN m.term_freqs END,"
-                    " m.static FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
+                    f" {static_col} FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
                     [rowids],
                 )
                 for row in await cur.fetchall():
@@ -215,8 +217,7 @@ class PostgresCandidatesMixin(_MixinBase):
             cands.entries[entry.id] = entry
             cands.vectors[entry.id] = vec
         cands.analysed = analysed
-        if vector is not None:
-            cands.static = static
+        cands.static = static
         return cands
 
     async def _adjacent(
