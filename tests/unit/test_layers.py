@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "memvault.validation": 0,  # id and input checks every layer shares
     "memvault.llm.errors": 0,  # the provider error family: imports only memvault.errors
     "memvault._actor": 0,
+    "memvault._inline": 0,  # when blocking work may run on the event loop's thread
     "memvault.errors": 0,
     "memvault.models": 0,
     "memvault.protocols": 0,

@@ -26,6 +26,7 @@ import numpy as np
 
 from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id, utc_now
+from memvault._inline import run_blocking
 from memvault._search import retrieve_entries
 from memvault.backends._common import (
     SHARED_KEY,
@@ -485,7 +486,7 @@ class BaseBackend(SharedArchiveAuditMixin, ABC):
             qvec = self._check_vector("query vector", vector)
         elif dense:
             qvec = np.asarray(
-                await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
+                await run_blocking(self._embedder.embed_query, text), dtype=np.float32
             )
         words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
         if neighbours > 0 and hops > 0:

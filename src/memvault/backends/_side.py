@@ -12,7 +12,6 @@ backends subclass BaseBackend as before.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
@@ -23,6 +22,7 @@ from pydantic import ValidationError
 
 from memvault._actor import audit_actor, audit_details
 from memvault._ids import new_id
+from memvault._inline import run_blocking
 from memvault._search import hybrid_search
 from memvault.backends._common import Supersede, Vectors, embedding_text
 from memvault.backends._validate import check_agent, check_id, model_error
@@ -374,7 +374,7 @@ class SharedArchiveAuditMixin:
         qvec: Vectors | None = None
         if dense:
             qvec = np.asarray(
-                await asyncio.to_thread(self._embedder.embed_query, text), dtype=np.float32
+                await run_blocking(self._embedder.embed_query, text), dtype=np.float32
             )
         words = query_terms(text) if terms is None else list(dict.fromkeys(terms))
         cands = await self._shared_candidates(exclude, query, qvec, words, pool, self._clock())

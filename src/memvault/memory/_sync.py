@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, overload
 
+from memvault._inline import allow_inline
 from memvault._inputs import (
     CategoryLike,
 )
@@ -96,6 +97,8 @@ class _LoopThread:
     """A private event loop on a daemon thread, for the sync facade."""
 
     def __init__(self) -> None:
+        self._calls = 0
+        self._calls_lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="memvault-loop", daemon=True
@@ -111,7 +114,23 @@ class _LoopThread:
             coro.close()
             msg = "Memory (sync) was called from its own loop thread; use AsyncMemory there"
             raise RuntimeError(msg)
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        with self._calls_lock:
+            self._calls += 1
+        try:
+            return asyncio.run_coroutine_threadsafe(self._call(coro), self.loop).result()
+        finally:
+            with self._calls_lock:
+                self._calls -= 1
+
+    async def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        # While this is the only call waiting, nothing else needs the loop: stores may do their
+        # blocking work on it instead of handing it to a thread and waiting (memvault._inline).
+        allow_inline(self._alone)
+        return await coro
+
+    def _alone(self) -> bool:
+        # At most one: a task a call started (an access-count write) may outlive it.
+        return self._calls <= 1
 
     def stop(self) -> None:
         if self.loop.is_running():

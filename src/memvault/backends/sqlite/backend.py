@@ -21,6 +21,7 @@ import functools
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from memvault._inline import may_run_inline
 from memvault.backends._base import (
     CLEAR,
     DELETE,
@@ -142,6 +144,8 @@ class SQLiteBackend(
         self._busy_timeout_ms = busy_timeout_ms
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._exclusive = threading.Lock()
+        """Held by whoever uses the connection: the store's thread, or an inline caller."""
         self._indexes: dict[str, AgentIndex] = {}
         # FTS document frequency by term, valid at generation _doc_freq_generation.
         self._doc_freq: dict[str, int] = {}
@@ -170,9 +174,21 @@ class SQLiteBackend(
         if self._executor is None or self._conn is None:
             msg = "sqlite backend is not connected: call connect() first"
             raise MemoryConnectionError(msg)
+        # The sync facade's loop, serving one caller, does the job itself (see memvault._inline)
+        # unless the store's thread is busy: the connection and the caches are used by one
+        # thread at a time, whichever it is.
+        if may_run_inline() and self._exclusive.acquire(blocking=False):
+            try:
+                return self._guarded(fn, args, write)
+            finally:
+                self._exclusive.release()
         loop = asyncio.get_running_loop()
-        call = functools.partial(self._guarded, fn, args, write)
+        call = functools.partial(self._exclusively, fn, args, write)
         return await loop.run_in_executor(self._executor, call)
+
+    def _exclusively(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
+        with self._exclusive:
+            return self._guarded(fn, args, write)
 
     def _guarded(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
         try:
