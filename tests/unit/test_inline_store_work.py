@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,15 +77,36 @@ async def test_run_blocking_is_inline_only_where_allowed() -> None:
     assert not may_run_inline()
 
 
+class ThreadNotingEmbedder(HashingEmbedder):
+    """The hashing embedder, noting the thread of every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return super().embed_query(text)
+
+
 def test_a_lone_sync_caller_works_on_the_loop_thread(tmp_path: Path, spy: JobSpy) -> None:
-    with Memory(str(tmp_path / "m.db"), embedder=HashingEmbedder()) as mem:
+    embedder = ThreadNotingEmbedder()
+    with Memory(str(tmp_path / "m.db"), embedder=embedder) as mem:
         ids = mem.add_many(
             [{"content": f"the red kite nests in tree {i}"} for i in range(30)], agent_id="a"
         )
         spy.threads.clear()
+        embedder.threads.clear()
         hits = mem.search("red kite nest", agent_id="a", limit=5)
         assert len(hits) == 5 and {h.id for h in hits} <= set(ids)
-        assert spy.threads and set(spy.threads) == {LOOP_THREAD}
+        new = mem.add("a grey heron fishes at dawn", agent_id="a")
+        assert mem.get(new, agent_id="a") is not None
+    assert spy.threads and set(spy.threads) == {LOOP_THREAD}
+    assert embedder.threads and set(embedder.threads) == {LOOP_THREAD}
 
 
 async def test_async_memory_keeps_the_store_thread(tmp_path: Path, spy: JobSpy) -> None:

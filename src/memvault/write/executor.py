@@ -25,6 +25,7 @@ import numpy as np
 
 from memvault._actor import audit_actor
 from memvault._ids import new_id
+from memvault._inline import run_blocking
 from memvault.models import (
     AuditRecord,
     MemoryCategory,
@@ -169,7 +170,7 @@ async def execute_writes(
             check(request, now)
     # The lexical searches on statements need no vector: they run while the texts embed.
     embedding = asyncio.ensure_future(
-        asyncio.to_thread(store.embedder.embed_documents, [r.content for r in requests])
+        run_blocking(store.embedder.embed_documents, [r.content for r in requests])
     )
     try:
         statements = await _bounded([_statement_neighbours(store, agent_id, r) for r in requests])
