@@ -2,8 +2,9 @@
 
 Stores do their blocking work (SQLite calls, embedding a query) on worker threads so that an
 event loop stays free for its other tasks. Each hand-over is a round trip that wakes a sleeping
-thread and then the loop; a search makes two or three of them, and on a 2-core machine they cost
-it 1-1.5 ms of 7-9 (``benchmarks/results/serving.md``, section 4).
+thread and then the loop; a search makes two or three of them, and on a 2-core machine a search
+through the sync ``Memory`` took 0.7-1.8 ms longer for them, of 6-10 (``benchmarks/results/
+serving.md``, section 4).
 
 The sync ``Memory`` runs a private loop that serves only its own callers. While a single caller
 is waiting on it, there is nothing else for that loop to do, so the work may as well be done

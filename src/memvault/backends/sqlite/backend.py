@@ -144,8 +144,8 @@ class SQLiteBackend(
         self._busy_timeout_ms = busy_timeout_ms
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
+        # Held by whoever uses the connection: the store's thread, or an inline caller.
         self._exclusive = threading.Lock()
-        """Held by whoever uses the connection: the store's thread, or an inline caller."""
         self._indexes: dict[str, AgentIndex] = {}
         # FTS document frequency by term, valid at generation _doc_freq_generation.
         self._doc_freq: dict[str, int] = {}
