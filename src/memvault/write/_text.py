@@ -248,6 +248,13 @@ def _typo_index(vocab: frozenset[str]) -> dict[str, tuple[str, ...]]:
     return {sig: tuple(found) for sig, found in index.items()}
 
 
+def _may_have_partner(word: str, signatures: KeysView[str]) -> bool:
+    """Whether ``word`` shares a typo signature with a word of an indexed vocabulary (whose
+    index's keys are ``signatures``): no typo partner without one."""
+    # Most words: one C-level pass over ~8 signatures.
+    return len(word) >= TYPO_MIN_LENGTH - 1 and not signatures.isdisjoint(_deletions(word))
+
+
 def _typo_partner(word: str, index: dict[str, tuple[str, ...]]) -> str | None:
     """The one word of an indexed vocabulary ``word`` is a typo of, if exactly one.
 
@@ -255,12 +262,9 @@ def _typo_partner(word: str, index: dict[str, tuple[str, ...]]) -> str | None:
     two long texts' words (hundreds each) made write-time dedup of conversation turns spend
     most of its time here.
     """
-    if len(word) < TYPO_MIN_LENGTH - 1:
+    if not _may_have_partner(word, index.keys()):
         return None
-    sigs = _deletions(word)
-    if index.keys().isdisjoint(sigs):  # most words: one C-level pass over ~8 signatures
-        return None
-    seen = {v for sig in sigs for v in index.get(sig, ())}
+    seen = {v for sig in _deletions(word) for v in index.get(sig, ())}
     matches = [v for v in seen if typo_of(v, word)]
     return matches[0] if len(matches) == 1 else None
 
@@ -276,11 +280,9 @@ def may_align_fully(a: Analysed, b: Analysed) -> bool:
         for word in one:
             if word in other:
                 continue
-            if len(word) < TYPO_MIN_LENGTH - 1:
-                return False
             if keys is None:
                 keys = _typo_index(other).keys()
-            if keys.isdisjoint(_deletions(word)):
+            if not _may_have_partner(word, keys):
                 return False
     return True
 

@@ -213,13 +213,13 @@ def find_duplicate_match(
         other = analyse(entry.content)
         if target.tokens and other.tokens == target.tokens:
             match = DuplicateMatch(entry, _cosine(new_vector, vector), 1.0, "exact")
-        elif _text_can_decide(cfg, target, other, new_vector, vector):
-            sim = text_similarity(new_text, entry.content)
-            if cfg.text_only_threshold is not None and sim >= cfg.text_only_threshold:
-                match = DuplicateMatch(entry, _cosine(new_vector, vector), sim, "text")
-            elif sim >= cfg.text_threshold:
-                cos = _cosine(new_vector, vector)
-                if cos is not None and cos >= cfg.vector_threshold:
+        else:
+            cos = _cosine(new_vector, vector)
+            if _text_can_decide(cfg, target, other, cos):
+                sim = text_similarity(new_text, entry.content)
+                if cfg.text_only_threshold is not None and sim >= cfg.text_only_threshold:
+                    match = DuplicateMatch(entry, cos, sim, "text")
+                elif sim >= cfg.text_threshold and cos is not None and cos >= cfg.vector_threshold:
                     match = DuplicateMatch(entry, cos, sim, "vector+text")
         if match is None:
             continue
@@ -235,14 +235,9 @@ def find_duplicate_match(
     return best
 
 
-def _text_can_decide(
-    cfg: DedupConfig,
-    new: Analysed,
-    old: Analysed,
-    new_vector: Vector | None,
-    old_vector: Vector | None,
-) -> bool:
-    """Whether the text similarity of ``new`` and ``old`` can still make them duplicates.
+def _text_can_decide(cfg: DedupConfig, new: Analysed, old: Analysed, cos: float | None) -> bool:
+    """Whether the text similarity of ``new`` and ``old`` (whose vectors' cosine is ``cos``,
+    None without vectors) can still make them duplicates.
 
     Text similarity of two long texts costs far more than their cosine (each word of one is
     looked up as a possible typo of the other's), and write-time dedup of conversation turns
@@ -250,10 +245,7 @@ def _text_can_decide(
     left, and at its default (1.0: the same words up to typos) a word of one text that is no
     typo of any word of the other already rules it out (:func:`may_align_fully`).
     """
-    if new_vector is None or old_vector is None:
-        return True
-    cos = cosine(new_vector, old_vector)
-    if cos >= cfg.vector_threshold:
+    if cos is None or cos >= cfg.vector_threshold:
         return True
     only_text = cfg.text_only_threshold
     if only_text is None:

@@ -168,7 +168,8 @@ async def execute_writes(
         # Refuse bad input before planning: a too-long text must fail, not match a duplicate.
         for request in requests:
             check(request, now)
-    # The lexical searches on statements need no vector: they run while the texts embed.
+    # The lexical searches on statements need no vector: they run while the texts embed (on a
+    # worker thread; a lone sync caller does both on its loop's thread, one after the other).
     embedding = asyncio.ensure_future(
         run_blocking(store.embedder.embed_documents, [r.content for r in requests])
     )
