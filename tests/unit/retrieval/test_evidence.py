@@ -370,6 +370,11 @@ def test_aggregation_questions_are_recognised() -> None:
     assert asks_for_many("How many days did I spend in Japan in total?")
     assert asks_for_many("Which restaurants have I been to this year?")
     assert asks_for_many("list all the books I read")
+    assert asks_for_many("What is the order of the three trips I took, from earliest to latest?")
+    assert asks_for_many("In what order did I visit the museums?")
+    assert asks_for_many("What subject have Caroline and Melanie both painted?")
+    assert asks_for_many("How long did the two books take me combined?")
+    assert not asks_for_many("Did my order of running shoes arrive?")
     assert not asks_for_many("What is my sister's name?")
     assert not asks_for_many("When did Caroline go to the support group?")
 
