@@ -17,8 +17,8 @@ __all__ = ["asks_for_many"]
 _MANY = re.compile(
     r"\bhow (many|much|often)\b|\btotal\b|\ball the\b|\bin all\b|\blist\b|\bevery\b"
     r"|\bwhat (are|were) (all|the)\b|\bwhich\b.*\b(have|did) i\b"
-    # Ordering asks for every event it orders; "my order" (a purchase) does not.
-    r"|\b(the|what|which|chronological) order\b|\b(earliest|first) to (latest|last)\b"
+    # Ordering asks for every event it orders; "the order arrived" (a purchase) does not.
+    r"|\bthe order of\b|\b(what|which|chronological) order\b|\b(earliest|first) to (latest|last)\b"
     r"|\b(latest|last) to (earliest|first)\b|\bboth\b|\bcombined\b|\baltogether\b",
     re.IGNORECASE,
 )

@@ -375,6 +375,7 @@ def test_aggregation_questions_are_recognised() -> None:
     assert asks_for_many("What subject have Caroline and Melanie both painted?")
     assert asks_for_many("How long did the two books take me combined?")
     assert not asks_for_many("Did my order of running shoes arrive?")
+    assert not asks_for_many("Has the order from the bakery arrived?")
     assert not asks_for_many("What is my sister's name?")
     assert not asks_for_many("When did Caroline go to the support group?")
 
