@@ -280,6 +280,8 @@ def may_align_fully(a: Analysed, b: Analysed) -> bool:
         for word in one:
             if word in other:
                 continue
+            if len(word) < TYPO_MIN_LENGTH - 1:
+                return False  # no typo partner, and no need to build ``other``'s typo index
             if keys is None:
                 keys = _typo_index(other).keys()
             if not _may_have_partner(word, keys):
