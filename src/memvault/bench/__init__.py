@@ -2,6 +2,9 @@
 
 * :func:`load_locomo` / :func:`run_locomo` - LoCoMo (Maharana et al., 2024), the protocol of
   DESIGN section 9: one store per conversation, one memory per dialogue turn, evidence recall.
+* :func:`load_locomo_units` / :func:`run_locomo_facts` / :func:`run_locomo_summaries` - LoCoMo
+  with its observation facts or session summaries as the memories: recall of gold facts, what
+  the default ``context()`` injects, relevance AUC, off-topic questions.
 * :func:`load_longmemeval` / :func:`run_longmemeval` - LongMemEval (Wu et al., 2025): one store
   per question, session- and turn-level recall.
 * :mod:`memvault.bench.metrics` - recall@k, nDCG@k, MRR, percentiles, aggregation.
@@ -30,6 +33,16 @@ from memvault.bench.datasets import (
     parse_longmemeval_datetime,
 )
 from memvault.bench.locomo import run_locomo
+from memvault.bench.locomo_units import (
+    LocomoUnit,
+    LocomoUnitsDataset,
+    LocomoUnitsReport,
+    load_locomo_units,
+    render_units_report,
+    run_locomo_facts,
+    run_locomo_summaries,
+    run_locomo_units,
+)
 from memvault.bench.longmemeval import run_longmemeval
 from memvault.bench.report import (
     BenchReport,
@@ -48,6 +61,9 @@ __all__ = [
     "LocomoQA",
     "LocomoReport",
     "LocomoTurn",
+    "LocomoUnit",
+    "LocomoUnitsDataset",
+    "LocomoUnitsReport",
     "LongMemEvalDataset",
     "LongMemEvalItem",
     "LongMemEvalReport",
@@ -56,11 +72,16 @@ __all__ = [
     "MetricRow",
     "Timing",
     "load_locomo",
+    "load_locomo_units",
     "load_longmemeval",
     "normalize_evidence",
     "parse_locomo_datetime",
     "parse_longmemeval_datetime",
     "render_report",
+    "render_units_report",
     "run_locomo",
+    "run_locomo_facts",
+    "run_locomo_summaries",
+    "run_locomo_units",
     "run_longmemeval",
 ]

@@ -18,9 +18,18 @@ import typer
 
 from memvault.bench import (
     BenchReport,
+    LocomoDataset,
+    load_locomo,
     render_report,
     run_locomo,
     run_longmemeval,
+)
+from memvault.bench.locomo_units import (
+    LocomoUnitsReport,
+    parse_conversations,
+    render_units_report,
+    run_locomo_units,
+    select_conversations,
 )
 from memvault.bench.scale import (
     ScaleOptions,
@@ -32,6 +41,14 @@ from memvault.bench.scale import (
 from memvault.cli._common import JsonOption, emit_json, err_console, out, progress_bar
 
 __all__ = ["bench_app", "register"]
+
+
+class UnitChoice(StrEnum):
+    """Names what one LoCoMo memory is."""
+
+    TURNS = "turns"
+    FACTS = "facts"
+    SUMMARIES = "summaries"
 
 
 class BackendChoice(StrEnum):
@@ -65,6 +82,8 @@ BackendOption = typer.Option(
 def _emit(report: BenchReport, json_out: bool) -> None:
     if json_out:
         emit_json(report.to_json())
+    elif isinstance(report, LocomoUnitsReport):
+        out.print(render_units_report(report))
     else:
         out.print(render_report(report))
 
@@ -74,28 +93,80 @@ def locomo(
     data: Annotated[Path, DataOption],
     json_out: bool = JsonOption,
     preset: Annotated[str, PresetOption] = "default",
+    unit: Annotated[
+        UnitChoice,
+        typer.Option(
+            "--unit",
+            help="What one memory is: a dialogue turn (recall of evidence turns), an "
+            "observation fact or a session summary (recall of gold facts/summaries, default "
+            "context() hit and precision, relevance AUC, off-topic empty contexts).",
+            case_sensitive=False,
+        ),
+    ] = UnitChoice.TURNS,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, help="Results retrieved per question.")
+        int,
+        typer.Option(
+            "--limit",
+            "-n",
+            min=1,
+            help="Results retrieved per question (turns; facts and summaries take the top 20).",
+        ),
     ] = 50,
     backend: Annotated[BackendChoice, BackendOption] = BackendChoice.SQLITE,
+    conversations: Annotated[
+        str | None,
+        typer.Option(
+            "--conversations",
+            help="Evaluate only these conversations, by 0-based index: 0-4, 5-9, 0,2,7.",
+            show_default=False,
+        ),
+    ] = None,
     max_conversations: Annotated[
         int | None,
         typer.Option("--max-conversations", min=1, help="Evaluate only the first N conversations."),
     ] = None,
 ) -> None:
-    """Measure evidence recall on LoCoMo (one store per conversation, a memory per turn)."""
-    with progress_bar(console=err_console) as bar:
-        report = asyncio.run(
-            run_locomo(
-                data,
-                preset=preset,
-                limit=limit,
-                backend=backend.value,
-                progress=partial(bar, "conversations"),
-                max_conversations=max_conversations,
-            )
+    """Measure retrieval on LoCoMo: one store per conversation, a memory per turn/fact/summary."""
+    report: BenchReport
+    if unit is UnitChoice.TURNS:
+        dataset = load_locomo(data)
+        picked = select_conversations(conversations, len(dataset.conversations))
+        chosen = LocomoDataset(
+            path=dataset.path, conversations=tuple(dataset.conversations[i] for i in picked)
         )
+        with progress_bar(console=err_console) as bar:
+            report = asyncio.run(
+                run_locomo(
+                    chosen,
+                    preset=preset,
+                    limit=limit,
+                    backend=backend.value,
+                    progress=partial(bar, "conversations"),
+                    max_conversations=max_conversations,
+                )
+            )
+    else:
+        with progress_bar(console=err_console) as bar:
+            report = asyncio.run(
+                run_locomo_units(
+                    data,
+                    unit="facts" if unit is UnitChoice.FACTS else "summaries",
+                    preset=preset,
+                    backend=backend.value,
+                    progress=partial(bar, "conversations"),
+                    conversations=_first(conversations, max_conversations),
+                )
+            )
     _emit(report, json_out)
+
+
+def _first(selection: str | None, first: int | None) -> str | None:
+    # --max-conversations N with --unit facts/summaries: the first N of the selection.
+    if first is None:
+        return selection
+    if selection is None:
+        return f"0-{first - 1}"
+    return ",".join(str(i) for i in parse_conversations(selection)[:first])
 
 
 @bench_app.command("longmemeval")
