@@ -21,6 +21,8 @@ the design documents::
         max_content_chars: 32000
       consolidation:               # strategy and tuning of Memory.consolidate()
         strategy: simple           # simple | llm | dual_mode | extract
+        min_age_days: 30           # only memories at least this old are merged
+        max_group_size: 5          # originals per merged memory
         llm: {group_threshold: 3, temperature: 0.3, max_summary_tokens: 500}
         archival: {enabled: true, dual_mode: {enabled: false, threshold: 0.3}}
       sessions: {max_sessions: 10, max_resume_messages: 20}
@@ -596,6 +598,14 @@ class ConsolidationSettings(BaseModel):
 
     strategy: ConsolidationStrategyName = "simple"
     enabled: bool = True
+    min_age_days: float = Field(default=30.0, ge=0.0, le=36_500.0)
+    """Consolidation compresses *old* memories: the merging strategies (simple, dual_mode,
+    llm) leave every memory created less than this many days ago untouched, in scheduled,
+    triggered and explicit runs alike (``memvault consolidate --min-age-days N`` overrides it
+    for one run). ``extract`` archives nothing and is not held back."""
+    max_group_size: int = Field(default=5, ge=2, le=1_000)
+    """At most this many originals are merged into one new memory (a larger category group
+    becomes several), so each original's text still finds the memory that replaced it."""
     max_episodes_per_run: int = Field(default=20, ge=1)
     model_override: str | None = None
     archival: ArchivalSettings = Field(default_factory=ArchivalSettings)
@@ -608,6 +618,8 @@ class ConsolidationSettings(BaseModel):
         llm = self.llm
         return ConsolidationConfig(
             group_threshold=llm.group_threshold,
+            min_age_days=self.min_age_days,
+            max_group_size=self.max_group_size,
             temperature=llm.temperature,
             max_summary_tokens=llm.max_summary_tokens,
             include_distillation_context=llm.include_distillation_context,

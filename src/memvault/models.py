@@ -646,6 +646,10 @@ class MemoryEntry(BaseModel):
     scope: MemoryScope = MemoryScope.PRIVATE
     retracted_at: AwareDatetime | None = None
     """When the author retracted this shared entry (kept for the audit trail, never searched)."""
+    consolidated_into: str | None = None
+    """Set on an archived original that consolidation merged: the id of the memory that now
+    holds its content. ``get`` of the original's id answers this archived copy (live entries
+    never carry it; ``restore`` clears it)."""
     relevance_score: float | None = None
     score: ScoreBreakdown | None = None
 
@@ -690,6 +694,7 @@ class MemoryEntry(BaseModel):
             value = getattr(self, name)
             data[name] = value.isoformat() if value is not None else None
         data["superseded_by"] = self.superseded_by
+        data["consolidated_into"] = self.consolidated_into
         data["access_count"] = self.access_count
         if self.relevance_score is not None:
             data["relevance_score"] = self.relevance_score
@@ -733,6 +738,7 @@ class MemoryEntry(BaseModel):
             last_accessed_at=data.get("last_accessed_at"),
             scope=MemoryScope(data.get("scope", "private")),
             retracted_at=data.get("retracted_at"),
+            consolidated_into=data.get("consolidated_into"),
         )
 
 

@@ -676,8 +676,11 @@ class RemoteAsyncMemory(AsyncMemory):
         llm: LLMProvider | None = None,
         dry_run: bool = False,
         config: ConsolidationConfig | None = None,
+        min_age_days: float | None = None,
     ) -> ConsolidationResult:
         """Consolidate on the server, with its own LLM and settings (``POST /v1/consolidate``).
+
+        ``min_age_days`` None: the server's ``consolidation.min_age_days``.
 
         Raises:
             MemoryCapabilityError: ``llm`` or ``config`` given (the server uses its own).
@@ -685,6 +688,8 @@ class RemoteAsyncMemory(AsyncMemory):
         """
         agent = check_agent(agent_id)
         body: dict[str, Any] = {"agent_id": agent, "dry_run": bool(dry_run)}
+        if min_age_days is not None:
+            body["min_age_days"] = float(min_age_days)
         if strategy is not None:  # None: the server's configured strategy
             try:
                 body["strategy"] = ConsolidationStrategy(strategy).value

@@ -799,17 +799,23 @@ class MemoryService:
         strategy: ConsolidationStrategy | str | None = None,
         dry_run: bool = False,
         reason: str | None = None,
+        min_age_days: float | None = None,
     ) -> ConsolidationResult:
         """Consolidate the agent's memories (originals archived); needs ``admin``.
 
-        ``strategy`` None follows the configuration (see :meth:`AsyncMemory.consolidate`).
+        ``strategy`` None follows the configuration (see :meth:`AsyncMemory.consolidate`), as
+        does ``min_age_days`` None (``consolidation.min_age_days``).
         """
         agent = self._agent(actor, Scope.ADMIN, agent_id)
         why = check_reason(reason)
         memory = await self.memory(actor.tenant)
         with acting_as(actor.label, why):
             return await memory.consolidate(
-                agent_id=agent, strategy=strategy, llm=self._llm, dry_run=dry_run
+                agent_id=agent,
+                strategy=strategy,
+                llm=self._llm,
+                dry_run=dry_run,
+                min_age_days=min_age_days,
             )
 
     async def sweep(self, actor: Actor, *, agent_id: str | None = None) -> RetentionReport:

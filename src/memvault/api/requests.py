@@ -505,8 +505,20 @@ class ConsolidateBody(Request):
             "configured strategy."
         ),
     )
-    dry_run: bool = Field(default=False, description="Plan only; change nothing.")
+    dry_run: bool = Field(
+        default=False,
+        description="Plan only; change nothing (the groups list what each new memory would merge).",
+    )
     reason: str | None = Field(default=None, max_length=500, description=_REASON)
+    min_age_days: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=36_500.0,
+        description=(
+            "Merge only memories at least this many days old; default: the configured "
+            "consolidation.min_age_days (30). 0 merges memories of any age."
+        ),
+    )
 
 
 class SweepBody(Request):

@@ -80,6 +80,13 @@ class EntryOut(BaseModel):
     metadata: dict[str, Any]
     created_at: datetime
     relevance_score: float | None = None
+    consolidated_into: str | None = Field(
+        default=None,
+        description=(
+            "Set on a memory consolidation merged (its archived copy): the id of the memory "
+            "that now holds its content."
+        ),
+    )
 
 
 class StoredOut(BaseModel):

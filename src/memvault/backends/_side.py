@@ -104,12 +104,20 @@ class SharedArchiveAuditMixin:
     # -- archive --------------------------------------------------------------------------------
 
     async def archive(
-        self, agent_id: str, ids: Sequence[str], *, reason: str, actor: str | None = None
+        self,
+        agent_id: str,
+        ids: Sequence[str],
+        *,
+        reason: str,
+        actor: str | None = None,
+        consolidated_into: str | None = None,
     ) -> dict[str, str]:
         """Move the agent's private entries ``ids`` to the archive; returns original -> archive id.
 
         One transaction: the archive rows, the deletion and the audit records commit together,
         so an entry is always either live or archived. Unknown ids are left out of the result.
+        ``consolidated_into`` (consolidation) names the memory that replaced them: each archived
+        copy carries it (``MemoryEntry.consolidated_into``) and its audit record names it.
         """
         agent = check_agent(agent_id)
         self._require_connected()
@@ -122,12 +130,16 @@ class SharedArchiveAuditMixin:
                 found.append(entry)
         if not found:
             return {}
+        into = None if consolidated_into is None else check_id(consolidated_into)
+        if into is not None:
+            found = [e.model_copy(update={"consolidated_into": into}) for e in found]
         records = [
             ArchivedEntry(
                 archive_id=new_id(), agent_id=agent, reason=reason, archived_at=now, entry=e
             )
             for e in found
         ]
+        extra: dict[str, Any] = {} if into is None else {"consolidated_into": into}
         audit = [
             AuditRecord(
                 id=new_id(),
@@ -136,7 +148,7 @@ class SharedArchiveAuditMixin:
                 action=f"memory.{reason}" if reason in _ARCHIVE_ACTIONS else "memory.archive",
                 agent_id=agent,
                 memory_id=r.memory_id,
-                details=audit_details({"archive_id": r.archive_id, "reason": reason}),
+                details=audit_details({"archive_id": r.archive_id, "reason": reason, **extra}),
             )
             for r in records
         ]
@@ -184,7 +196,8 @@ class SharedArchiveAuditMixin:
         record = rows[0]
         now = self._clock()
         if await self.get(agent, mid) is None:
-            entry = record.entry
+            # Live again: it is no longer represented by the memory it was merged into.
+            entry = record.entry.model_copy(update={"consolidated_into": None})
             vectors = await self._embed([embedding_text(entry)])
             audit = AuditRecord(
                 id=new_id(),

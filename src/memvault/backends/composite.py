@@ -498,7 +498,13 @@ class CompositeBackend(CompositeSharedMixin, CompositeReadsMixin):
         return found
 
     async def archive(
-        self, agent_id: str, ids: Sequence[str], *, reason: str, actor: str | None = None
+        self,
+        agent_id: str,
+        ids: Sequence[str],
+        *,
+        reason: str,
+        actor: str | None = None,
+        consolidated_into: str | None = None,
     ) -> dict[str, str]:
         """Move the agent's entries ``ids`` to the archive of the child holding each one.
 
@@ -513,7 +519,10 @@ class CompositeBackend(CompositeSharedMixin, CompositeReadsMixin):
         for child in self._archivers():
             mine = [i for i in wanted if i not in moved and await child.get(agent, i) is not None]
             if mine:
-                moved.update(await child.archive(agent, mine, reason=reason, actor=actor))
+                extra = (
+                    {} if consolidated_into is None else {"consolidated_into": consolidated_into}
+                )
+                moved.update(await child.archive(agent, mine, reason=reason, actor=actor, **extra))
         return moved
 
     async def archived(

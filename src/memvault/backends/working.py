@@ -166,7 +166,13 @@ class WorkingOverlay(CompositeBackend):
         )
 
     async def archive(
-        self, agent_id: str, ids: Sequence[str], *, reason: str, actor: str | None = None
+        self,
+        agent_id: str,
+        ids: Sequence[str],
+        *,
+        reason: str,
+        actor: str | None = None,
+        consolidated_into: str | None = None,
     ) -> dict[str, str]:
         """Archive durable memories (original id -> archive id); WORKING ones are deleted.
 
@@ -180,7 +186,10 @@ class WorkingOverlay(CompositeBackend):
         if not kept:
             return {}
         durable: Any = self._default
-        found: dict[str, str] = await durable.archive(agent, kept, reason=reason, actor=actor)
+        extra = {} if consolidated_into is None else {"consolidated_into": consolidated_into}
+        found: dict[str, str] = await durable.archive(
+            agent, kept, reason=reason, actor=actor, **extra
+        )
         return found
 
 

@@ -143,8 +143,24 @@ def consolidate(
         ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would be merged; write nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="List every memory a run would merge, group by group; write nothing.",
+        ),
     ] = False,
+    min_age_days: Annotated[
+        float | None,
+        typer.Option(
+            "--min-age-days",
+            min=0.0,
+            max=36_500.0,
+            help=(
+                "Merge only memories at least this many days old (default: "
+                "memory.consolidation.min_age_days, 30). 0 merges memories of any age."
+            ),
+        ),
+    ] = None,
     llm_url: Annotated[
         str | None,
         typer.Option(
@@ -163,7 +179,11 @@ def consolidate(
     Two meanings share this name. The SynthOrg design documents consolidate by merging an
     agent's older memories into fewer ones (strategies simple, dual_mode, llm; the originals go
     to the archive); InitRunner's ``memory consolidate`` extracts durable semantic facts from
-    unconsolidated episodes (strategy extract). Changing what the bare command does would
+    unconsolidated episodes (strategy extract). Merging touches only memories older than
+    ``memory.consolidation.min_age_days`` (30 days unless configured; ``--min-age-days``
+    overrides it for one run), at most ``max_group_size`` (5) per new memory, and every merged
+    original's id still answers ``memvault get`` (its archived copy, with ``consolidated_into``
+    naming the new memory). Changing what the bare command does would
     silently change existing scripts, so the bare command keeps following the configured
     strategy, and InitRunner's meaning gets one obvious flag of its own: ``--facts``. With an
     LLM (``--llm-url``) the facts are extracted by the model, else the key-fact sentences of
@@ -181,7 +201,11 @@ def consolidate(
     svc = open_service(llm)
     agents = [agent] if agent is not None else svc.run(svc.service.agents(svc.actor))
     results = [
-        svc.run(svc.service.consolidate(svc.actor, agent_id=a, strategy=chosen, dry_run=dry_run))
+        svc.run(
+            svc.service.consolidate(
+                svc.actor, agent_id=a, strategy=chosen, dry_run=dry_run, min_age_days=min_age_days
+            )
+        )
         for a in agents
     ]
     if as_json:
@@ -201,6 +225,27 @@ def consolidate(
                 f"marked {len(r.marked_ids)}" + (f", {len(r.errors)} errors" if r.errors else "")
             )
         )
+        for line in _group_lines(r, dry_run=dry_run):
+            out.print(escape(line))
+
+
+def _group_lines(result: ConsolidationResult, *, dry_run: bool) -> list[str]:
+    """One line per new memory: its category, the originals it merges and (real run) its id."""
+    lines: list[str] = []
+    groups = [g for g in result.groups if g.consolidated_ids]
+    for number, group in enumerate(groups, 1):
+        into = f" into {group.created_ids[0]}" if len(group.created_ids) == 1 else ""
+        verb = "would merge" if dry_run else ("merged" if into else group.status.value)
+        ids = ", ".join(group.consolidated_ids)
+        lines.append(
+            f"  group {number} ({group.category.value}): {verb} "
+            f"{len(group.consolidated_ids)}{into}: {ids}"
+        )
+    if result.too_young:
+        lines.append(
+            f"  {result.too_young} memories younger than {result.min_age_days:g} days left alone"
+        )
+    return lines
 
 
 def _facts_line(result: ConsolidationResult, *, dry_run: bool) -> str:

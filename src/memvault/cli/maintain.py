@@ -28,6 +28,16 @@ def maintain(
     force: Annotated[
         bool, typer.Option("--force", help="Run every job now, whether it is due or not.")
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help=(
+                "List every memory the due consolidations would merge, group by group; change "
+                "nothing (no sweep, no recorded run)."
+            ),
+        ),
+    ] = False,
     as_json: bool = JsonOption,
     passes: Annotated[
         int | None,
@@ -36,9 +46,13 @@ def maintain(
 ) -> None:
     """Run the maintenance jobs that are due: consolidation, retention sweeps, skill evolver.
 
-    Exits 0 when the pass ran cleanly, 1 when another runner held the store's lease or a job
-    failed (the line says which).
+    Consolidation merges only memories older than ``memory.consolidation.min_age_days`` (30
+    days unless configured). Exits 0 when the pass ran cleanly, 1 when another runner held the
+    store's lease or a job failed (the line says which).
     """
+    if daemon and dry_run:
+        msg = "--dry-run plans one pass; it cannot be combined with --daemon"
+        raise MemoryValidationError(msg)
     from memvault.maintenance import MaintenanceScheduler
 
     config = load_cli_config()
@@ -52,12 +66,14 @@ def maintain(
     done = 0
     try:
         while True:
-            report = memory._run(scheduler.run_pass(force=force))
+            report = memory._run(scheduler.run_pass(force=force, dry_run=dry_run))
             clean = report.ran and not report.errors
             if as_json:
                 out.print(json.dumps(report.model_dump(mode="json")), markup=False)
             else:
                 out.print(report.summary(), markup=False)
+                for line in report.plan_lines():
+                    out.print(line, markup=False)
             done += 1
             if not daemon or (passes is not None and done >= passes):
                 break

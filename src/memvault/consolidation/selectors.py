@@ -19,6 +19,7 @@ __all__ = [
     "ConsolidationSelector",
     "EntryGroup",
     "HighestRelevanceSelector",
+    "chunk_evenly",
     "eligible_entries",
     "relevance_key",
 ]
@@ -94,13 +95,35 @@ def relevance_key(entry: MemoryEntry) -> tuple[float, float, int, datetime, str]
     return (score, entry.metadata.importance, entry.access_count, recent, entry.id)
 
 
+def chunk_evenly(entries: Sequence[MemoryEntry], size: int) -> list[tuple[MemoryEntry, ...]]:
+    """``entries`` split in order into as few runs of at most ``size`` as possible, their
+    lengths differing by at most one (so no run is left with a lone entry when it can be
+    helped: 6 entries in runs of 5 are 3 + 3, not 5 + 1)."""
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    if not entries:
+        return []
+    count = -(-len(entries) // size)
+    base, extra = divmod(len(entries), count)
+    runs: list[tuple[MemoryEntry, ...]] = []
+    start = 0
+    for position in range(count):
+        length = base + (1 if position < extra else 0)
+        runs.append(tuple(entries[start : start + length]))
+        start += length
+    return runs
+
+
 class HighestRelevanceSelector:
     """Group by category; in groups of ``group_threshold`` or more, keep the best, merge the rest.
 
     The ``keep`` most relevant entries of a group (see :func:`relevance_key`) are left unchanged;
     every other entry of the group is merged. Groups smaller than ``group_threshold`` are left
     alone: there is too little in them to be worth a summary. ``categories`` restricts which
-    categories are considered (all by default).
+    categories are considered (all by default). ``max_group_size`` caps how many entries one
+    new entry replaces: a category's entries to merge are split, oldest first, into runs of
+    near-equal size (see :func:`chunk_evenly`), one :class:`EntryGroup` each (the kept entries
+    ride with the first); None merges each category into one entry.
     """
 
     def __init__(
@@ -109,6 +132,7 @@ class HighestRelevanceSelector:
         group_threshold: int = 3,
         keep: int = 1,
         categories: frozenset[MemoryCategory] | None = None,
+        max_group_size: int | None = None,
     ) -> None:
         if keep < 0:
             raise ValueError(f"keep must be >= 0, got {keep}")
@@ -118,13 +142,19 @@ class HighestRelevanceSelector:
                 f"got {group_threshold}"
             )
             raise ValueError(msg)
+        if max_group_size is not None and max_group_size < 2:
+            raise ValueError(f"max_group_size must be >= 2, got {max_group_size}")
         self.group_threshold = group_threshold
         self.keep = keep
         self.categories = categories
+        self.max_group_size = max_group_size
 
     def __repr__(self) -> str:
         """Show the selector's settings."""
-        return f"HighestRelevanceSelector(group_threshold={self.group_threshold}, keep={self.keep})"
+        return (
+            f"HighestRelevanceSelector(group_threshold={self.group_threshold}, keep={self.keep}, "
+            f"max_group_size={self.max_group_size})"
+        )
 
     def select(
         self, entries: Sequence[MemoryEntry], *, agent_id: str, now: datetime
@@ -142,5 +172,10 @@ class HighestRelevanceSelector:
             ranked = sorted(members, key=relevance_key, reverse=True)
             keep = tuple(ranked[: self.keep])
             merge = tuple(sorted(ranked[self.keep :], key=lambda e: (e.created_at, e.id)))
-            groups.append(EntryGroup(category=category, keep=keep, merge=merge))
+            if self.max_group_size is None:
+                groups.append(EntryGroup(category=category, keep=keep, merge=merge))
+                continue
+            for position, run in enumerate(chunk_evenly(merge, self.max_group_size)):
+                kept = keep if position == 0 else ()
+                groups.append(EntryGroup(category=category, keep=kept, merge=run))
         return groups

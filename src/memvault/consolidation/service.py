@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Self
 
@@ -43,6 +43,7 @@ from memvault.consolidation.selectors import (
     ConsolidationSelector,
     EntryGroup,
     HighestRelevanceSelector,
+    eligible_entries,
 )
 from memvault.errors import MemoryConfigError, MemvaultError
 from memvault.models import MemoryCategory, MemoryEntry, MemoryStoreRequest, aware_utc
@@ -59,6 +60,7 @@ __all__ = [
     "StoreCallback",
     "build_op",
     "consolidate",
+    "split_by_age",
 ]
 
 logger = logging.getLogger(__name__)
@@ -66,6 +68,11 @@ logger = logging.getLogger(__name__)
 MIN_GROUP_THRESHOLD = 3
 """The design's floor for ``group_threshold``: with one entry kept, a smaller group leaves a
 single entry to merge, which cannot be deduplicated against anything."""
+DEFAULT_MIN_AGE_DAYS = 30.0
+"""Consolidation compresses *old* memories: an entry younger than this is never merged."""
+DEFAULT_MAX_GROUP_SIZE = 5
+"""At most this many originals go into one new entry, so the new entry stays short enough
+for each original's own words to find it (its embedding covers all of them)."""
 MAX_CONCURRENT_GROUPS = 4
 """How many groups the ``llm`` strategy synthesises at once. The design runs groups in
 parallel; the bound keeps a large run from flooding the provider with requests (and its rate
@@ -113,6 +120,14 @@ class ConsolidationConfig(BaseModel):
 
     group_threshold: int = MIN_GROUP_THRESHOLD
     """A category group needs at least this many eligible entries to be consolidated (>= 3)."""
+    min_age_days: float = Field(default=DEFAULT_MIN_AGE_DAYS, ge=0.0, le=36_500.0)
+    """The group strategies (``simple``, ``dual_mode``, ``llm``) merge only entries created at
+    least this many days before the run; younger ones are not eligible and stay untouched.
+    0 makes every entry eligible (``memvault consolidate --min-age-days 0``). ``extract`` is
+    not held back: it archives nothing (the episodes stay, marked consolidated)."""
+    max_group_size: int = Field(default=DEFAULT_MAX_GROUP_SIZE, ge=2, le=1_000)
+    """At most this many originals are merged into one new entry; a larger category group is
+    split (oldest first) into several new entries of near-equal size."""
     keep: int = Field(default=1, ge=0)
     """How many of the most relevant entries of a group stay untouched."""
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
@@ -197,6 +212,10 @@ class ConsolidationResult(BaseModel):
     archival_index: dict[str, str] = Field(default_factory=dict)
     archival_modes: dict[str, ArchivalMode] = Field(default_factory=dict)
     errors: tuple[str, ...] = ()
+    min_age_days: float = 0.0
+    """The minimum age the run merged at (``ConsolidationConfig.min_age_days``)."""
+    too_young: int = 0
+    """How many of the agent's eligible entries were left alone for being younger than that."""
 
     @property
     def failed_groups(self) -> tuple[GroupReport, ...]:
@@ -282,6 +301,19 @@ def _llm_op(
     )
 
 
+def split_by_age(
+    entries: Sequence[MemoryEntry], *, agent_id: str, now: datetime, cfg: ConsolidationConfig
+) -> tuple[list[MemoryEntry], int]:
+    """The agent's eligible entries old enough to merge, and how many were too young.
+
+    An entry is old enough when it was created ``cfg.min_age_days`` or more before ``now``.
+    """
+    cutoff = now - timedelta(days=cfg.min_age_days)
+    eligible = eligible_entries(entries, agent_id=agent_id, now=now)
+    old = [e for e in eligible if e.created_at <= cutoff]
+    return old, len(eligible) - len(old)
+
+
 def _strategy(value: ConsolidationStrategy | str) -> ConsolidationStrategy:
     try:
         return ConsolidationStrategy(value)
@@ -322,6 +354,7 @@ async def consolidate(
     kind = _strategy(strategy)
     at = aware_utc(now) or utc_now()
     cfg = config or ConsolidationConfig()
+    too_young = 0
     if kind is ConsolidationStrategy.EXTRACT:
         if mark_consolidated is None and not dry_run:
             raise ValueError("the extract strategy needs a mark_consolidated callback")
@@ -346,9 +379,10 @@ async def consolidate(
         )
         op = build_op(kind, llm=llm, config=cfg, distillation_context=context)
         chooser = selector or HighestRelevanceSelector(
-            group_threshold=cfg.group_threshold, keep=cfg.keep
+            group_threshold=cfg.group_threshold, keep=cfg.keep, max_group_size=cfg.max_group_size
         )
-        groups = chooser.select(entries, agent_id=agent_id, now=at)
+        old_enough, too_young = split_by_age(entries, agent_id=agent_id, now=at, cfg=cfg)
+        groups = chooser.select(old_enough, agent_id=agent_id, now=at)
         parallel = MAX_CONCURRENT_GROUPS if kind is ConsolidationStrategy.LLM else 1
         done = await _run_groups(
             groups,
@@ -371,6 +405,8 @@ async def consolidate(
         agent_id=agent_id,
         strategy=kind,
         dry_run=dry_run,
+        min_age_days=cfg.min_age_days,
+        too_young=too_young,
         groups=tuple(reports),
         created_ids=tuple(i for r in reports for i in r.created_ids),
         removed_ids=tuple(archival_index),

@@ -141,4 +141,9 @@ async def _entries(memory: MemoryAPI, agent_id: str, ids: list[str]) -> list[Mem
             return None  # deleted or archived since it was indexed
 
     found = await asyncio.gather(*(one(i) for i in ids[:_MAX_MEMORIES]))
-    return [e for e in found if e is not None and e.superseded_by is None]
+    # An archived original answers get() with consolidated_into set: not live evidence.
+    return [
+        e
+        for e in found
+        if e is not None and e.superseded_by is None and e.consolidated_into is None
+    ]

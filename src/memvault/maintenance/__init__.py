@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         EvolverRun,
         MaintenanceReport,
         MaintenanceScheduler,
+        MergeGroup,
         ServiceMaintenance,
         SweepRun,
     )
@@ -44,6 +45,7 @@ __all__ = [
     "MaintenanceReport",
     "MaintenanceScheduler",
     "MaintenanceState",
+    "MergeGroup",
     "PostgresMaintenanceState",
     "SQLiteMaintenanceState",
     "ServiceMaintenance",
@@ -57,6 +59,7 @@ _HOME = {
     "EvolverRun": "scheduler",
     "MaintenanceReport": "scheduler",
     "MaintenanceScheduler": "scheduler",
+    "MergeGroup": "scheduler",
     "ServiceMaintenance": "scheduler",
     "SweepRun": "scheduler",
     "InMemoryMaintenanceState": "state",

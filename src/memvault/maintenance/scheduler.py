@@ -22,6 +22,7 @@ The clock is a parameter (``now``), so tests drive the schedule with a fake one.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -54,6 +55,7 @@ __all__ = [
     "EvolverRun",
     "MaintenanceReport",
     "MaintenanceScheduler",
+    "MergeGroup",
     "ServiceMaintenance",
     "SweepRun",
     "memory_store_url",
@@ -70,8 +72,21 @@ JOB_FORGET = "forgetting"  # optical forgetting (issue 18), on the sweep interva
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+class MergeGroup(BaseModel):
+    """One new memory of a consolidation run: which originals it merges (or would merge).
+
+    ``into`` is the new memory's id (None in a dry run, or when storing it failed).
+    """
+
+    model_config = _FROZEN
+
+    category: str
+    merged_ids: tuple[str, ...]
+    into: str | None = None
+
+
 class ConsolidationRun(BaseModel):
-    """One agent's scheduled consolidation."""
+    """One agent's scheduled consolidation (in a dry run: what it would do)."""
 
     model_config = _FROZEN
 
@@ -79,6 +94,9 @@ class ConsolidationRun(BaseModel):
     created: int = 0
     archived: int = 0
     marked: int = 0
+    groups: tuple[MergeGroup, ...] = ()
+    too_young: int = 0
+    """Memories left alone for being younger than ``consolidation.min_age_days``."""
     errors: tuple[str, ...] = ()
 
 
@@ -118,6 +136,7 @@ class MaintenanceReport(BaseModel):
     duration_s: float = 0.0
     ran: bool = True
     forced: bool = False
+    dry_run: bool = False
     lease_holder: str | None = None
     agents: int = 0
     consolidated: tuple[ConsolidationRun, ...] = ()
@@ -136,13 +155,23 @@ class MaintenanceReport(BaseModel):
             )
             return f"maintenance {self.location}: skipped ({why})"
         parts = [f"{self.agents} agent(s)"]
-        merged = sum(c.archived + c.marked for c in self.consolidated)
-        created = sum(c.created for c in self.consolidated)
-        parts.append(
-            f"consolidated {len(self.consolidated)} ({created} new, {merged} merged)"
-            if self.consolidated
-            else "consolidation not due"
-        )
+        if self.dry_run:
+            planned = sum(len(g.merged_ids) for c in self.consolidated for g in c.groups)
+            groups = sum(len(c.groups) for c in self.consolidated)
+            parts.append(
+                f"dry run: consolidation of {len(self.consolidated)} would merge {planned} "
+                f"memories into {groups} new"
+                if self.consolidated
+                else "dry run: consolidation not due"
+            )
+        else:
+            merged = sum(c.archived + c.marked for c in self.consolidated)
+            created = sum(c.created for c in self.consolidated)
+            parts.append(
+                f"consolidated {len(self.consolidated)} ({created} new, {merged} merged)"
+                if self.consolidated
+                else "consolidation not due"
+            )
         expired = sum(s.expired for s in self.swept)
         evicted = sum(s.evicted for s in self.swept)
         parts.append(
@@ -157,6 +186,28 @@ class MaintenanceReport(BaseModel):
             parts.append(f"{len(self.errors)} error(s): {'; '.join(self.errors)}")
         text = ", ".join(parts)
         return f"maintenance {self.location}: {text} in {self.duration_s:.2f}s"
+
+    def plan_lines(self) -> list[str]:
+        """One line per new memory of the pass's consolidations: its originals (and its id).
+
+        In a dry run these are exactly the memories a real pass now would merge.
+        """
+        lines: list[str] = []
+        verb = "would merge" if self.dry_run else "merged"
+        for run in self.consolidated:
+            for number, group in enumerate(run.groups, 1):
+                into = "" if group.into is None else f" into {group.into}"
+                ids = ", ".join(group.merged_ids)
+                lines.append(
+                    f"  {run.agent_id} group {number} ({group.category}): {verb} "
+                    f"{len(group.merged_ids)}{into}: {ids}"
+                )
+            if run.too_young:
+                lines.append(
+                    f"  {run.agent_id}: {run.too_young} memories younger than the minimum "
+                    "age left alone"
+                )
+        return lines
 
 
 def new_holder_id() -> str:
@@ -194,6 +245,11 @@ class MaintenanceScheduler:
     ``state`` keeps the last-run times and the lease; by default the ``maintenance_runs`` table
     beside the memories (in process for ``memory://`` or a given backend). ``config`` defaults
     to the memory's ``maintenance`` section; ``now`` is the clock (UTC, aware).
+
+    ``first_pass_consolidates`` False (a server's scheduler): the first pass after start runs
+    no consolidation, whatever is due; it starts with the next pass. A server that just
+    started, maybe on a store it has never seen, first serves and sweeps before it rewrites
+    anything. ``memvault maintain`` keeps True: its one pass is the pass asked for.
     """
 
     def __init__(
@@ -204,6 +260,7 @@ class MaintenanceScheduler:
         config: MaintenanceConfig | None = None,
         now: Callable[[], datetime] = utc_now,
         holder: str | None = None,
+        first_pass_consolidates: bool = True,
     ) -> None:
         self._memory = memory
         self._owns_state = state is None
@@ -217,6 +274,13 @@ class MaintenanceScheduler:
         # The lease keeps other runners out; this keeps this runner's own passes apart (its
         # holder id renews its own lease, so two overlapping passes of it would both run).
         self._running = asyncio.Lock()
+        self._hold_consolidation = not first_pass_consolidates
+        self._passes = 0
+
+    @property
+    def passes(self) -> int:
+        """How many passes this scheduler has run (skipped ones, for a held lease, included)."""
+        return self._passes
 
     def __repr__(self) -> str:
         """Show the store and the holder id."""
@@ -241,15 +305,21 @@ class MaintenanceScheduler:
         """One pass of whatever is due now (see :meth:`run_pass`)."""
         return await self.run_pass()
 
-    async def run_pass(self, *, force: bool = False) -> MaintenanceReport:
+    async def run_pass(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
         """Run the jobs that are due (``force``: every enabled job) and log one line.
+
+        ``dry_run``: only plan the consolidations that are due (the report's groups list every
+        memory each would merge) and change nothing: no memory, no sweep, no recorded run.
 
         Never raises (cancellation aside): failures are logged and listed in ``errors``.
         """
         async with self._running:
-            return await self._pass(force=force)
+            try:
+                return await self._pass(force=force, dry_run=dry_run)
+            finally:
+                self._passes += 1
 
-    async def _pass(self, *, force: bool) -> MaintenanceReport:
+    async def _pass(self, *, force: bool, dry_run: bool = False) -> MaintenanceReport:
         started = self._now()
         clock = time.perf_counter()
         location = self._state.location
@@ -258,6 +328,7 @@ class MaintenanceScheduler:
             "holder": self._holder,
             "started_at": started,
             "forced": force,
+            "dry_run": dry_run,
         }
         try:
             taken = await self._state.acquire(self._holder, started, self._config.lease_seconds)
@@ -288,7 +359,7 @@ class MaintenanceScheduler:
         self._lease_until = started + timedelta(seconds=self._config.lease_seconds)
         work = _Work()
         try:
-            await self._jobs(work, force=force)
+            await self._jobs(work, force=force, dry_run=dry_run)
         except _LeaseLost as exc:
             work.errors.append(str(exc))
         except Exception as exc:  # anything unforeseen: logged, the loop goes on
@@ -325,7 +396,7 @@ class MaintenanceScheduler:
             raise _LeaseLost(msg)
         self._lease_until = now + timedelta(seconds=self._config.lease_seconds)
 
-    async def _jobs(self, work: _Work, *, force: bool) -> None:
+    async def _jobs(self, work: _Work, *, force: bool, dry_run: bool = False) -> None:
         memory = self._memory
         try:
             agents = await memory.agents()
@@ -334,7 +405,15 @@ class MaintenanceScheduler:
             agents = []
         work.agents = len(agents)
         interval = memory.config.options.consolidation_interval
-        await self._consolidate(work, agents, interval, force=force)
+        if self._hold_consolidation and not force and not dry_run:
+            # A server's first pass: consolidation starts with the next one.
+            self._hold_consolidation = False
+            work.skipped.append("consolidation held until the pass after the server's start")
+        else:
+            await self._consolidate(work, agents, interval, force=force, dry_run=dry_run)
+        if dry_run:
+            work.skipped.append("dry run: sweeps, forgetting and the evolver not run")
+            return
         await self._sweep(work, agents, force=force)
         await self._forget(work, agents, force=force)
         await self._evolve(work, force=force)
@@ -346,6 +425,7 @@ class MaintenanceScheduler:
         interval: ConsolidationInterval,
         *,
         force: bool,
+        dry_run: bool = False,
     ) -> None:
         last = await self._state.last_runs(JOB_CONSOLIDATE)
         strategy = self._config.consolidation_strategy
@@ -354,7 +434,9 @@ class MaintenanceScheduler:
                 continue
             await self._renew()
             try:
-                result = await self._memory.consolidate(agent_id=agent, strategy=strategy)
+                result = await self._memory.consolidate(
+                    agent_id=agent, strategy=strategy, dry_run=dry_run
+                )
             except MemoryCapabilityError as exc:
                 work.skipped.append(f"consolidation skipped ({exc})")
                 return
@@ -362,13 +444,25 @@ class MaintenanceScheduler:
                 logger.warning("maintenance: consolidation of %s failed: %s", agent, exc)
                 work.errors.append(f"consolidate {agent}: {exc}")
                 continue
-            await self._state.record_run(JOB_CONSOLIDATE, agent, self._now())
+            if not dry_run:
+                await self._state.record_run(JOB_CONSOLIDATE, agent, self._now())
+            groups = tuple(
+                MergeGroup(
+                    category=g.category.value,
+                    merged_ids=g.consolidated_ids,
+                    into=g.created_ids[0] if len(g.created_ids) == 1 else None,
+                )
+                for g in result.groups
+                if g.consolidated_ids
+            )
             work.consolidated.append(
                 ConsolidationRun(
                     agent_id=agent,
                     created=len(result.created_ids),
                     archived=len(result.removed_ids),
                     marked=len(result.marked_ids),
+                    groups=groups,
+                    too_young=result.too_young,
                     errors=result.errors,
                 )
             )
@@ -502,6 +596,31 @@ class ServiceMaintenance:
         self._now = now
         self._holder = holder or new_holder_id()
         self._schedulers: dict[str, MaintenanceScheduler] = {}
+        self._serial = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._passes = 0
+
+    @property
+    def passes(self) -> int:
+        """How many passes over the tenants have finished."""
+        return self._passes
+
+    def submit_pass(
+        self, *, force: bool = False
+    ) -> concurrent.futures.Future[list[MaintenanceReport]]:
+        """Run a pass now on the loop :meth:`run_forever` runs on, from any other thread.
+
+        For an operator hook or a test that must not wait ``poll_seconds``: the pass takes
+        its turn after the one in progress, if any. Returns a future of its reports.
+
+        Raises:
+            RuntimeError: :meth:`run_forever` is not running.
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            msg = "the maintenance loop is not running"
+            raise RuntimeError(msg)
+        return asyncio.run_coroutine_threadsafe(self.run_pass(force=force), loop)
 
     def _tenants(self) -> list[str]:
         from memvault.api.auth import DEFAULT_TENANT
@@ -511,7 +630,18 @@ class ServiceMaintenance:
         return [DEFAULT_TENANT, *sorted(t for t in opened if t != DEFAULT_TENANT)]
 
     async def run_pass(self, *, force: bool = False) -> list[MaintenanceReport]:
-        """One pass over every tenant; never raises (cancellation aside)."""
+        """One pass over every tenant; never raises (cancellation aside).
+
+        Passes run one at a time. A tenant's first pass runs no consolidation (see
+        :class:`MaintenanceScheduler`'s ``first_pass_consolidates``) unless ``force``.
+        """
+        async with self._serial:
+            try:
+                return await self._pass_tenants(force=force)
+            finally:
+                self._passes += 1
+
+    async def _pass_tenants(self, *, force: bool) -> list[MaintenanceReport]:
         reports = []
         for tenant in self._tenants():
             scheduler = self._schedulers.get(tenant)
@@ -525,7 +655,13 @@ class ServiceMaintenance:
                     logger.warning("maintenance: tenant %r cannot be opened: %s", tenant, exc)
                     continue
                 scheduler = MaintenanceScheduler(
-                    memory, state, config=self._config, now=self._now, holder=self._holder
+                    memory,
+                    state,
+                    config=self._config,
+                    now=self._now,
+                    holder=self._holder,
+                    # A served tenant's first pass never consolidates (see the scheduler).
+                    first_pass_consolidates=False,
                 )
                 self._schedulers[tenant] = scheduler
             reports.append(await scheduler.run_pass(force=force))
@@ -534,10 +670,14 @@ class ServiceMaintenance:
     async def run_forever(self, stop: asyncio.Event | None = None) -> None:
         """A pass every ``poll_seconds`` until ``stop`` is set or the task is cancelled."""
         done = stop if stop is not None else asyncio.Event()
-        while not done.is_set():
-            await self.run_pass()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), timeout=self._config.poll_seconds)
+        self._loop = asyncio.get_running_loop()
+        try:
+            while not done.is_set():
+                await self.run_pass()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), timeout=self._config.poll_seconds)
+        finally:
+            self._loop = None
 
     async def close(self) -> None:
         """Close the state stores (the service's memories stay open)."""

@@ -1009,11 +1009,16 @@ class AsyncMemory:
         llm: LLMProvider | None = None,
         dry_run: bool = False,
         config: ConsolidationConfig | None = None,
+        min_age_days: float | None = None,
     ) -> ConsolidationResult:
         """Merge the agent's older memories into fewer ones; the originals go to the archive.
 
         ``strategy`` and ``config`` default to the configuration's ``consolidation`` section
-        (strategy ``simple`` unless it says otherwise).
+        (strategy ``simple`` unless it says otherwise). Only memories created at least
+        ``min_age_days`` ago are merged (default: ``consolidation.min_age_days``, 30 days;
+        0 merges any age); at most ``max_group_size`` (5) originals go into one new memory.
+        Every merged original stays readable by its id: ``get()`` answers its archived copy
+        with ``consolidated_into`` naming the new memory.
         ``strategy``: ``simple`` (concatenation), ``dual_mode`` (density routing: extractive
         for dense groups, LLM summary for sparse ones), ``llm`` (LLM synthesis) or ``extract``
         (episodes -> semantic facts; episodes are marked consolidated, not archived). ``llm``
@@ -1032,6 +1037,10 @@ class AsyncMemory:
             strategy = self._config.consolidation.strategy
         if config is None:
             config = self._config.consolidation.consolidation_config()
+        if min_age_days is not None:
+            config = ConsolidationConfig.model_validate(
+                {**config.model_dump(), "min_age_days": min_age_days}
+            )
         try:
             kind = ConsolidationStrategy(strategy)
         except ValueError:
@@ -1051,7 +1060,7 @@ class AsyncMemory:
             originals: builtins.list[MemoryEntry], new_id: str
         ) -> dict[str, str]:
             index: dict[str, str] = await store.archive(
-                agent, [e.id for e in originals], reason="consolidate"
+                agent, [e.id for e in originals], reason="consolidate", consolidated_into=new_id
             )
             return index
 
@@ -1501,7 +1510,7 @@ class AsyncMemory:
             if len(found) >= limit:
                 break
             try:
-                entry = await self.get(memory_id, agent_id=agent)
+                entry = await self._live(memory_id, agent_id=agent)
             except MemoryNotFoundError:
                 continue  # deleted or archived since it was indexed
             if entry.superseded_by is not None and when is None:
@@ -1635,10 +1644,47 @@ class AsyncMemory:
         mid = check_id(memory_id)
         backend = await self._ready()
         entry = await backend.get(agent, mid)
+        if entry is None:
+            merged = await self._consolidated_original(backend, agent, mid)
+            if merged is not None:
+                return merged
         if entry is None or self._expired(entry, utc_now()):
             msg = f"memory {mid} not found for agent {agent!r}"
             raise MemoryNotFoundError(msg)
         return entry
+
+    async def _live(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+        """Like :meth:`get`, but a consolidated original (archived) is not found."""
+        entry = await self.get(memory_id, agent_id=agent_id)
+        if entry.consolidated_into is not None:
+            msg = (
+                f"memory {entry.id} was consolidated into {entry.consolidated_into}: "
+                "change that memory instead"
+            )
+            raise MemoryNotFoundError(msg)
+        return entry
+
+    @staticmethod
+    async def _consolidated_original(
+        backend: MemoryStore, agent: str, memory_id: str
+    ) -> MemoryEntry | None:
+        """The archived copy of a memory consolidation merged (None for any other archived one).
+
+        Evicted, expired and deleted memories stay not found; only an original another memory
+        now stands for keeps answering under its id.
+        """
+        archived = getattr(backend, "archived", None)
+        if archived is None:
+            return None
+        try:
+            rows = await archived(agent, memory_id=memory_id, limit=1)
+        except MemoryCapabilityError:
+            return None
+        for row in rows:
+            if row.entry.consolidated_into is not None:
+                entry: MemoryEntry = row.entry
+                return entry
+        return None
 
     async def update(
         self,
@@ -1665,7 +1711,7 @@ class AsyncMemory:
             MemoryValidationError: nothing to change, or an invalid value.
         """
         agent = check_agent(agent_id)
-        old = await self.get(memory_id, agent_id=agent)
+        old = await self._live(memory_id, agent_id=agent)
         if old.superseded_by is not None:
             msg = (
                 f"memory {old.id} was superseded by {old.superseded_by}: update the current version"

@@ -733,11 +733,17 @@ class Memory:
         llm: LLMProvider | None = None,
         dry_run: bool = False,
         config: ConsolidationConfig | None = None,
+        min_age_days: float | None = None,
     ) -> ConsolidationResult:
         """Merge older memories into fewer ones (see :meth:`AsyncMemory.consolidate`)."""
         return self._run(
             self._core.consolidate(
-                agent_id=agent_id, strategy=strategy, llm=llm, dry_run=dry_run, config=config
+                agent_id=agent_id,
+                strategy=strategy,
+                llm=llm,
+                dry_run=dry_run,
+                config=config,
+                min_age_days=min_age_days,
             )
         )
 

@@ -127,3 +127,26 @@ def test_naive_now_rejected(make_entry) -> None:
         HighestRelevanceSelector().select(
             [make_entry("a")], agent_id="dev-1", now=datetime(2026, 1, 1)
         )
+
+
+def test_max_group_size_splits_evenly_oldest_first(make_entry, now) -> None:
+    entries = [make_entry(f"s{i}", importance=0.1, age_days=20 - i) for i in range(7)]
+    entries.append(make_entry("best", importance=0.9))
+    groups = HighestRelevanceSelector(max_group_size=5).select(entries, agent_id="dev-1", now=now)
+    assert [[e.id for e in g.merge] for g in groups] == [
+        ["s0", "s1", "s2", "s3"],
+        ["s4", "s5", "s6"],
+    ]
+    assert [e.id for e in groups[0].keep] == ["best"] and groups[1].keep == ()
+
+
+def test_chunk_evenly_never_leaves_a_lone_entry(make_entry) -> None:
+    from memvault.consolidation.selectors import chunk_evenly
+
+    items = [make_entry(f"s{i}") for i in range(11)]
+    assert [len(c) for c in chunk_evenly(items, 5)] == [4, 4, 3]
+    assert [len(c) for c in chunk_evenly(items[:6], 5)] == [3, 3]
+    assert [len(c) for c in chunk_evenly(items[:5], 5)] == [5]
+    assert chunk_evenly([], 5) == []
+    with pytest.raises(ValueError):
+        HighestRelevanceSelector(max_group_size=1)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -16,8 +17,8 @@ from memvault.consolidation import (
     GroupStatus,
     LLMSynthesisOp,
     build_op,
-    consolidate,
 )
+from memvault.consolidation import consolidate as run_consolidate
 from memvault.consolidation.service import MAX_CONCURRENT_GROUPS
 from memvault.errors import MemoryConfigError, MemoryStoreError
 from memvault.llm import ProviderAuthError, ProviderError, ScriptedLLM
@@ -31,6 +32,15 @@ from memvault.models import (
 
 EPISODIC = MemoryCategory.EPISODIC
 SEMANTIC = MemoryCategory.SEMANTIC
+
+
+async def consolidate(
+    entries: list[MemoryEntry], *, config: ConsolidationConfig | None = None, **kwargs: Any
+) -> ConsolidationResult:
+    """:func:`consolidate` with no minimum age: these tests' entries are days old, and what
+    they check (ordering, failures, ops) is not about age (the age tests call it directly)."""
+    cfg = (config or ConsolidationConfig()).model_copy(update={"min_age_days": 0.0})
+    return await run_consolidate(entries, config=cfg, **kwargs)
 
 
 class FakeStore:
@@ -564,3 +574,100 @@ def test_result_is_frozen() -> None:
     result = ConsolidationResult(agent_id="a", strategy=ConsolidationStrategy.SIMPLE)
     with pytest.raises(ValueError):
         result.agent_id = "b"  # type: ignore[misc]
+
+
+# -- issue 41: consolidation compresses old memories only ----------------------------------------
+
+
+async def test_default_config_merges_nothing_younger_than_thirty_days(make_entry, now) -> None:
+    assert ConsolidationConfig().min_age_days == 30
+    fake = FakeStore()
+    young = [make_entry(f"y{i}", f"fact {i}", age_days=29.9 - i) for i in range(26)]
+    result = await run_consolidate(
+        young, agent_id="dev-1", strategy="simple", llm=None, now=now, **fake.kwargs()
+    )
+    assert fake.calls == [] and result.groups == ()
+    assert result.too_young == 26 and result.min_age_days == 30
+
+
+async def test_only_the_old_enough_are_merged(make_entry, now) -> None:
+    fake = FakeStore()
+    old = [make_entry(f"o{i}", f"old fact {i}", age_days=40 + i) for i in range(4)]
+    young = [make_entry(f"y{i}", f"new fact {i}", age_days=i) for i in range(5)]
+    result = await run_consolidate(
+        old + young, agent_id="dev-1", strategy="simple", llm=None, now=now, **fake.kwargs()
+    )
+    merged = {i for g in result.groups for i in g.consolidated_ids}
+    kept = {i for g in result.groups for i in g.kept_ids}
+    assert merged | kept == {e.id for e in old}
+    assert result.too_young == 5
+    stored = " ".join(r.content for r in fake.stored)
+    assert "new fact" not in stored
+
+
+async def test_min_age_zero_merges_any_age(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [make_entry(f"y{i}", f"fact {i}", age_days=0.001) for i in range(3)]
+    result = await run_consolidate(
+        entries,
+        agent_id="dev-1",
+        strategy="simple",
+        llm=None,
+        now=now,
+        config=ConsolidationConfig(min_age_days=0),
+        **fake.kwargs(),
+    )
+    assert len(result.created_ids) == 1 and len(result.removed_ids) == 2
+
+
+async def test_a_large_group_becomes_several_short_ones(make_entry, now) -> None:
+    fake = FakeStore()
+    entries = [make_entry(f"o{i:02d}", f"old fact {i}", age_days=100 - i) for i in range(13)]
+    result = await run_consolidate(
+        entries, agent_id="dev-1", strategy="simple", llm=None, now=now, **fake.kwargs()
+    )
+    sizes = [len(g.consolidated_ids) for g in result.groups]
+    assert sizes == [4, 4, 4] and len(result.created_ids) == 3  # 12 merged, at most 5 each
+    archived = [call for call in fake.calls if call[0] == "archive"]
+    # Each group's originals are archived as replaced by that group's own new entry.
+    assert [call[1] for call in archived] == [
+        (list(g.consolidated_ids), g.created_ids[0]) for g in result.groups
+    ]
+
+
+async def test_dry_run_plans_exactly_what_the_real_run_merges(make_entry, now) -> None:
+    entries = [make_entry(f"o{i:02d}", f"old fact {i}", age_days=60 - i) for i in range(9)]
+    entries += [make_entry(f"y{i}", f"young fact {i}", age_days=i) for i in range(3)]
+    dry = await run_consolidate(
+        entries, agent_id="dev-1", strategy="simple", llm=None, now=now, dry_run=True,
+        **FakeStore().kwargs(),
+    )  # fmt: skip
+    fake = FakeStore()
+    real = await run_consolidate(
+        entries, agent_id="dev-1", strategy="simple", llm=None, now=now, **fake.kwargs()
+    )
+    assert [g.consolidated_ids for g in dry.groups] == [g.consolidated_ids for g in real.groups]
+    assert all(g.status is GroupStatus.PLANNED for g in dry.groups)
+    assert [g.outputs for g in dry.groups] == [g.outputs for g in real.groups]
+    assert dry.too_young == real.too_young == 3
+
+
+async def test_extract_is_not_held_back_by_age(make_entry, now) -> None:
+    fake = FakeStore()
+    episode = make_entry("e1", "Deployed v2.1 to staging on 3 March.", category=EPISODIC)
+    result = await run_consolidate(
+        [episode], agent_id="dev-1", strategy="extract", llm=None, now=now, **fake.kwargs()
+    )
+    assert result.marked_ids == ("e1",)  # nothing archived: episodes stay, marked
+
+
+def test_config_section_carries_min_age_and_group_size() -> None:
+    from memvault.config import ConsolidationSettings, MemvaultConfig
+
+    assert ConsolidationSettings().consolidation_config().min_age_days == 30
+    cfg = MemvaultConfig.model_validate(
+        {"consolidation": {"min_age_days": 7, "max_group_size": 3}}
+    ).consolidation.consolidation_config()
+    assert cfg.min_age_days == 7 and cfg.max_group_size == 3
+    with pytest.raises(ValueError, match="min_age_days"):
+        ConsolidationConfig(min_age_days=-1)
