@@ -63,8 +63,8 @@ SHARED_MARK = "(shared knowledge) "
 """What precedes a shared entry's content in a rendered context."""
 
 CONTEXT_MIN_RELEVANCE = 0.02
-"""Default gate of context injection: nothing is injected unless the best memory's calibrated
-relevance reaches it. Relevance includes the off-topic gate of the default evidence model
+"""Default bar of context injection: a memory goes in only when its own calibrated relevance
+reaches it. Relevance includes the off-topic gate of the default evidence model
 (:class:`memvault.retrieval.evidence.TopicGate`), so a query whose best match is no better than
 what chance gives in a store of that size scores near 0. ``benchmarks/ranking_lab.py
 --offtopic`` measures 92.1% of questions about another conversation or haystack injecting
@@ -75,9 +75,10 @@ nothing, with 97.2% of the evidence on-topic questions find still injected (LoCo
 class ContextInjectionConfig(BaseModel):
     """Settings of :class:`ContextInjectionStrategy`.
 
-    ``min_relevance`` gates the whole injection: when the best hit's ``relevance_score`` is
-    below it, nothing is injected. ``similarity`` is what MMR measures redundancy with:
-    ``"bigram"`` (word-bigram Jaccard, no model needed), ``"cosine"`` (of embeddings; the
+    ``min_relevance`` is the bar each memory's own ``relevance_score`` must reach to be
+    injected (the same meaning as in ``search``); when none does, nothing is injected.
+    ``similarity`` is what MMR measures redundancy with: ``"bigram"`` (word-bigram Jaccard, no
+    model needed), ``"cosine"`` (of embeddings; the
     strategy then needs an ``embedder``), or a function of two entries returning a value in
     [0, 1].
     """
@@ -93,9 +94,9 @@ class ContextInjectionConfig(BaseModel):
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     similarity: Literal["bigram", "cosine"] | SimilarityFn = "bigram"
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
-    # Inject nothing when the best hit's relevance is below this. Relevance is the calibrated
-    # probability of the default preset (absolute, so one threshold fits every query); presets
-    # with per-query rescaled scores give the best hit 1.0 and always pass.
+    # Inject only memories whose own relevance reaches this. Relevance is the calibrated
+    # absolute probability of the default preset (one threshold fits every query and store);
+    # presets with per-query rescaled scores give the best hit 1.0, so it always passes.
     min_relevance: float = Field(default=CONTEXT_MIN_RELEVANCE, ge=0.0, le=1.0)
 
 
@@ -221,11 +222,11 @@ class ContextInjectionStrategy:
         # hits; both would otherwise leave the budget half used.
         fetch = cfg.max_memories * cfg.candidate_pool_multiplier if thinned else cfg.max_memories
         hits = list(await self._search(agent_id, query_text, fetch))
-        best = max((h.relevance_score for h in hits if h.relevance_score is not None), default=None)
-        if best is not None and best < cfg.min_relevance:
-            # Off-topic: the store holds nothing this query is about, and injecting its nearest
-            # neighbours would only mislead the model.
-            hits = []
+        # Each memory on its own score: one that does not bear on the query would only mislead
+        # the model, however good the best hit is (and an off-topic query injects nothing).
+        hits = [
+            h for h in hits if h.relevance_score is None or h.relevance_score >= cfg.min_relevance
+        ]
         visible = apply_filter(cfg.filter_strategy, hits, query_text=query_text)
         if cfg.mmr_enabled and visible:
             ranked = await self._diversify(visible)

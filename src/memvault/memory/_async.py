@@ -9,7 +9,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
@@ -61,6 +61,7 @@ from memvault.errors import (
     MemoryNotFoundError,
     MemoryStoreError,
     MemoryValidationError,
+    MemvaultError,
 )
 from memvault.graph import wiring as _graph_wiring
 from memvault.graph.forgetting import ForgettingReport, optical_forgetting
@@ -198,6 +199,29 @@ async def _agent_audit(backend: Any, agent: str) -> list[AuditRecord]:
         rec = AuditRecord.model_validate(row)
         if rec.agent_id == agent:
             found.append(rec)
+    return found
+
+
+async def _stored_vectors(
+    backend: MemoryStore, entries: Sequence[MemoryEntry], config: ConsolidationConfig
+) -> dict[str, Any] | None:
+    """The stored embeddings of the entries old enough to consolidate (None: none to be had).
+
+    Consolidation groups similar memories with them; a store that cannot hand them over
+    falls back to grouping neighbours in time, which loses nothing.
+    """
+    export = getattr(backend, "export_vectors", None)
+    if export is None:
+        return None
+    cutoff = utc_now() - timedelta(days=config.min_age_days)
+    ids = [e.id for e in entries if e.created_at <= cutoff and e.consolidated_at is None]
+    if not ids:
+        return None
+    try:
+        found: dict[str, Any] = await export(ids)
+    except MemvaultError as exc:
+        logger.info("consolidation groups by time: the store gave no vectors (%s)", exc)
+        return None
     return found
 
 
@@ -1067,6 +1091,11 @@ class AsyncMemory:
         async def mark(ids: builtins.list[str]) -> None:
             await store.mark_consolidated(agent, ids, utc_now())
 
+        vectors = (
+            None
+            if kind is ConsolidationStrategy.EXTRACT
+            else await _stored_vectors(backend, entries, config)
+        )
         result = await run_consolidation(
             entries,
             agent_id=agent,
@@ -1077,6 +1106,7 @@ class AsyncMemory:
             mark_consolidated=mark,
             dry_run=dry_run,
             config=config,
+            vectors=vectors,
         )
         if not dry_run:
             self._scheduler.record_run(agent, utc_now())
@@ -1855,8 +1885,9 @@ class AsyncMemory:
     ) -> MemoryContext:
         """Relevant memories packed into ``token_budget`` tokens, formatted for a prompt.
 
-        Runs the context-injection pipeline: search -> off-topic gate (nothing is injected
-        when the best hit's relevance is below ``min_relevance``) -> ``filter_strategy`` (e.g.
+        Runs the context-injection pipeline: search -> relevance bar (only memories whose own
+        relevance reaches ``min_relevance`` go in; none for an off-topic task) ->
+        ``filter_strategy`` (e.g.
         ``NonInferableFilter()``; fails closed) -> optional MMR diversity -> greedy packing ->
         one chat message (``role``) with the memories between delimiters.
 

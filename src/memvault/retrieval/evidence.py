@@ -84,6 +84,7 @@ __all__ = [
     "LENGTH_CAP",
     "EvidenceFeatures",
     "EvidenceModel",
+    "RelevanceHead",
     "TopicGate",
     "evidence_features",
     "share_rows",
@@ -102,6 +103,9 @@ LENGTH_CAP = 10
 
 _LOG_LENGTH = [math.log1p(k) for k in range(LENGTH_CAP + 1)]
 
+QTERMS_CAP = 6
+"""Queries of this many content terms or more count as equally specific (feature ``qterms``)."""
+
 FEATURES: tuple[str, ...] = (
     "cos",  # raw cosine of query and entry
     "lex",  # saturated BM25
@@ -119,6 +123,10 @@ FEATURES: tuple[str, ...] = (
     "addressed",  # 0 when the query names a speaker and this entry's is another (speakers.py)
     "static",  # cosine of query and entry under the static word-embedding view
     # (memvault.retrieval.static): a second view of meaning, which reads every word
+    "qterms",  # how many content terms the query has, capped at QTERMS_CAP, as a share of it
+    # (the same for every candidate of a query; read by the relevance head, not the ranking)
+    "size",  # how many terms the entry has, capped at LENGTH_CAP, as a share of it (a long
+    # statement matches many questions a little; read by the relevance head)
 )
 _COLUMN = {name: j for j, name in enumerate(FEATURES)}
 _COS = FEATURES.index("cos")
@@ -181,6 +189,48 @@ class TopicGate(BaseModel):
         return float(np.max(matrix[:, _COS] + self.coverage * matrix[:, _COVERAGE]))
 
 
+class RelevanceHead(BaseModel):
+    """The absolute relevance of one memory to one query: ``sigmoid(offset + sum terms[t] * t)``
+    over terms that are features or products of two (``"cos*size"``).
+
+    Only features that the pair itself decides enter (cosine, the static view's cosine, term
+    coverage, temporal cues, the query's and the entry's length): no BM25 (its idf and length
+    norm come from the store), no thread or context evidence, no off-topic gate (its bar rises
+    with the store's size). So the same memory and question score the same whether the store
+    holds that memory alone or among thousands, which is what lets ``min_relevance`` and
+    ``context()`` keep each memory on its own score. The ranking model still orders the
+    results: it may use what the store says (a word common in the store tells less), and its
+    order is what the turn-level figures measure. Fitted by ``benchmarks/relevance_fit.py``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    terms: dict[str, float]
+    offset: float = 0.0
+
+    @field_validator("terms")
+    @classmethod
+    def _known_terms(cls, value: dict[str, float]) -> dict[str, float]:
+        for key in value:
+            names = key.split("*")
+            if len(names) > 2 or any(name not in FEATURES for name in names):
+                msg = f"relevance term {key!r} must name one or two evidence features as 'a*b'"
+                raise ValueError(msg)
+            if {"lex", "thread", "ctx_prev", "ctx_next", "answers", "length"} & set(names):
+                msg = f"relevance term {key!r} reads store-relative evidence"
+                raise ValueError(msg)
+        return value
+
+    def probability(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Relevance of each row of a feature matrix (columns in :data:`FEATURES` order)."""
+        logit = np.full(len(matrix), self.offset)
+        for key, weight in self.terms.items():
+            a, _, b = key.partition("*")
+            column = matrix[:, _COLUMN[a]]
+            logit = logit + weight * (column * matrix[:, _COLUMN[b]] if b else column)
+        return sigmoid(logit)
+
+
 class EvidenceModel(BaseModel):
     """An evidence model: ranking score ``s = sum_i weights[f_i] * f_i + sum interactions[
     "a*b"] * f_a * f_b`` over :data:`FEATURES`, and relevance ``sigmoid(scale * s + offset)``
@@ -207,6 +257,9 @@ class EvidenceModel(BaseModel):
     thread_spread: float = Field(default=0.0, ge=0.0, le=20.0)
     # The off-topic gate fitted with this model's cosines; None: relevance is not adjusted.
     topic: TopicGate | None = None
+    # Each result's own relevance, independent of the store (see RelevanceHead); None: the
+    # ranking model's calibrated probability (times the gate) is the relevance.
+    absolute: RelevanceHead | None = None
 
     @field_validator("weights")
     @classmethod
@@ -674,6 +727,8 @@ def evidence_features(
         ]
     columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.terms.length] for p in profiles]) * base
     columns[_COLUMN["addressed"]] = addressed(query_text, [p.speaker for p in profiles])
+    columns[_COLUMN["qterms"]] = min(len(terms), QTERMS_CAP) / QTERMS_CAP
+    columns[_COLUMN["size"]] = np.array([p.terms.length for p in profiles]) / LENGTH_CAP
     if use_dense:
         columns[_COLUMN["static"]] = _static_column(cands, ids, profiles, query_text)
     matrix = columns.T

@@ -167,16 +167,19 @@ def evidence_relevance(
     Mapping[str, dict[str, float]],
     dict[str, float],
     float | None,
+    dict[str, float] | None,
 ]:
     """Calibrated relevance of every candidate under ``model``.
 
-    Returns ``(relevance, score, contributions, cosine, on_topic)``: relevance in [0, 1]
-    (absolute, comparable across queries), the model's raw ranking score, each feature's share
+    Returns ``(relevance, score, contributions, cosine, on_topic, absolute)``: relevance in
+    [0, 1] (the ranking model's calibrated probability, comparable across queries), the model's
+    raw ranking score, each feature's share
     of that score (for ``explain``; features that add nothing are left out), the raw cosine of
     every candidate the dense side could score, and the probability that the store holds
     anything the query asks about (``model.topic``; relevance includes it), None when the gate
     does not apply (no gate, no dense side, or a store that cannot tell how many rows it
-    compared).
+    compared), and each candidate's own relevance under ``model.absolute`` (independent of what
+    else the store holds; None when the model has no such head).
     """
     feats = evidence_features(
         cands,
@@ -188,7 +191,7 @@ def evidence_relevance(
         thread_top_k=model.thread_top_k,
     )
     if not feats.ids:
-        return {}, {}, {}, {}, None
+        return {}, {}, {}, {}, None, None if model.absolute is None else {}
     raw = model.score(feats.matrix)
     rel = sigmoid(model.scale * raw + model.offset)
     on_topic = None
@@ -200,7 +203,12 @@ def evidence_relevance(
     relevance = dict(zip(feats.ids, rel.tolist(), strict=True))
     score = dict(zip(feats.ids, raw.tolist(), strict=True))
     cosine = {i: c for i, c in zip(feats.ids, feats.cosine, strict=True) if c is not None}
-    return relevance, score, parts, cosine, on_topic
+    absolute = None
+    if model.absolute is not None:
+        absolute = dict(
+            zip(feats.ids, model.absolute.probability(feats.matrix).tolist(), strict=True)
+        )
+    return relevance, score, parts, cosine, on_topic, absolute
 
 
 class _Contributions(Mapping[str, dict[str, float]]):
@@ -326,28 +334,39 @@ def rank(
     order: dict[str, float] = {}
     parts: Mapping[str, dict[str, float]] = {}
     on_topic: float | None = None
+    absolute: dict[str, float] | None = None
     dense = dict(cands.dense)
     if config.uses_evidence:
         assert config.evidence is not None
-        relevance, order, parts, cosine, on_topic = evidence_relevance(
+        relevance, order, parts, cosine, on_topic, absolute = evidence_relevance(
             cands, config, config.evidence, query_text=query_text, now=now
         )
         dense.update(cosine)  # explain shows the raw cosine of every ranked entry
     else:
         relevance = adjust(fuse(cands, config), cands, config, query_text=query_text, now=now)
     threshold = max(min_relevance, config.min_relevance)
-    scored: list[tuple[float, float, str, float, float, float]] = []
-    for entry_id, rel in relevance.items():
+    # (ranking key, tie-break, id, relevance, recency, boost, final score). Under a model with
+    # an absolute head the results are ordered by the ranking model (which may use what the
+    # store says) while each one's relevance, final score and threshold are its own
+    # (RelevanceHead): the same memory and query score the same in any store.
+    scored: list[tuple[float, float, str, float, float, float, float]] = []
+    for entry_id, ranking in relevance.items():
         entry = cands.entries.get(entry_id)
         if entry is None:
             continue
         boost = 0.0 if entry_id in shared_ids else config.personal_boost
-        boosted = min(rel + boost, 1.0)
         # Recency costs a datetime subtraction per candidate; unweighted, only results need it.
         rec = recency(entry.created_at, now, config.decay_rate) if config.recency_weight else 0.0
-        combined = config.relevance_weight * boosted + config.recency_weight * rec
+        key = config.relevance_weight * min(ranking + boost, 1.0) + config.recency_weight * rec
+        rel = ranking if absolute is None else absolute.get(entry_id, 0.0)
+        combined = (
+            key
+            if absolute is None
+            else config.relevance_weight * min(rel + boost, 1.0) + config.recency_weight * rec
+        )
         if combined >= threshold:
-            scored.append((combined, order.get(entry_id, 0.0), entry_id, rel, rec, boosted - rel))
+            shown = min(rel + boost, 1.0) - rel  # the boost as it counted, under the 1.0 cap
+            scored.append((key, order.get(entry_id, 0.0), entry_id, rel, rec, shown, combined))
     # Best first (the evidence score breaks ties of saturated probabilities); then the larger
     # id, i.e. the newer entry (UUIDv7 ids sort by creation). Ids are unique, so sorting the
     # tuples themselves never looks past the id and orders as a (score, order, id) key would.
@@ -381,7 +400,7 @@ def rank(
     head = scored[:window]
     # Contributions exist only under the evidence model (``parts`` is empty otherwise).
     explained = parts.many([t[2] for t in head]) if isinstance(parts, _Contributions) else {}
-    for combined, _, entry_id, rel, rec, boost in head:
+    for _, _, entry_id, rel, rec, boost, combined in head:
         breakdown = ScoreBreakdown(
             dense=dense.get(entry_id),
             dense_rank=dense_rank.get(entry_id),

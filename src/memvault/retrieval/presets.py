@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memvault.retrieval.evidence import EvidenceModel, TopicGate
+from memvault.retrieval.evidence import EvidenceModel, RelevanceHead, TopicGate
 from memvault.retrieval.signals import FiveSignalWeights
 
 __all__ = [
@@ -158,6 +158,29 @@ DEFAULT_EVIDENCE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # off-topic ones. The ceiling is the bar at about a thousand rows. See
 # benchmarks/results/ranking.md.
 DEFAULT_TOPIC_GATE = TopicGate(coverage=0.15, base=-0.04, spread=0.16, width=0.01, ceiling=0.55)
+
+ABSOLUTE_RELEVANCE = RelevanceHead(
+    terms={
+        "cos": 11.9624,
+        "static": -0.4089,
+        "coverage": 2.2741,
+        "cos*static": -9.6301,
+        "cos*coverage": -6.1969,
+        "static*coverage": 12.0634,
+        "when": -3.9652,
+        "period": -0.7857,
+        "cos*when": 5.644,
+        "cos*period": 2.6299,
+    },
+    offset=-8.6104,
+)
+"""Absolute relevance of the ``absolute`` preset (``benchmarks/relevance_fit.py``): logistic
+over the pair's own evidence, fitted on the candidates of LoCoMo's observation facts
+(conversations 0-4, with the next conversation's questions as off-topic) and the everyday facts
+of ``benchmarks/data/everyday_train.json`` in stores of 1, 10 and 30 (weight 20). Not the
+default: it scores short everyday facts low (the answer of an everyday question reaches 0.1 in
+about a quarter of the training questions), because LoCoMo's gold is narrow and its other
+candidates look like answers; see ``benchmarks/results/ranking.md`` section 0h."""
 
 DEFAULT_EVIDENCE = EvidenceModel(
     weights={
@@ -417,6 +440,14 @@ PRESETS: dict[str, RetrievalConfig] = {
         }
     ),
     "legacy": LEGACY,
+    # Each result's relevance from the pair alone (RelevanceHead): the same in a store of one
+    # memory or of thousands; the order is the default's.
+    "absolute": DEFAULT.model_copy(
+        update={
+            "name": "absolute",
+            "evidence": DEFAULT_EVIDENCE.model_copy(update={"absolute": ABSOLUTE_RELEVANCE}),
+        }
+    ),
     # Graph-expanded search and five-signal retrieval (need ``graph.enabled``; without a graph
     # they rank as ``default``). See memvault.retrieval.signals.
     "graph": DEFAULT.model_copy(update={"name": "graph", "graph_weight": 0.15}),

@@ -320,7 +320,9 @@ async def test_context_injection_through_async_memory(mem: AsyncMemory) -> None:
 
     # The budget is respected, and a smaller budget packs fewer memories.
     everything = ContextInjectionStrategy(
-        search, ContextInjectionConfig(filter_strategy=NonInferableFilter(), role="user")
+        search,
+        # Every memory, however weak its match: this checks the rendering's delimiting.
+        ContextInjectionConfig(filter_strategy=NonInferableFilter(), role="user", min_relevance=0),
     )
     messages = await everything.prepare_messages("dev-1", query, 2000)
     (message,) = messages

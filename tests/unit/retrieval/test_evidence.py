@@ -348,11 +348,10 @@ async def test_context_gate_injects_nothing_below_min_relevance() -> None:
     gated = ContextInjectionStrategy(search, ContextInjectionConfig(min_relevance=0.5))
     assert (await gated.prepare_context("a", "question", 500)).entries == ()
     passing = ContextInjectionStrategy(search, ContextInjectionConfig(min_relevance=0.15))
-    # The gate looks at the best hit; once it passes, the others come along.
-    assert [e.id for e in (await passing.prepare_context("a", "question", 500)).entries] == [
-        "a",
-        "b",
-    ]
+    # Each memory on its own score: the best passing does not bring the others along.
+    assert [e.id for e in (await passing.prepare_context("a", "question", 500)).entries] == ["a"]
+    everything = ContextInjectionStrategy(search, ContextInjectionConfig(min_relevance=0.05))
+    assert [e.id for e in (await everything.prepare_context("a", "q", 500)).entries] == ["a", "b"]
 
 
 def test_spread_threads_lets_each_pick_pay_for_its_threads_earlier_picks() -> None:
