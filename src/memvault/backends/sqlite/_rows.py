@@ -99,6 +99,7 @@ def _row_entry(row: sqlite3.Row | tuple[Any, ...]) -> MemoryEntry:
             "last_accessed_at": from_us(row[20]),
             "scope": _SCOPES[row[11]],
             "retracted_at": from_us(row[21]),
+            "consolidated_into": None,  # live rows never carry it (archived copies do)
             "relevance_score": None,
             "score": None,
         },
