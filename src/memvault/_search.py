@@ -12,19 +12,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from memvault.errors import MemoryCapabilityError
-from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
+from memvault.models import CandidateSet, MemoryEntry, MemoryQuery, QueryPeriod
 from memvault.protocols import MemoryStore, SharedMemoryStore
 from memvault.retrieval.expansion import expansion_terms, merge_feedback
 from memvault.retrieval.filters import MemoryFilterStrategy
 from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, for_embedder
-from memvault.retrieval.temporal import query_time_range, without_relative_time
+from memvault.retrieval.temporal import (
+    EventCue,
+    TimeRange,
+    event_cue,
+    named_period,
+    query_time_range,
+    stated_period,
+    without_period,
+)
 from memvault.retrieval.text import query_terms
 
-__all__ = ["add_candidates", "hybrid_search", "merge_candidates", "query_candidates"]
+__all__ = [
+    "DatedQuery",
+    "add_candidates",
+    "date_query",
+    "hybrid_search",
+    "merge_candidates",
+    "query_candidates",
+]
 
 
 async def hybrid_search(
@@ -59,6 +75,18 @@ async def hybrid_search(
     # The default evidence model was fitted on one embedder's cosines; a store indexed with
     # another model for which coefficients were fitted ranks with those.
     config = for_embedder(config, store.embedder.model_id)
+    dated = await date_query(
+        store,
+        agent_id,
+        query,
+        config,
+        now=now,
+        shared_store=shared_store,
+        exclude_agent=exclude_agent,
+    )
+    # Ranking reads the query with an event's phrase replaced by the event's date ("before
+    # the wedding" -> "before 2026-06-14"), so that it favours the memories of that period.
+    text = dated.text
     cands = await query_candidates(
         store,
         agent_id,
@@ -68,6 +96,7 @@ async def hybrid_search(
         shared=shared,
         shared_store=shared_store,
         exclude_agent=exclude_agent,
+        dated=dated,
     )
     if config.feedback_weight > 0 and config.use_lexical and cands.lexical:
         first = rank(
@@ -79,7 +108,7 @@ async def hybrid_search(
             query_text=text,
         )
         words = expansion_terms(
-            first, query_terms(without_relative_time(text)), n_terms=config.feedback_terms
+            first, query_terms(without_period(text, now)), n_terms=config.feedback_terms
         )
         if words:
             extra = await _candidates(
@@ -93,7 +122,7 @@ async def hybrid_search(
                 shared=shared,
             )
             merge_feedback(cands, extra, weight=config.feedback_weight)
-    return rank(
+    ranked = rank(
         cands,
         config,
         now=now,
@@ -103,6 +132,131 @@ async def hybrid_search(
         filter_strategy=filter_strategy,
         query_text=text,
     )
+    if dated.period is None or dated.range is None:
+        return ranked
+    if dated.period.anchor is not None:
+        ranked = _report_after_period(ranked, dated.period.anchor, dated.range)
+    # The breakdown (``explain``) says which period ranking used.
+    return [
+        e
+        if e.score is None
+        else e.model_copy(update={"score": e.score.model_copy(update={"period": dated.period})})
+        for e in ranked
+    ]
+
+
+def _report_after_period(
+    ranked: list[MemoryEntry], anchor: str, period: TimeRange
+) -> list[MemoryEntry]:
+    """``ranked`` with the memory that dated the event (``anchor``) moved behind the other
+    memories of the period: it says when the wedding was, not what happened before it, but
+    stays among the results (context for an answer). Scores are left as they are; only the
+    order changes (as MMR's does)."""
+    at = next((n for n, e in enumerate(ranked) if e.id == anchor), None)
+    if at is None:
+        return ranked
+    inside = [n for n in range(at + 1, len(ranked)) if period.contains(ranked[n].created_at)]
+    if not inside:
+        return ranked
+    last = inside[-1]
+    return [*ranked[:at], *ranked[at + 1 : last + 1], ranked[at], *ranked[last + 1 :]]
+
+
+@dataclass(frozen=True, slots=True)
+class DatedQuery:
+    """A query's text as ranking reads it, and the period it names (None: none): as the
+    explanation shows it (``period``) and as ranking tests dates against it (``range``)."""
+
+    text: str
+    period: QueryPeriod | None = None
+    range: TimeRange | None = None
+
+
+async def date_query(
+    store: MemoryStore,
+    agent_id: str | None,
+    query: MemoryQuery,
+    config: RetrievalConfig,
+    *,
+    now: datetime,
+    shared_store: SharedMemoryStore | None = None,
+    exclude_agent: str | None = None,
+) -> DatedQuery:
+    """The period ``query`` names, resolved against ``now`` (the moment it is asked).
+
+    A period of the calendar ("last week", "in April 2026", "on Monday") is read from the text
+    alone. One relative to an event ("before the wedding", "after I moved") is dated by the
+    memory that reports the event: the best match of the event's words among those holding
+    all of them, one that states a date first ("Our wedding is on June 14, 2026"), its date
+    being the one it states, else the day it was stored. The text ranking reads then names
+    that date instead of the event ("before 2026-06-14"). An event no memory reports names no
+    period.
+    """
+    text = query.text or ""
+    if not text:
+        return DatedQuery(text)
+    named = named_period(text, now)
+    if named is not None:
+        return DatedQuery(text, _described(named.range, named.phrase), named.range)
+    cue = event_cue(text)
+    if cue is None:
+        return DatedQuery(text)
+    found = await _event_anchor(store, agent_id, shared_store, exclude_agent, query, config, cue)
+    if found is None:
+        return DatedQuery(text)
+    anchor, when = found
+    if cue.side == "before":
+        bound = f"before {when.start.date().isoformat()}"
+    else:
+        # After the event, and after the day its report was stored: the report ("I moved to
+        # Lisbon on March 3") is not what happened after it.
+        last = max(when.end - timedelta(microseconds=1), anchor.created_at.astimezone(UTC))
+        bound = f"after {last.date().isoformat()}"
+    start, end = cue.span
+    dated = f"{text[:start]}{bound}{text[end:]}"
+    period = query_time_range(dated, now)
+    if period is None:  # cannot happen: the grammar reads its own dates
+        return DatedQuery(text)
+    return DatedQuery(dated, _described(period, text[start:end], anchor=anchor.id), period)
+
+
+def _described(period: TimeRange, phrase: str, *, anchor: str | None = None) -> QueryPeriod:
+    return QueryPeriod(
+        start=None if period.open_start else period.start,
+        end=None if period.open_end else period.end,
+        phrase=phrase,
+        anchor=anchor,
+    )
+
+
+async def _event_anchor(
+    store: MemoryStore,
+    agent_id: str | None,
+    shared_store: SharedMemoryStore | None,
+    exclude_agent: str | None,
+    query: MemoryQuery,
+    config: RetrievalConfig,
+    cue: EventCue,
+) -> tuple[MemoryEntry, TimeRange] | None:
+    """The memory that reports the event of ``cue``, and when the event took place."""
+    probe = query.model_copy(update={"text": cue.event})
+    found = await _candidates(
+        store, agent_id, shared_store, exclude_agent, probe, config, shared=set()
+    )
+    dense = dict(found.dense)
+    lexical = dict(found.lexical)
+    wanted = set(cue.terms)
+    best: tuple[tuple[bool, float], MemoryEntry, TimeRange] | None = None
+    for entry_id in dict.fromkeys([*lexical, *dense]):
+        entry = found.entries.get(entry_id)
+        if entry is None or not wanted.issubset(query_terms(entry.content)):
+            continue
+        when = stated_period(entry.content, entry.created_at)
+        bm25 = lexical.get(entry_id, 0.0)
+        key = (when.stated, dense.get(entry_id, 0.0) + bm25 / (bm25 + 1.0))
+        if best is None or key > best[0]:
+            best = (key, entry, when.range)
+    return None if best is None else (best[1], best[2])
 
 
 async def query_candidates(
@@ -115,27 +269,43 @@ async def query_candidates(
     shared: set[str],
     shared_store: SharedMemoryStore | None = None,
     exclude_agent: str | None = None,
+    dated: DatedQuery | None = None,
 ) -> CandidateSet:
     """The candidates a search of ``query`` ranks (before any feedback pass): the dense and
     lexical top of the store, plus those of the period the query names, if any.
 
     ``agent_id`` None (with ``shared_store``) searches shared knowledge only; the ids of shared
-    candidates are added to ``shared``.
+    candidates are added to ``shared``. ``dated`` is the query as :func:`date_query` dated it
+    (dated here if not given).
     """
+    if dated is None:
+        dated = await date_query(
+            store,
+            agent_id,
+            query,
+            config,
+            now=now,
+            shared_store=shared_store,
+            exclude_agent=exclude_agent,
+        )
     text = query.text or ""
-    # Words naming a period relative to now ("two weeks ago") are matched by date, not as text.
-    lexical_text = without_relative_time(text)
+    # Words naming a period ("two weeks ago", "in April 2026", "before the wedding") are
+    # matched by date, not as text.
+    lexical_text = without_period(dated.text, now)
     lexical = query_terms(lexical_text) if lexical_text != text else None
     cands = await _candidates(
         store, agent_id, shared_store, exclude_agent, query, config, shared=shared, lexical=lexical
     )
-    period = query_time_range(text, now) if text else None
+    period = dated.range
     if period is not None and query.since is None and query.until is None:
         # The query names a period ("two weeks ago", "in May 2023"): its memories join the
         # candidates even when the whole store holds better matches of the words, so that
         # ranking, which prefers memories of the named period, gets to see them.
         within = query.model_copy(
-            update={"since": period.start, "until": period.end - timedelta(microseconds=1)}
+            update={
+                "since": None if period.open_start else period.start,
+                "until": None if period.open_end else period.end - timedelta(microseconds=1),
+            }
         )
         extra = await _candidates(
             store,

@@ -46,6 +46,7 @@ __all__ = [
     "MemoryScope",
     "MemoryStoreRequest",
     "MetadataFilter",
+    "QueryPeriod",
     "ScoreBreakdown",
     "StoreStats",
     "ToolDefinition",
@@ -601,6 +602,37 @@ class MemoryStoreRequest(BaseModel):
         return None if value is None else validate_memory_id(value)
 
 
+class QueryPeriod(BaseModel):
+    """The period a search query names, as ranking used it (``ScoreBreakdown.period``).
+
+    ``[start, end)`` in UTC, a side None where the period is open ("before the wedding");
+    ``phrase`` is the query's words that name it; ``anchor`` the id of the memory that dated
+    the event of an event-relative period.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start: AwareDatetime | None = None
+    end: AwareDatetime | None = None
+    phrase: str
+    anchor: str | None = None
+
+    def describe(self) -> str:
+        """One line: ``2026-04-01 .. 2026-05-01 (from 'in April 2026')``."""
+
+        def moment(value: datetime | None) -> str:
+            if value is None:
+                return ""
+            value = value.astimezone(UTC)
+            if value.hour == value.minute == value.second == value.microsecond == 0:
+                return f"{value:%Y-%m-%d}"
+            return f"{value:%Y-%m-%d %H:%M}"
+
+        dated = "" if self.anchor is None else f", dated by {self.anchor}"
+        span = f"{moment(self.start)} .. {moment(self.end)}".strip()
+        return f"{span} (from {self.phrase!r}{dated})"
+
+
 class ScoreBreakdown(BaseModel):
     """How a search result's final score came about (``search(..., explain=True)``)."""
 
@@ -622,6 +654,9 @@ class ScoreBreakdown(BaseModel):
     # Probability that the store holds anything the query asks about (the off-topic gate,
     # ``EvidenceModel.topic``); ``fused`` already includes it. None where the gate does not apply.
     on_topic: float | None = None
+    # The period the query names ("in April 2026", "last week", "before the wedding"), resolved
+    # against the moment of asking; None where it names none.
+    period: QueryPeriod | None = None
 
 
 class MemoryEntry(BaseModel):
@@ -699,7 +734,7 @@ class MemoryEntry(BaseModel):
         if self.relevance_score is not None:
             data["relevance_score"] = self.relevance_score
         if self.score is not None:
-            data["score"] = self.score.model_dump()
+            data["score"] = self.score.model_dump(mode="json")
         return data
 
     @classmethod

@@ -203,6 +203,39 @@ def test_search_explain_json_carries_the_score_object(run, db, seeded) -> None:
     assert "score" not in plain[0]
 
 
+def test_search_explain_shows_the_period_the_question_names(run, db) -> None:
+    # "in April" without a year: the most recent April not after the moment of asking.
+    april = run.add(db, "Signed the lease on the new flat.", "--created-at", "2026-04-17T12:00Z")
+    run.add(db, "Booked the hotel in Lisbon for April 2027.", "--created-at", "2026-05-20T12:00Z")
+    result = run(
+        "--db",
+        db,
+        "search",
+        "What did I sign in April?",
+        "--asked-at",
+        "2026-06-10T09:00Z",
+        "--explain",
+    )
+    assert result.code == 0
+    assert "period: 2026-04-01 .. 2026-05-01 (from 'in April')" in result.out
+    assert april in result.out.splitlines()[2]  # the period line, then the first hit
+    hits = run(
+        "--db",
+        db,
+        "search",
+        "What did I sign in April?",
+        "--asked-at",
+        "2026-06-10T09:00Z",
+        "--explain",
+        "--json",
+    ).json()
+    assert hits[0]["score"]["period"]["phrase"] == "in April"
+    assert (
+        run("--db", db, "search", "lease", "--explain", "--json").json()[0]["score"]["period"]
+        is None
+    )
+
+
 def test_search_of_an_empty_store_says_so(run, db) -> None:
     result = run("--db", db, "search", "anything at all")
     assert result.code == 0

@@ -42,6 +42,10 @@ def _table(entries: list[MemoryEntry]) -> Table:
 
 
 def _print_hits(hits: list[MemoryEntry], *, explain: bool) -> None:
+    period = next((e.score.period for e in hits if e.score is not None), None)
+    if explain and period is not None:
+        # The period the question names, as ranking resolved it (the same for every result).
+        out.print(f"[dim]period: {escape(period.describe())}[/dim]")
     for rank, e in enumerate(hits, start=1):
         out.print(
             f"{rank:>2}. [bold]{e.relevance_score or 0.0:.3f}[/bold] "
@@ -171,9 +175,18 @@ def search(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Required tag.")] = None,
     preset: Annotated[str | None, typer.Option(help="Retrieval preset.")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the score breakdown.")] = False,
+    asked_at: Annotated[
+        str | None,
+        typer.Option(
+            "--asked-at",
+            help="When the question is asked (ISO 8601; default now): 'last week' counts back "
+            "from it.",
+        ),
+    ] = None,
     json_out: bool = JsonOption,
 ) -> None:
     """Hybrid search of an agent's memories."""
+    asked = parse_datetime(asked_at, "--asked-at")
     svc = open_service()
     hits = svc.run(
         svc.service.search(
@@ -185,6 +198,7 @@ def search(
             tags=tag or None,
             preset=preset,
             explain=explain,
+            asked_at=asked,
         )
     )
     if json_out:

@@ -143,7 +143,8 @@ def test_mentions_time() -> None:
         ("events of December, 2022", datetime(2022, 12, 1), datetime(2023, 1, 1)),
         ("anything in 2021?", datetime(2021, 1, 1), datetime(2022, 1, 1)),
         ("what did I do yesterday", datetime(2026, 6, 14), datetime(2026, 6, 15)),
-        ("notes from last week", datetime(2026, 6, 1), datetime(2026, 6, 9)),
+        # "Last week": the week before this one, or 7 to 13 days back (NOW is a Monday).
+        ("notes from last week", datetime(2026, 6, 2), datetime(2026, 6, 15)),
         # "N units ago": a window around that day, a quarter of the distance on each side (at
         # least a day), twice that for vague counts.
         ("what did I do two weeks ago?", datetime(2026, 5, 28, 12), datetime(2026, 6, 5, 12)),
