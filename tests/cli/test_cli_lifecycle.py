@@ -53,25 +53,43 @@ def test_sweep_reports_and_audit_is_per_agent(run, db, tmp_path: Path) -> None:
 
 
 def test_consolidate_dry_run_then_real(run, db) -> None:
-    for text in (
-        "The API gateway runs on port 8443.",
-        "Deploys need two approvals on the release PR.",
-        "Staging uses the eu-west-1 region.",
-    ):
+    ids = [
         run.add(db, text, "-a", "u")
-    dry = run("--db", db, "consolidate", "--agent", "u", "--dry-run")
-    assert dry.code == 0, dry.err
-    assert "would merge 2 memories in 1 groups" in dry.out
+        for text in (
+            "The API gateway runs on port 8443.",
+            "Deploys need two approvals on the release PR.",
+            "Staging uses the eu-west-1 region.",
+        )
+    ]
+    # Written just now: younger than the default minimum age, so nothing is merged.
+    young = run("--db", db, "consolidate", "--agent", "u")
+    assert young.code == 0, young.err
+    assert "merged 0 memories in 0 groups" in young.out
+    assert "3 memories younger than 30 days left alone" in young.out
     assert len(run.list(db, "-a", "u")) == 3
 
-    done = run("--db", db, "consolidate", "--agent", "u", "--json")
+    lifted = ("--db", db, "consolidate", "--agent", "u", "--min-age-days", "0")
+    dry = run(*lifted, "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "would merge 2 memories in 1 groups" in dry.out
+    (line,) = [x for x in dry.out.splitlines() if "group 1" in x]
+    planned = set(line.split(": ")[-1].split(", "))
+    assert len(planned) == 2 and planned <= set(ids)
+    assert len(run.list(db, "-a", "u")) == 3
+
+    done = run(*lifted, "--json")
     assert done.code == 0, done.err
     [result] = done.json()
-    assert len(result["created_ids"]) == 1 and len(result["removed_ids"]) == 2
+    assert len(result["created_ids"]) == 1 and set(result["removed_ids"]) == planned
     live = run.list(db, "-a", "u")
     assert len(live) == 2
     archived = run("--db", db, "archive", "list", "-a", "u", "--json").json()
     assert {row["entry"]["id"] for row in archived} == set(result["removed_ids"])
+    # Every merged original still answers by its id, naming the memory that holds it now.
+    for original in planned:
+        shown = run("--db", db, "get", original, "-a", "u", "--json")
+        assert shown.code == 0, shown.err
+        assert shown.json()["consolidated_into"] == result["created_ids"][0]
 
 
 def test_consolidate_rejects_an_unknown_strategy(run, db) -> None:

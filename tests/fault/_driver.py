@@ -84,7 +84,8 @@ def main() -> None:
         for i in range(40, 1_000_000):
             for j in range(5):
                 _ack(fd, id=mem.add(_text(rng, i * 5 + j), agent_id=AGENT, category="episodic"))
-            mem.consolidate(agent_id=AGENT)
+            # Memories written a moment ago: merged only because the minimum age is lifted.
+            mem.consolidate(agent_id=AGENT, min_age_days=0)
             _ack(fd, consolidated=True)
     elif op == "sweep":
         mem = _memory(db, dedup=False, max_memories_per_agent=30)

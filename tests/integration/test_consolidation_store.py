@@ -31,7 +31,8 @@ NOTES = [
 @pytest.fixture
 async def mem(any_backend: MemoryStore) -> AsyncIterator[AsyncMemory]:
     async with AsyncMemory(backend=any_backend) as memory:
-        start = datetime.now(UTC) - timedelta(days=10)
+        # Older than consolidation's minimum age (30 days), so they are merged.
+        start = datetime.now(UTC) - timedelta(days=60)
         for i, text in enumerate(NOTES):
             await memory.add(text, agent_id=AGENT, created_at=start + timedelta(days=i))
         yield memory

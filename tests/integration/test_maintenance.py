@@ -61,12 +61,15 @@ async def store(tmp_path: Path, minilm: Embedder) -> AsyncIterator[AsyncMemory]:
 
 
 async def _episodes(mem: AsyncMemory, n: int, start: int = 0) -> list[str]:
+    # Two months old: past consolidation's minimum age (30 days), so passes merge them.
+    old = datetime.now(UTC) - timedelta(days=60)
     return [
         await mem.add(
             f"Incident {i}: the nightly backup job on host db-{i} timed out after {30 + i} min.",
             agent_id=AGENT,
             category="episodic",
             dedup=False,
+            created_at=old + timedelta(minutes=i),
         )
         for i in range(start, start + n)
     ]

@@ -1,8 +1,9 @@
 """``memvault serve`` runs the maintenance scheduler by itself and stops it cleanly.
 
 A real ``memvault serve`` subprocess on a real SQLite file: with ``maintenance.enabled`` it
-sweeps an expired memory to the archive and consolidates episodes without any request asking
-for it, records the runs in the store, and on SIGINT stops the task and releases the lease.
+sweeps an expired memory to the archive and consolidates old episodes without any request
+asking for it (never on its first pass, which only sweeps), records the runs in the store, and
+on SIGINT stops the task and releases the lease.
 """
 
 from __future__ import annotations
@@ -66,12 +67,12 @@ def test_serve_maintains_the_store_by_itself(tmp_path: Path) -> None:
         "    consolidation_interval: daily\n"
         "    retention_by_category: {semantic: 30}\n"
         "  maintenance:\n"
-        "    poll_seconds: 3600\n"
+        "    poll_seconds: 1\n"
     )
     old = (datetime.now(UTC) - timedelta(days=90)).isoformat()
     for i in range(4):
         made = _cli(db, cfg, "add", f"Standup {i}: reviewed ticket PROJ-{i}.", "-a", AGENT,
-                    "-t", "episodic")  # fmt: skip
+                    "-t", "episodic", "--created-at", old)  # fmt: skip
         assert made.returncode == 0, made.stderr
     stale = _cli(db, cfg, "add", "The old office wifi password was hunter2.", "-a", AGENT,
                  "-t", "semantic", "--created-at", old)  # fmt: skip
@@ -90,7 +91,8 @@ def test_serve_maintains_the_store_by_itself(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        # Nobody asks for maintenance: the server's own task runs the first pass at startup.
+        # Nobody asks for maintenance: the server's own task runs the first pass at startup
+        # (a sweep; consolidation waits for the next pass, a poll later).
         deadline = time.monotonic() + 90
         while True:
             consolidated, swept, _ = _state(db)
@@ -116,4 +118,8 @@ def test_serve_maintains_the_store_by_itself(tmp_path: Path) -> None:
     assert code == 0, log.read_text()
     text = log.read_text()
     assert "consolidated 1" in text and "1 expired" in text
+    first = next(
+        line for line in text.splitlines() if "maintenance " in line and " agent(s)" in line
+    )
+    assert "consolidation held until the pass after the server's start" in first
     assert _state(db)[2] is None  # the lease was released, not left to expire

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,12 +40,15 @@ def opened(tmp_path: Path, minilm: Embedder) -> Opener:
 
 
 async def _episodes(mem: AsyncMemory, n: int) -> None:
+    # Past consolidation's minimum age (30 days): a trigger merges only memories that old.
+    old = datetime.now(UTC) - timedelta(days=60)
     for i in range(n):
         await mem.add(
             f"Run {i}: synced the CRM export for region {i} and fixed {i + 2} bad rows.",
             agent_id=AGENT,
             category="episodic",
             dedup=False,
+            created_at=old + timedelta(minutes=i),
         )
 
 
@@ -99,6 +103,7 @@ async def test_a_failed_session_consolidation_is_logged_not_raised(
 
 async def test_autonomous_capture_consolidates_under_after_autonomous(opened: Opener) -> None:
     async with opened("after_autonomous") as mem:
+        await _episodes(mem, 4)  # two months old
         ids = [
             await capture_episode(
                 mem,
@@ -106,11 +111,15 @@ async def test_autonomous_capture_consolidates_under_after_autonomous(opened: Op
                 summary=f"Nightly run {i}: deployed build {100 + i} to staging, all checks green.",
                 trigger_type="cron",
             )
-            for i in range(4)
+            for i in range(2)
         ]
         assert all(ids)
         archived = await mem.archived(agent_id=AGENT)
         assert archived and {a.reason for a in archived} == {"consolidate"}
+        # The runs just captured are younger than the minimum age: untouched.
+        assert not {a.memory_id for a in archived} & set(ids)
+        for captured in ids:
+            assert (await mem.get(str(captured), agent_id=AGENT)).consolidated_into is None
 
 
 async def test_autonomous_capture_leaves_other_intervals_alone(opened: Opener) -> None:

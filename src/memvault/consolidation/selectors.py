@@ -8,10 +8,12 @@ shows exactly what a real run will do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from memvault.models import MemoryCategory, MemoryEntry, MemoryScope, aware_utc
 
@@ -21,6 +23,7 @@ __all__ = [
     "HighestRelevanceSelector",
     "chunk_evenly",
     "eligible_entries",
+    "group_by_similarity",
     "relevance_key",
 ]
 
@@ -114,6 +117,42 @@ def chunk_evenly(entries: Sequence[MemoryEntry], size: int) -> list[tuple[Memory
     return runs
 
 
+def group_by_similarity(
+    entries: Sequence[MemoryEntry], size: int, vectors: Mapping[str, Any]
+) -> list[tuple[MemoryEntry, ...]]:
+    """``entries`` (oldest first) split into runs of at most ``size`` similar entries.
+
+    The run sizes are those of :func:`chunk_evenly`. Each run starts at the oldest entry not
+    yet placed and takes the entries most similar to it (cosine of ``vectors[id]``; ties go
+    to the older entry), so one new memory holds one topic and each original's words find
+    it. Entries without a vector follow, oldest first, in runs of their own. Deterministic.
+    """
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    with_vec = [e for e in entries if e.id in vectors]
+    without = [e for e in entries if e.id not in vectors]
+    runs: list[tuple[MemoryEntry, ...]] = []
+    if with_vec:
+        matrix = np.stack([np.asarray(vectors[e.id], dtype=np.float32) for e in with_vec])
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(norms > 0, norms, 1.0)
+        left = list(range(len(with_vec)))  # positions, oldest first
+        for run in chunk_evenly(with_vec, size):
+            seed = left.pop(0)
+            if len(run) > 1 and left:
+                sims = matrix[left] @ matrix[seed]
+                # Most similar first; the stable sort keeps the older entry first on a tie.
+                order = np.argsort(-sims, kind="stable")[: len(run) - 1]
+                chosen = {left[int(i)] for i in order}
+                left = [i for i in left if i not in chosen]
+            else:
+                chosen = set()
+            members = sorted([seed, *chosen])
+            runs.append(tuple(with_vec[i] for i in members))
+    runs.extend(chunk_evenly(without, size))
+    return runs
+
+
 class HighestRelevanceSelector:
     """Group by category; in groups of ``group_threshold`` or more, keep the best, merge the rest.
 
@@ -123,7 +162,9 @@ class HighestRelevanceSelector:
     categories are considered (all by default). ``max_group_size`` caps how many entries one
     new entry replaces: a category's entries to merge are split, oldest first, into runs of
     near-equal size (see :func:`chunk_evenly`), one :class:`EntryGroup` each (the kept entries
-    ride with the first); None merges each category into one entry.
+    ride with the first); None merges each category into one entry. With ``vectors`` (entry
+    id -> embedding) the runs gather similar entries (:func:`group_by_similarity`) rather than
+    neighbours in time.
     """
 
     def __init__(
@@ -133,6 +174,7 @@ class HighestRelevanceSelector:
         keep: int = 1,
         categories: frozenset[MemoryCategory] | None = None,
         max_group_size: int | None = None,
+        vectors: Mapping[str, Any] | None = None,
     ) -> None:
         if keep < 0:
             raise ValueError(f"keep must be >= 0, got {keep}")
@@ -148,6 +190,7 @@ class HighestRelevanceSelector:
         self.keep = keep
         self.categories = categories
         self.max_group_size = max_group_size
+        self.vectors = vectors
 
     def __repr__(self) -> str:
         """Show the selector's settings."""
@@ -175,7 +218,12 @@ class HighestRelevanceSelector:
             if self.max_group_size is None:
                 groups.append(EntryGroup(category=category, keep=keep, merge=merge))
                 continue
-            for position, run in enumerate(chunk_evenly(merge, self.max_group_size)):
+            runs = (
+                chunk_evenly(merge, self.max_group_size)
+                if not self.vectors
+                else group_by_similarity(merge, self.max_group_size, self.vectors)
+            )
+            for position, run in enumerate(runs):
                 kept = keep if position == 0 else ()
                 groups.append(EntryGroup(category=category, keep=kept, merge=run))
         return groups

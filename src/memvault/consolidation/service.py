@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -335,6 +335,7 @@ async def consolidate(
     now: datetime | None = None,
     config: ConsolidationConfig | None = None,
     selector: ConsolidationSelector | None = None,
+    vectors: Mapping[str, Any] | None = None,
 ) -> ConsolidationResult:
     """Consolidate ``agent_id``'s ``entries`` with ``strategy`` and apply it via the callbacks.
 
@@ -342,6 +343,10 @@ async def consolidate(
     are considered. ``dry_run`` computes the groups and the new entries (the LLM is still
     asked) but calls no callback. Errors of the callbacks that are memvault errors are recorded
     per group; any other exception propagates.
+
+    The group strategies merge only entries at least ``config.min_age_days`` old, at most
+    ``config.max_group_size`` into one new entry; ``vectors`` (entry id -> stored embedding,
+    optional) makes the default selector put similar entries together.
 
     Groups of the ``llm`` strategy are synthesised concurrently (at most
     :data:`MAX_CONCURRENT_GROUPS` at once); the result lists them in selection order either way.
@@ -379,7 +384,10 @@ async def consolidate(
         )
         op = build_op(kind, llm=llm, config=cfg, distillation_context=context)
         chooser = selector or HighestRelevanceSelector(
-            group_threshold=cfg.group_threshold, keep=cfg.keep, max_group_size=cfg.max_group_size
+            group_threshold=cfg.group_threshold,
+            keep=cfg.keep,
+            max_group_size=cfg.max_group_size,
+            vectors=vectors,
         )
         old_enough, too_young = split_by_age(entries, agent_id=agent_id, now=at, cfg=cfg)
         groups = chooser.select(old_enough, agent_id=agent_id, now=at)
