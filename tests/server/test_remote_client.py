@@ -189,8 +189,15 @@ async def _scenario(mem: AsyncMemory, tmp: Path) -> dict[str, Any]:
 
     dry = await mem.consolidate(agent_id="dev-1", dry_run=True)
     seen["consolidate_dry"] = (dry.dry_run, dry.created_ids, dry.removed_ids, len(dry.groups))
-    merged = await mem.consolidate(agent_id="dev-1")
+    # The memories were written moments ago: the default minimum age (30 days) keeps them all.
+    young = await mem.consolidate(agent_id="dev-1")
+    seen["consolidate_young"] = (young.created_ids, young.removed_ids, young.too_young > 0)
+    merged = await mem.consolidate(agent_id="dev-1", min_age_days=0)
     seen["consolidate"] = (len(merged.created_ids), sorted(content[i] for i in merged.removed_ids))
+    answers = [await mem.get(i, agent_id="dev-1") for i in merged.removed_ids]
+    seen["consolidated_get"] = sorted(
+        (e.content, e.consolidated_into in merged.created_ids) for e in answers
+    )
     archived = await mem.archived(agent_id="dev-1")
     seen["archived"] = sorted((a.entry.content, a.reason) for a in archived)
     if archived:
@@ -244,6 +251,8 @@ async def test_remote_and_embedded_memories_behave_the_same(
     assert local["context_asked_at"][0] == "Staging uses the eu-west-1 region."
     assert local["context"][0] and local["import"] > 0 and local["import_again"] == 0
     assert local["consolidate"][0] >= 1 and local["restore"][0]
+    assert local["consolidate_young"] == ((), (), True)
+    assert local["consolidated_get"] and all(found for _, found in local["consolidated_get"])
 
 
 def _plain(annotation: object) -> str:

@@ -477,6 +477,32 @@ class SharedKnowledgeContract:
         hits = await store.retrieve("alice", MemoryQuery(text="archived fact", limit=5))
         assert [h.id for h in hits] == [ids[1]]
 
+    async def test_a_consolidated_original_keeps_the_id_it_was_merged_into(
+        self, backend: MemoryStore
+    ) -> None:
+        store: Any = _shared(backend)
+        if not callable(getattr(store, "archive", None)):
+            pytest.skip("the backend has no archive")
+        original = await store.store("alice", req("The gateway listens on port 8443."))
+        summary = await store.store("alice", req("Consolidated: the gateway port is 8443."))
+        before = await store.get("alice", original)
+        moved = await store.archive(
+            "alice", [original], reason="consolidate", consolidated_into=summary
+        )
+        assert set(moved) == {original}
+        (row,) = await store.archived("alice", memory_id=original)
+        assert row.reason == "consolidate" and row.entry.consolidated_into == summary
+        assert row.entry.content == before.content and row.entry.id == original
+        (record,) = [
+            r for r in await store.audit_log(memory_id=original) if r.action == "memory.consolidate"
+        ]
+        assert record.details["consolidated_into"] == summary
+        # Live entries never carry it; a restored original is live again, no longer merged.
+        assert (await store.get("alice", summary)).consolidated_into is None
+        back = await store.restore("alice", original)
+        assert back.consolidated_into is None
+        assert (await store.get("alice", original)).consolidated_into is None
+
     async def test_audit_for_agent_reads_one_agents_trail_in_time_order(
         self, backend: MemoryStore
     ) -> None:
