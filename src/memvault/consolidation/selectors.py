@@ -117,15 +117,36 @@ def chunk_evenly(entries: Sequence[MemoryEntry], size: int) -> list[tuple[Memory
     return runs
 
 
+TIGHTEST_FIRST_MAX = 4_000
+"""Up to this many entries of a category, runs start at the tightest cluster left (one n x n
+pass over the vectors); beyond it, at the oldest entry (linear per run)."""
+
+
+def _seed_order(matrix: np.ndarray, k: int) -> list[int]:
+    """Positions by how close their ``k``-th nearest neighbour is, closest first (ties: older)."""
+    n = len(matrix)
+    if n > TIGHTEST_FIRST_MAX or k < 1 or n <= k:
+        return list(range(n))
+    tight = np.empty(n, dtype=np.float32)
+    for start in range(0, n, 512):
+        block = matrix[start : start + 512] @ matrix.T
+        for row in range(len(block)):
+            block[row, start + row] = -np.inf  # not its own neighbour
+        tight[start : start + 512] = np.partition(block, n - k, axis=1)[:, n - k]
+    return [int(i) for i in np.argsort(-tight, kind="stable")]
+
+
 def group_by_similarity(
     entries: Sequence[MemoryEntry], size: int, vectors: Mapping[str, Any]
 ) -> list[tuple[MemoryEntry, ...]]:
     """``entries`` (oldest first) split into runs of at most ``size`` similar entries.
 
-    The run sizes are those of :func:`chunk_evenly`. Each run starts at the oldest entry not
-    yet placed and takes the entries most similar to it (cosine of ``vectors[id]``; ties go
-    to the older entry), so one new memory holds one topic and each original's words find
-    it. Entries without a vector follow, oldest first, in runs of their own. Deterministic.
+    The run sizes are those of :func:`chunk_evenly`. Each run starts at the entry not yet
+    placed whose nearest neighbours are closest (the tightest cluster left; see
+    :data:`TIGHTEST_FIRST_MAX`) and takes the unplaced entries most similar to it (cosine of
+    ``vectors[id]``; ties go to the older entry), so one new memory holds one topic and each
+    original's words find it. Entries without a vector follow, oldest first, in runs of their
+    own. Deterministic; each run lists its entries oldest first.
     """
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
@@ -136,19 +157,20 @@ def group_by_similarity(
         matrix = np.stack([np.asarray(vectors[e.id], dtype=np.float32) for e in with_vec])
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = matrix / np.where(norms > 0, norms, 1.0)
-        left = list(range(len(with_vec)))  # positions, oldest first
+        placed = np.zeros(len(with_vec), dtype=bool)
+        seeds = iter(_seed_order(matrix, size - 1))
         for run in chunk_evenly(with_vec, size):
-            seed = left.pop(0)
-            if len(run) > 1 and left:
-                sims = matrix[left] @ matrix[seed]
+            seed = next(i for i in seeds if not placed[i])
+            placed[seed] = True
+            members = [seed]
+            if len(run) > 1:
+                sims = matrix @ matrix[seed]
+                sims[placed] = -np.inf
                 # Most similar first; the stable sort keeps the older entry first on a tie.
-                order = np.argsort(-sims, kind="stable")[: len(run) - 1]
-                chosen = {left[int(i)] for i in order}
-                left = [i for i in left if i not in chosen]
-            else:
-                chosen = set()
-            members = sorted([seed, *chosen])
-            runs.append(tuple(with_vec[i] for i in members))
+                chosen = np.argsort(-sims, kind="stable")[: len(run) - 1]
+                placed[chosen] = True
+                members.extend(int(i) for i in chosen)
+            runs.append(tuple(with_vec[i] for i in sorted(members)))
     runs.extend(chunk_evenly(without, size))
     return runs
 

@@ -150,3 +150,27 @@ def test_chunk_evenly_never_leaves_a_lone_entry(make_entry) -> None:
     assert chunk_evenly([], 5) == []
     with pytest.raises(ValueError):
         HighestRelevanceSelector(max_group_size=1)
+
+
+def test_with_vectors_similar_entries_share_a_group(make_entry, now) -> None:
+    from memvault.consolidation.selectors import group_by_similarity
+
+    # Two topics interleaved in time: grouping by time would mix them, by vector it does not.
+    entries = [make_entry(f"e{i}", age_days=30 - i) for i in range(8)]
+    topic = {e.id: (1.0, 0.0) if i % 2 == 0 else (0.0, 1.0) for i, e in enumerate(entries)}
+    runs = group_by_similarity(entries, 4, topic)
+    assert [[e.id for e in run] for run in runs] == [
+        ["e0", "e2", "e4", "e6"],
+        ["e1", "e3", "e5", "e7"],
+    ]
+    assert group_by_similarity(entries, 4, topic) == runs  # deterministic
+    # Entries without a vector come after, in runs of their own.
+    partial = {k: v for k, v in topic.items() if k != "e7"}
+    runs = group_by_similarity(entries, 4, partial)
+    assert [e.id for e in runs[-1]] == ["e7"] and sum(len(r) for r in runs) == 8
+    selector = HighestRelevanceSelector(keep=0, max_group_size=4, vectors=topic)
+    groups = selector.select(entries, agent_id="dev-1", now=now)
+    assert [[e.id for e in g.merge] for g in groups] == [
+        ["e0", "e2", "e4", "e6"],
+        ["e1", "e3", "e5", "e7"],
+    ]
