@@ -309,6 +309,7 @@ async def test_context_injection_through_async_memory(mem: AsyncMemory) -> None:
             filter_strategy=NonInferableFilter(),
             mmr_enabled=True,
             mmr_lambda=0.3,
+            min_relevance=0,  # a pool of every memory: this checks what MMR picks from it
         ),
     )
     ctx = await diverse.prepare_context("dev-1", query, 1000)
