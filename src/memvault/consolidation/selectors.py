@@ -156,7 +156,7 @@ def group_by_similarity(
     if with_vec:
         matrix = np.stack([np.asarray(vectors[e.id], dtype=np.float32) for e in with_vec])
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.where(norms > 0, norms, 1.0)
+        matrix = (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
         placed = np.zeros(len(with_vec), dtype=bool)
         seeds = iter(_seed_order(matrix, size - 1))
         for run in chunk_evenly(with_vec, size):
