@@ -3,7 +3,8 @@
 One pass by default; ``--daemon`` repeats it every ``maintenance.poll_seconds`` until
 interrupted. Last-run times and the one-runner lease live in the store, so this command, a
 cron job running it and a ``memvault serve`` on the same store never both run a pass, and no
-job runs before it is due (``--force`` runs every job now).
+job runs before it is due (``--force`` runs every job now). ``--dry-run`` lists every memory the
+due consolidations would merge, group by group, and changes nothing.
 """
 
 from __future__ import annotations

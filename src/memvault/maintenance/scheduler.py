@@ -5,7 +5,9 @@ One *pass* over a store:
 1. take the store's lease (:mod:`memvault.maintenance.state`); if another runner holds it,
    the pass is skipped (one runner per store, however many servers share it);
 2. for each agent of the store: consolidation when ``options.consolidation_interval`` says it is
-   due, then a retention sweep when ``maintenance.sweep_interval`` says so;
+   due (it merges only memories older than ``consolidation.min_age_days``, 30 days; a server's
+   first pass after it starts runs none), then a retention sweep when
+   ``maintenance.sweep_interval`` says so;
 3. the skill evolver (org-wide) when ``procedural.evolver.enabled`` and
    ``maintenance.evolver_interval`` is due;
 4. release the lease and log one INFO line (what ran, counts, duration).
@@ -16,7 +18,9 @@ pass; a pass never raises (only cancellation goes through, so a server can stop 
 loses data: consolidation stores the new entry before archiving its sources, and sweeps move
 entries to the archive, never to nothing.
 
-The clock is a parameter (``now``), so tests drive the schedule with a fake one.
+The clock is a parameter (``now``), so tests drive the schedule with a fake one. A dry run
+(``run_pass(dry_run=True)``, ``memvault maintain --dry-run``) plans the due consolidations, its
+report listing every memory each new one would merge, and changes nothing.
 """
 
 from __future__ import annotations
