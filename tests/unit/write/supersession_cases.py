@@ -1,0 +1,220 @@
+"""Pairs of facts written one after the other: (older fact, later fact).
+
+``CHANGES``: the later fact changes the older one (a question about the current state must be
+answered by the later fact; the older one is superseded). ``NEAR_MISSES``: the later fact does
+NOT make the older one untrue (another slot, another person, an addition, a visit, a plan, a
+hedge, a question, a negated future, a past habit, ...), so both must stay live.
+
+Written before the detector was tuned, phrased the ways people say these things; the detector
+is expected to get most changes (>= 90%) and every near miss right, not each case by a pattern
+of its own. Used by ``test_supersession_cases.py`` (pure functions) and
+``tests/integration/test_current_facts.py`` (a real store through ``AsyncMemory.add``).
+"""
+
+from __future__ import annotations
+
+ANA = "Ana lives in Lisbon and works as a data analyst"
+
+CHANGES: list[tuple[str, str]] = [
+    # --- the reported cases
+    (ANA, "Ana moved from Lisbon to Porto in June 2025"),
+    ("Ana is vegetarian", "Ana has gone fully vegan since November"),
+    ("Ana drives a grey Renault Clio", "Ana sold her car and now commutes by e-bike"),
+    # --- residence
+    ("I live in Berlin", "I moved to Munich last month"),
+    ("The user lives in Chicago", "The user relocated to Denver for a new job"),
+    ("Omar lives in Cairo", "Omar now lives in Dubai"),
+    ("Lucas is based in São Paulo", "Lucas moved to Rio de Janeiro"),
+    ("I live with my parents in Leeds", "I've moved into my own flat in Manchester"),
+    ("Yuki lives in Osaka", "Yuki has been living in Tokyo since 2024"),
+    ("Noah lives in Dublin", "Noah packed up and moved to Galway"),
+    (ANA, "Ana and her husband moved to Porto"),
+    ("The user's home city is Austin", "The user moved to Seattle in the spring"),
+    ("User lives in Toronto", "Update: user now lives in Vancouver"),
+    ("Hannah lives in Leeds", "Hannah doesn't live in Leeds anymore, she moved to York"),
+    ("Pedro resides in Madrid", "Pedro is now based in Valencia"),
+    ("I'm based in London", "I relocated to Edinburgh in January"),
+    # --- diet
+    ("I'm a vegetarian", "I eat meat again"),
+    ("Diego is a pescatarian", "Diego went vegan after watching a documentary"),
+    ("I eat meat", "I stopped eating meat in 2023"),
+    ("Grace is on a keto diet", "Grace switched to a Mediterranean diet"),
+    ("Aiko is vegan", "Aiko started eating fish again"),
+    ("The user is vegan", "The user is no longer vegan"),
+    ("Mark is a vegetarian", "Mark has become a pescatarian"),
+    ("I follow a vegan diet", "I'm vegetarian now, I eat eggs and cheese again"),
+    # --- vehicle and commute
+    ("Jonas drives a Volkswagen Golf", "Jonas now drives a Tesla Model 3"),
+    ("Ravi takes the bus to work", "Ravi now cycles to work"),
+    ("I commute by train", "These days I drive to work"),
+    ("Ahmed drives to work", "Ahmed sold his car"),
+    ("The user drives a Prius", "The user gave up their car and takes the train everywhere"),
+    ("My car is a Honda Civic", "I now drive a Mazda 3"),
+    ("I bike to work", "I walk to work since we moved closer to the office"),
+    ("Julia owns a red Fiat 500", "Julia got rid of her Fiat"),
+    # --- employer
+    ("Marco works at Deloitte", "Marco started working at Google in March"),
+    ("Chen works at Stripe", "Chen left Stripe and joined Airbnb"),
+    ("Zara works at Amazon as a recruiter", "Zara now works at Shopify"),
+    ("Sam works at Starbucks", "Sam got a job at a law firm"),
+    ("I work at a bakery", "I quit my job at the bakery"),
+    ("Ana works at Galp", "Ana has been working at EDP since January"),
+    ("The user is employed by IBM", "The user has joined Red Hat"),
+    ("Ben works for the council as a planner", "Ben retired in April"),
+    ("I work for Siemens", "I no longer work for Siemens"),
+    ("Kate works at Unilever", "Kate was hired by Nestlé last autumn"),
+    # --- role
+    ("Priya works as a nurse", "Priya is now a midwife"),
+    ("Chen is a software engineer at Stripe", "Chen was promoted to engineering manager"),
+    ("Fatima is a student at Oxford", "Fatima graduated and now works as a lawyer"),
+    ("Arjun is a junior developer", "Arjun is now a senior developer"),
+    ("Elena is a maths teacher", "Elena became a headteacher"),
+    ("I'm a teacher", "I'm now a full-time writer"),
+    (ANA, "Ana now works as a product manager"),
+    (ANA, "Ana left her job and is now a freelance photographer"),
+    ("Sam works as a barista", "Sam got a job as a paralegal"),
+    ("Ana is a data analyst", "Ana now works as a UX designer"),
+    ("The user works as an accountant", "The user switched careers and is a nurse now"),
+    # --- relationship status and partner
+    ("Tom is single", "Tom got married last summer"),
+    ("Tom is married to Sarah", "Tom got divorced in 2024"),
+    ("My partner is Alex", "I broke up with Alex"),
+    ("I'm dating Jordan", "I'm single again"),
+    ("Mei is engaged to Luca", "Mei and Luca got married in May"),
+    ("Nadia is married", "Nadia is now divorced"),
+    ("Peter has a girlfriend called Mia", "Peter and Mia split up"),
+    ("The user is single", "The user is engaged now"),
+    # --- tools, editor, devices
+    ("I use Vim for editing code", "I switched to VS Code"),
+    ("The user uses Windows on their laptop", "The user switched from Windows to Linux"),
+    ("I use an iPhone", "I switched to a Pixel 8"),
+    ("The user's editor is Sublime Text", "The user now uses Neovim"),
+    ("The user runs Ubuntu", "The user now runs macOS"),
+    ("Kim tracks bugs in Jira", "Kim switched from Jira to Linear"),
+    ("I use Chrome as my browser", "I've moved to Firefox"),
+    # --- habits, activities, memberships, pets
+    ("Lena smokes", "Lena quit smoking in January"),
+    ("Lena plays tennis every Saturday", "Lena no longer plays tennis"),
+    ("I drink coffee every morning", "I gave up coffee"),
+    ("I play in a jazz band", "I left the jazz band"),
+    ("Sofia has a dog named Biscuit", "Sofia's dog Biscuit died last week"),
+    ("Ines has two cats", "Ines gave her cats to her sister"),
+    ("I have a Labrador called Max", "Max passed away in the spring, so I no longer have a dog"),
+    ("Olga works night shifts at the hospital", "Olga switched to day shifts"),
+    ("The user prefers tea", "The user now prefers coffee"),
+    ("Kofi supports Manchester United", "Kofi now supports Arsenal"),
+    # --- attributes
+    ("Ana's phone number is 555-0101", "Ana's new phone number is 555-0199"),
+    ("The user's manager is Dana", "The user's new manager is Priyanka"),
+    ("Leo's favourite band is Radiohead", "Leo's favourite band is now Arctic Monkeys"),
+    (
+        "The user's email is old@example.com",
+        "The user changed their email to new@example.com",
+    ),
+]
+
+NEAR_MISSES: list[tuple[str, str]] = [
+    # --- visits, trips, temporary stays
+    (ANA, "Ana visited Porto in June 2025"),
+    ("Ana lives in Lisbon", "Ana is in Porto for the weekend"),
+    ("Omar lives in Cairo", "Omar flew to Dubai for a conference"),
+    ("The user lives in Chicago", "The user spent two weeks in Denver"),
+    ("Ana lives in Lisbon", "Ana works in Porto on Tuesdays"),
+    # --- plans, hedges, futures, negated futures
+    ("Ana lives in Lisbon", "Ana is thinking of moving to Porto"),
+    ("I live in Berlin", "I'm not going to move to Munich after all"),
+    ("I live in Berlin", "I am moving to Munich next month"),
+    ("Ana drives a grey Renault Clio", "Ana might sell her car next year"),
+    ("The user uses Windows", "The user is considering switching to Linux"),
+    ("Lena smokes", "Lena wants to quit smoking"),
+    ("Fatima is a student at Oxford", "Fatima will graduate next year"),
+    ("I work at a bakery", "I'm thinking about quitting my job at the bakery"),
+    ("Arjun is a junior developer", "Arjun hopes to become a senior developer soon"),
+    ("Ana is vegetarian", "Ana won't go vegan, she says it's too hard"),
+    ("Tom is single", "Tom is getting married in June"),
+    ("Priya works as a nurse", "Priya is studying to become a midwife"),
+    ("Jonas drives a Volkswagen Golf", "If the Golf breaks down again, Jonas will sell it"),
+    ("Marco works at Deloitte", "Marco may join Google next year"),
+    ("The user is vegan", "The user probably eats fish sometimes"),
+    # --- questions
+    ("Ana lives in Lisbon", "Does Ana still live in Lisbon?"),
+    ("I live in Berlin", "Will I have to move to Munich for the new job?"),
+    ("Tom is married to Sarah", "Did Tom get divorced?"),
+    ("Chen works at Stripe", "Is Chen leaving Stripe"),
+    # --- negations
+    ("Ana is vegetarian", "Ana is not vegan"),
+    ("Ana lives in Lisbon", "Ana never moved to Porto"),
+    ("The user drives a Prius", "The user doesn't own a bike"),
+    # --- other people's facts
+    ("Ana lives in Lisbon", "Ana's brother moved from Lisbon to Porto"),
+    ("Ana is vegetarian", "Ana's partner has gone vegan"),
+    ("Ana drives a grey Renault Clio", "Ana's sister sold her car"),
+    (ANA, "Ana's company moved its headquarters to Porto"),
+    ("I live in Berlin", "My best friend moved from Berlin to Hamburg"),
+    ("The user works at Google", "The user's sister works at Meta"),
+    ("Chen is a software engineer at Stripe", "Chen's manager was promoted to director"),
+    ("My partner is Alex", "Alex's brother broke up with his girlfriend"),
+    ("Nadia is married", "Nadia's parents got divorced"),
+    ("Ravi takes the bus to work", "Ravi's daughter now cycles to school"),
+    ("Ben works for the council as a planner", "Ben's wife retired in April"),
+    ("I'm dating Jordan", "Jordan's sister is single"),
+    ("Mei is engaged to Luca", "Mei's friend got married in May"),
+    ("Diego is a pescatarian", "Diego's restaurant went vegan"),
+    ("I live in Berlin", "Tom lives in Munich"),
+    ("Omar lives in Cairo", "Omar said his cousin now lives in Dubai"),
+    # --- additions, not replacements
+    ("Ana is vegetarian", "Ana also likes Indian food"),
+    ("Ana drives a grey Renault Clio", "Ana also has an e-bike for weekends"),
+    ("The user works at Google", "The user also does freelance work for a local bakery"),
+    ("Lena plays tennis every Saturday", "Lena also started playing padel"),
+    ("Sofia has a dog named Biscuit", "Sofia adopted a kitten"),
+    ("Chen works at Stripe", "Chen also advises a small startup on weekends"),
+    ("I drink coffee every morning", "I drink tea in the evening"),
+    ("Priya works as a nurse", "Priya works as a nurse and volunteers at a food bank"),
+    ("I'm a teacher", "I'm a teacher who also writes novels"),
+    ("The user speaks Portuguese", "The user also speaks Spanish"),
+    ("Noah has a cat", "Noah got a puppy"),
+    # --- same subject, another slot or another object
+    ("Ana lives in Lisbon", "Ana moved the team meeting to Friday"),
+    ("Ana lives in Lisbon", "Ana's favourite city is Porto"),
+    ("Ana is vegetarian", "Ana's favourite food is sushi"),
+    ("Noah lives in Dublin", "Noah moved his office to Galway"),
+    ("Noah lives in Dublin", "Noah moved to a bigger flat"),
+    ("The user lives in Chicago", "The user moved the files to the Denver folder"),
+    ("Chen works at Stripe", "Chen left the office early today"),
+    ("Ana's phone number is 555-0101", "Ana's work phone number is 555-0150"),
+    ("The user uses Windows on their laptop", "The user uses Linux on their home server"),
+    ("The user uses VS Code for Python", "The user uses IntelliJ for Java"),
+    ("The user uses Vim", "The user uses tmux"),
+    ("Marco works at Deloitte", "Marco works with Google as a client"),
+    ("Ana drives a grey Renault Clio", "Ana washed her car on Sunday"),
+    ("The user's manager is Dana", "The user's manager's manager is Priyanka"),
+    ("Kofi supports Manchester United", "Kofi went to watch Arsenal play on Saturday"),
+    # --- one-off events
+    ("Tom is single", "Tom went to his cousin's wedding"),
+    ("Tom is married to Sarah", "Tom and Sarah celebrated their tenth anniversary"),
+    ("I'm a vegetarian", "I ate fish once on holiday"),
+    ("Ravi takes the bus to work", "Ravi took a taxi to the airport yesterday"),
+    ("Jonas drives a Volkswagen Golf", "Jonas rented a Tesla for the road trip"),
+    ("I bike to work", "I biked to the beach on Saturday"),
+    ("Zara works at Amazon as a recruiter", "Zara interviewed at Shopify last week"),
+    ("Grace is on a keto diet", "Grace had pasta at the party"),
+    ("Aiko is vegan", "Aiko cooked fish for her guests"),
+    ("Olga works night shifts at the hospital", "Olga covered a day shift for a colleague"),
+    ("The user's email is old@example.com", "The user sent an email to new@example.com"),
+    ("I use an iPhone", "I bought my mum a Pixel for her birthday"),
+    ("I use Vim for editing code", "I installed VS Code to try it out"),
+    ("I have a Labrador called Max", "I'm looking after my neighbour's cat this week"),
+    # --- the past ("used to", past tense)
+    ("Yuki lives in Osaka", "Yuki used to live in Tokyo"),
+    ("Sam works as a barista", "Sam used to work as a paralegal"),
+    ("Hannah lives in Leeds", "Hannah lived in Manchester before university"),
+    ("Marco works at Deloitte", "Marco worked at KPMG for two years"),
+    # --- the same fact again, or more detail
+    ("Ana lives in Lisbon", "Ana lives in Lisbon with her partner and their cat"),
+    ("Omar lives in Cairo", "Omar now lives in Cairo with his wife"),
+    (ANA, "Ana works as a data analyst on the pricing team"),
+    ("Tom is married", "Tom has been married for ten years"),
+    ("Ravi takes the bus to work", "Ravi still takes the bus to work"),
+    ("Chen works at Stripe", "Chen works at Stripe in Dublin"),
+]

@@ -1,0 +1,58 @@
+"""The changing and near-miss pairs of ``supersession_cases`` at the pure-function level.
+
+Each pair is checked the way the write path checks it (:func:`find_contradiction` on the new
+text against the older entry): a near miss must never supersede (a false supersession hides a
+true memory); the changing pairs must keep at least the measured rate (a floor that fails on a
+regression; raise it when the rules improve).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from supersession_cases import CHANGES, NEAR_MISSES
+
+from memvault.models import MemoryCategory, MemoryEntry
+from memvault.write.supersession import find_contradiction
+
+OLD_AT = datetime(2026, 1, 1, 12, tzinfo=UTC)
+NOW = OLD_AT + timedelta(days=30)
+
+# The share of CHANGES detected when this floor was last raised.
+CHANGE_RATE_FLOOR = 0.158  # baseline: 13/82; 2 near misses still supersede (to fix)
+
+
+def _old(content: str) -> MemoryEntry:
+    return MemoryEntry(
+        id="old",
+        agent_id="agent",
+        category=MemoryCategory.SEMANTIC,
+        content=content,
+        created_at=OLD_AT,
+        updated_at=OLD_AT,
+    )
+
+
+def supersedes(old: str, new: str) -> bool:
+    """True if the write path would take ``new`` to supersede ``old``."""
+    return find_contradiction(new, [_old(old)], now=NOW) is not None
+
+
+@pytest.mark.parametrize(("old", "new"), NEAR_MISSES)
+def test_near_miss_never_supersedes(old: str, new: str) -> None:
+    assert not supersedes(old, new)
+
+
+def test_changes_detected_rate_floor() -> None:
+    missed = [(old, new) for old, new in CHANGES if not supersedes(old, new)]
+    rate = 1 - len(missed) / len(CHANGES)
+    print(f"changes detected: {len(CHANGES) - len(missed)}/{len(CHANGES)} = {rate:.3f}")
+    for old, new in missed:
+        print(f"  missed: {old!r} -> {new!r}")
+    assert rate >= CHANGE_RATE_FLOOR
+
+
+def test_near_miss_false_count_is_zero() -> None:
+    false = [(old, new) for old, new in NEAR_MISSES if supersedes(old, new)]
+    assert false == []
