@@ -74,6 +74,7 @@ JOB_EVOLVE = "evolve"
 JOB_FORGET = "forgetting"  # optical forgetting (issue 18), on the sweep interval
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+_HELD = "consolidation held until the pass after the server's start"
 
 
 class MergeGroup(BaseModel):
@@ -171,11 +172,12 @@ class MaintenanceReport(BaseModel):
         else:
             merged = sum(c.archived + c.marked for c in self.consolidated)
             created = sum(c.created for c in self.consolidated)
-            parts.append(
-                f"consolidated {len(self.consolidated)} ({created} new, {merged} merged)"
-                if self.consolidated
-                else "consolidation not due"
-            )
+            if self.consolidated:
+                parts.append(
+                    f"consolidated {len(self.consolidated)} ({created} new, {merged} merged)"
+                )
+            elif _HELD not in self.skipped:
+                parts.append("consolidation not due")
         expired = sum(s.expired for s in self.swept)
         evicted = sum(s.evicted for s in self.swept)
         parts.append(
@@ -412,7 +414,7 @@ class MaintenanceScheduler:
         if self._hold_consolidation and not force and not dry_run:
             # A server's first pass: consolidation starts with the next one.
             self._hold_consolidation = False
-            work.skipped.append("consolidation held until the pass after the server's start")
+            work.skipped.append(_HELD)
         else:
             await self._consolidate(work, agents, interval, force=force, dry_run=dry_run)
         if dry_run:
