@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 
@@ -69,7 +69,9 @@ from memvault.write._text import (
 )
 
 __all__ = [
+    "ANY_VALUE",
     "DEFAULT_SUBJECT",
+    "END",
     "SLOT_MODIFIERS",
     "SLOT_NOUNS",
     "Contradiction",
@@ -79,6 +81,7 @@ __all__ = [
     "detect_contradiction",
     "different_topic",
     "extract_statement",
+    "extract_statements",
     "find_contradiction",
 ]
 
@@ -244,7 +247,9 @@ class Statement:
     ``family`` groups slots ("preference", "uses", "residence", "employer", "role", "attribute",
     "status"); ``replaces`` are values the statement explicitly displaces ("switched from X",
     "prefers Y over X"), applicable to old statements of a family in ``replaces_families``;
-    ``pattern`` names the pattern that matched (for explanations).
+    ``pattern`` names the pattern that matched (for explanations); ``changed`` is set when
+    the text marks a change ("now", "switched", "these days"), which multi-valued families
+    (tools, cars: people use several) need before a new value displaces an old one.
     """
 
     subject: str
@@ -254,6 +259,7 @@ class Statement:
     pattern: str
     replaces: frozenset[str] = frozenset()
     replaces_families: frozenset[str] = frozenset()
+    changed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -602,18 +608,46 @@ def different_topic(new: Statement, old: Statement | None) -> bool:
     return not (_same_value(new.subject, old.subject) and _same_value(new.slot, old.slot))
 
 
+def _extends(longer: str, shorter: str) -> bool:
+    """True if ``longer`` is ``shorter`` with more detail after it ("cairo with his wife")."""
+    a, b = longer.split(), shorter.split()
+    return len(a) > len(b) and a[: len(b)] == b
+
+
+def _covers(value: str, replaced: str) -> bool:
+    """True if ``replaced`` names ``value``: the same, any (``*``), or some of its words."""
+    if replaced == ANY_VALUE or _same_value(value, replaced):
+        return True
+    return _stems(replaced) <= _stems(value)
+
+
+def _same_slot(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    # A tool with a context ("tool:os@laptop") and one without ("tool:os") share the slot;
+    # two different contexts do not ("VS Code for Python", "IntelliJ for Java").
+    return a.startswith("tool:") and (a.split("@")[0] == b or b.split("@")[0] == a)
+
+
 def conflicts(new: Statement, old: Statement) -> bool:
-    """True if ``new`` says something incompatible with ``old`` about the same subject."""
+    """True if ``new`` says something incompatible with ``old`` about the same subject.
+
+    A value that only adds detail after the other ("lives in Cairo with his wife" against
+    "lives in Cairo") is no conflict. An end statement (family ``end``) conflicts with the old
+    statements of its families whose value it names ("sold her car", "left Stripe").
+    """
     if new.subject != old.subject or _same_value(new.value, old.value):
         return False
-    if new.slot == old.slot:
-        return True
-    if old.family in new.replaces_families and any(_same_value(old.value, r) for r in new.replaces):
+    if _extends(new.value, old.value) or _extends(old.value, new.value):
+        return False
+    if new.family != END and old.family != END and _same_slot(new.slot, old.slot):
+        return new.changed or new.family not in _MULTI_VALUED
+    if old.family in new.replaces_families and any(_covers(old.value, r) for r in new.replaces):
         return True
     # "prefers Flask over Django" or "switched from Django to Flask" stored, "prefers Django"
     # arrives: the displaced value is back.
     return new.family in old.replaces_families and any(
-        _same_value(new.value, r) for r in old.replaces
+        _covers(new.value, r) for r in old.replaces if r != ANY_VALUE
     )
 
 
@@ -640,8 +674,8 @@ def find_contradiction(
     entries superseded, retracted, expired or closed at ``now`` are skipped. The most recent is
     the one with the latest ``created_at`` (then the greatest id).
     """
-    new = extract_statement(new_text, default_subject)
-    if new is None:
+    news = extract_statements(new_text, default_subject)
+    if not news:
         return None
     found: Contradiction | None = None
     for entry in candidates:
@@ -651,14 +685,22 @@ def find_contradiction(
             continue
         if not _live(entry, now):
             continue
-        old = extract_statement(entry.content, default_subject)
-        if old is None or not conflicts(new, old):
+        pair = next(
+            (
+                (new, old)
+                for new in news
+                for old in extract_statements(entry.content, default_subject)
+                if conflicts(new, old)
+            ),
+            None,
+        )
+        if pair is None:
             continue
         if found is None or (entry.created_at, entry.id) > (
             found.entry.created_at,
             found.entry.id,
         ):
-            found = Contradiction(entry, new, old)
+            found = Contradiction(entry, *pair)
     return found
 
 
@@ -684,3 +726,577 @@ def detect_contradiction(
         category=category,
     )
     return None if match is None else match.entry
+
+
+# --- Changes of fact: clauses, slot families and end markers -------------------------------
+#
+# ``extract_statements`` reads a text as several clauses ("Ana lives in Lisbon and works as a
+# data analyst"; "Chen left Stripe and joined Airbnb") and knows more slot families than
+# ``extract_statement`` (which the dedup stage also uses and stays as it is): diet, car, commute,
+# pets, tools, relationship, employer and role phrasings, habits; and *end* statements ("sold
+# her car", "no longer vegan", "quit smoking", "retired") that displace an old value without
+# stating a new one.
+
+_MULTI_VALUED = frozenset({"uses", "car"})
+_CHANGE_MARKER = re.compile(
+    r"\b(?:now|switched|changed|moved|migrated|these\s+days|nowadays|no\s+longer|any\s*more"
+    r"|since|anymore|upgraded)\b",
+    re.IGNORECASE,
+)
+
+END = "end"
+"""The family of statements that only end an old value ("sold her car", "retired")."""
+
+ANY_VALUE = "*"
+"""In ``Statement.replaces``: any value of the families in ``replaces_families``."""
+
+_DIETS = {
+    "vegetarian": "vegetarian",
+    "veggie": "vegetarian",
+    "vegan": "vegan",
+    "pescatarian": "pescatarian",
+    "pescetarian": "pescatarian",
+    "omnivore": "omnivore",
+    "flexitarian": "flexitarian",
+}
+_OCCUPATIONS = frozenset(
+    """
+    analyst engineer developer programmer designer manager teacher headteacher nurse midwife
+    doctor physician surgeon lawyer solicitor attorney paralegal accountant barista student
+    writer author photographer recruiter planner consultant scientist researcher architect
+    chef cook waiter waitress pharmacist dentist journalist artist musician director intern
+    freelancer professor lecturer tutor mechanic electrician plumber pilot firefighter clerk
+    cashier secretary assistant administrator ceo cto cfo founder therapist psychologist vet
+    veterinarian librarian translator marketer specialist technician coordinator officer
+    programmer copywriter carpenter builder farmer scientist economist banker trader
+    """.split()
+)
+_PETS = {
+    "dog": "dog",
+    "puppy": "dog",
+    "labrador": "dog",
+    "retriever": "dog",
+    "poodle": "dog",
+    "terrier": "dog",
+    "spaniel": "dog",
+    "beagle": "dog",
+    "cat": "cat",
+    "kitten": "cat",
+    "rabbit": "rabbit",
+    "hamster": "hamster",
+    "parrot": "parrot",
+}
+_TOOL_KINDS = {
+    "editor": "vim neovim emacs vscode vs+code sublime sublime+text intellij pycharm nano helix"
+    " zed atom webstorm",
+    "os": "windows linux macos mac+os ubuntu debian fedora arch+linux mint",
+    "phone": "iphone pixel android galaxy oneplus",
+    "browser": "chrome firefox safari edge brave opera chromium",
+    "tracker": "jira linear trello asana youtrack",
+}
+_TOOL_OF = {
+    tuple(name.split("+")): kind for kind, names in _TOOL_KINDS.items() for name in names.split()
+}
+# Contexts that only repeat the tool's kind ("Chrome as my browser", "Vim for editing code").
+_GENERIC_CONTEXTS = {
+    "editor": frozenset("editing edit code coding editor programming text".split()),
+    "os": frozenset("os operating system".split()),
+    "phone": frozenset("phone mobile".split()),
+    "browser": frozenset("browser browsing web".split()),
+    "tracker": frozenset("bugs issues tickets tracking".split()),
+}
+_PARTNER_SLOTS = frozenset(
+    "partner spouse girlfriend boyfriend wife husband fiance fiancee".split()
+)
+_RESIDENCE_SLOTS = frozenset({"home city", "city", "current city", "location", "home town"})
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|spring|summer|autumn|fall|winter"
+)
+# Time and manner tails that date a change without changing its value.
+_TAIL = re.compile(
+    rf"(?:\s+(?:since\s+.+|after\s+.+|(?:in|during|by|over)\s+(?:early\s+|late\s+|mid\s+)?"
+    rf"(?:the\s+)?(?:{_MONTHS}|\d{{4}})(?:\s+\d{{4}})?|last\s+\w+|this\s+(?:week|month|year)"
+    r"|(?:a\s+few|a|\d+|two|three)\s+(?:days?|weeks?|months?|years?)\s+ago|again|yesterday"
+    r"|today|recently|for\s+(?:a\s+)?new\s+job|(?:for\s+)?good))+$",
+    re.IGNORECASE,
+)
+_VERB_START = frozenset(
+    """
+    i we is am are has have was got gets left leaves joined joins moved moves lives live
+    works work commutes commute drives drive takes take eats eat became become retired
+    graduated quit quits sold sells switched switches started starts went goes gave uses use
+    runs run cycles walks bikes prefers nolonger stopped broke split relocated
+    """.split()
+)
+_CLAUSE = re.compile(r",\s*(?:and\s+|so\s+)?|\s+(?:and|so)\s+", re.IGNORECASE)
+_WITH_PARTNER = re.compile(
+    r"^([^\W\d_][\w.-]*) and (?:her|his|their) (?:husband|wife|partner|family|kids|children"
+    r"|boyfriend|girlfriend|fiance|fiancee)\b",
+    re.IGNORECASE,
+)
+_POSS = r"(?:(?:my|our|his|her|their|the)\s+)"
+_DIET_WORDS = "|".join(_DIETS)
+
+
+def _rx(body: str) -> re.Pattern[str]:
+    return re.compile(rf"^{_S}{_HAVE}{body}$", re.IGNORECASE)
+
+
+_R_DIET_IS = _rx(
+    rf"(?:is|am|are|was|went|gone|turned|became|become|be)\s+(?:a\s+|an\s+)?"
+    rf"(?:fully\s+|completely\s+|strict\s+|full\s+)?(?P<val>{_DIET_WORDS})"
+)
+_R_DIET_PLAN = _rx(
+    r"(?:follows?|is\s+on|am\s+on|are\s+on|on|went\s+on|gone\s+on|switched\s+to|started)\s+"
+    r"(?:a\s+|an\s+)?(?:strict\s+)?(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+diet"
+)
+_R_EATS = _rx(r"(?:eats?|(?:started|begun|began)\s+eating|is\s+eating)\s+(?P<val>meat|fish)")
+_R_STOP_EATING = _rx(r"(?:stopped|quit|gave\s+up|given\s+up)\s+eating\s+(?P<val>meat|fish)")
+_R_NO_LONGER_IS = _rx(r"(?:is|am|are)\s+nolonger\s+(?:a\s+|an\s+)?(?P<val>.+)")
+_R_DRIVES = _rx(r"(?:drives?|is\s+driving)\s+(?:a|an)\s+(?P<val>.+)")
+_R_OWNS = _rx(r"owns?\s+(?:a|an|one)\s+(?P<val>.+)")
+_R_COMMUTE_BY = _rx(r"(?:commutes?|goes|go|gets|get|travels?)\s+(?:to\s+work\s+)?by\s+(?P<val>.+)")
+_R_COMMUTE_TAKES = _rx(
+    r"(?:takes?|is\s+taking)\s+(?:the\s+|a\s+)?(?P<val>bus|train|tram|subway|metro|tube|ferry)"
+    r"\s+(?:to\s+work|everywhere)"
+)
+_R_COMMUTE_VERB = _rx(r"(?P<val>drives?|cycles?|bikes?|walks?|runs?)\s+to\s+work")
+_R_END_THING = _rx(
+    rf"(?:sold|got\s+rid\s+of|gotten\s+rid\s+of|gave\s+up|given\s+up|gave\s+away|scrapped)\s+"
+    rf"{_POSS}?(?P<val>[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?)(?:\s+(?:away|to\s+.+))?"
+)
+_R_GAVE_TO = _rx(rf"gave\s+{_POSS}(?P<val>[^\W\d_]+)\s+(?:away|to\s+.+)")
+_R_PET = _rx(
+    r"(?:has|have|owns?)\s+(?:a|an|one|two|three|\d+)\s+(?P<val>[^\W\d_]+)"
+    r"(?:\s+(?:named|called)\s+(?P<name>[^\W\d_]+))?"
+)
+_R_PET_DIED = re.compile(
+    rf"^(?P<subj>{_NAME})'s\s+(?P<val>[^\W\d_]+)(?:\s+(?P<name>[^\W\d_]+))?\s+"
+    r"(?:died|passed\s+away|was\s+put\s+down)$",
+    re.IGNORECASE,
+)
+_R_NO_LONGER_HAS = _rx(r"nolonger\s+(?:has|have|owns?)\s+(?:a\s+|an\s+|any\s+)?(?P<val>.+)")
+_R_JOINED = _rx(
+    r"(?P<verb>(?:started|began)\s+(?:working|a\s+new\s+job)\s+(?:at|for)|joined"
+    r"|got\s+(?:a\s+)?(?:new\s+)?job\s+(?:at|with)|(?:was\s+)?hired\s+by|works?\s+at"
+    r"|works?\s+for|working\s+(?:at|for))\s+(?P<val>.+)"
+)
+_R_LEFT = _rx(r"(?:left|quit|resigned\s+from|quit\s+(?:her|his|their|my)\s+job\s+at)\s+(?P<val>.+)")
+_R_RETIRED = _rx(r"(?:retired|is\s+retired|am\s+retired)")
+_R_NO_LONGER_WORKS = _rx(r"nolonger\s+works?\s+(?:at|for)\s+(?P<val>.+)")
+_R_ROLE = _rx(
+    r"(?:is|am|are|became|become|(?:was\s+|got\s+)?promoted\s+to|got\s+(?:a\s+)?(?:new\s+)?job\s+as"
+    r"|(?:started\s+)?working\s+as|works?\s+as)\s+(?:a\s+|an\s+)?(?P<val>[^\W\d_][\w\s-]*?)"
+    r"(?:\s+(?:at|for|with)\s+(?P<org>.+))?"
+)
+_R_GRADUATED = _rx(r"graduated(?:\s+from\s+.+)?")
+_R_REL = re.compile(
+    rf"^(?P<subj>{_NAME}?)(?:\s+and\s+(?P<other>[^\W\d_][\w-]*))?\s+{_HAVE}"
+    r"(?:got|gotten|is|am|are|just\s+got|became)\s+(?P<val>married|divorced|engaged|separated"
+    r"|single|widowed)(?:\s+to\s+(?P<partner>.+))?$",
+    re.IGNORECASE,
+)
+_R_DATING = _rx(r"(?:is|am|are)\s+(?:dating|seeing|going\s+out\s+with)\s+(?P<partner>.+)")
+_R_HAS_PARTNER = _rx(
+    r"(?:has|have)\s+(?:a\s+)?(?:girlfriend|boyfriend|partner|wife|husband|fiance|fiancee)"
+    r"(?:\s+(?:called|named))?\s+(?P<partner>.+)"
+)
+_R_BROKE_UP = re.compile(
+    rf"^(?P<subj>{_NAME}?)(?:\s+and\s+(?P<other>[^\W\d_][\w-]*))?\s+{_HAVE}"
+    r"(?:broke|broken|split|splitted)\s+up(?:\s+with\s+(?P<partner>.+))?$",
+    re.IGNORECASE,
+)
+_R_RUNS = _rx(r"(?:runs?|is\s+running)\s+(?P<val>.+?)(?:\s+on\s+(?P<ctx>.+))?")
+_R_SWITCH_TOOL = _rx(
+    r"(?:switched|changed|migrated|moved|went)\s+(?:over\s+)?to\s+(?:a\s+|an\s+)?(?P<val>.+)"
+)
+_R_TRACKS = _rx(r"tracks?\s+[^\W\d_]+\s+(?:in|with)\s+(?P<val>.+)")
+_R_MOVED_INTO = _rx(
+    r"(?:moved|relocated)\s+(?:in)?to\s+(?:a|an|my|our|his|her|their)\s+(?:[\w-]+\s+){0,4}?"
+    r"in\s+(?P<val>.+)"
+)
+_R_STOP_DOING = _rx(
+    r"(?:quit|stopped|gave\s+up|given\s+up)\s+(?P<val>[^\W\d_]+ing(?:\s+[^\W\d_]+){0,2})"
+)
+_R_NO_LONGER_DOES = _rx(r"nolonger\s+(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,3})")
+_R_GAVE_UP = _rx(r"(?:gave|given)\s+up\s+(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,2})")
+_R_LEFT_GROUP = _rx(r"left\s+(?:the|my|our|her|his|their)\s+(?P<val>.+)")
+_R_ACTIVITY = _rx(
+    r"(?P<verb>[^\W\d_]+)\s+(?:(?:in|at|with)\s+)?(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,2}?)"
+    r"(?:\s+(?:every|each|on|at|most)\b.*)?"
+)
+_R_ACTIVITY_BARE = _rx(r"(?P<verb>smokes|smoke|vapes|vape|drinks|drink|gambles|gamble)")
+# Words that make "is ... a midwife" a plan or an aim, not a role.
+_NOT_A_ROLE = frozenset(
+    "to become becoming studying training learning hoping planning trying going aiming".split()
+)
+_AUX = frozenset(
+    """
+    is am are was were has have had be been got get does do did will can may must shall
+    """.split()
+)
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "s", "e", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _stems(value: str) -> set[str]:
+    return {_stem(w) for w in value.split()}
+
+
+def _tool_kind(value: str) -> str | None:
+    toks = tuple(value.split())
+    for n in (2, 1):
+        for i in range(len(toks) - n + 1):
+            kind = _TOOL_OF.get(toks[i : i + n])
+            if kind is not None:
+                return kind
+    return None
+
+
+def _end(subject: str | None, what: str | None, families: str, pattern: str) -> Statement | None:
+    if subject is None or what is None:
+        return None
+    return Statement(
+        subject,
+        f"{END}:{families}:{what}",
+        "none",
+        END,
+        pattern,
+        replaces=frozenset({what}),
+        replaces_families=frozenset(families.split()),
+    )
+
+
+def _tool(
+    subject: str | None, value: str | None, ctx: str | None, pattern: str
+) -> Statement | None:
+    if subject is None or value is None:
+        return None
+    kind = _tool_kind(value)
+    if kind is None:
+        return None
+    context = _value(ctx) if ctx else None
+    if context is not None:
+        toks = [t for t in context.split() if t not in _DETERMINERS]
+        context = " ".join(toks) if toks and not set(toks) & _GENERIC_CONTEXTS[kind] else None
+    slot = f"tool:{kind}" + (f"@{context}" if context else "")
+    return Statement(subject, slot, value, "uses", pattern)
+
+
+def _extract_change(body: str, default: str) -> list[Statement | None] | None:
+    """Statements of one clause by the change-of-fact rules; None when none applies."""
+
+    def subj(m: re.Match[str]) -> str | None:
+        return _subject(m.group("subj"), default)
+
+    if m := _R_PET_DIED.match(body):
+        kind = _PETS.get(m.group("val").lower())
+        if kind is None:
+            return None
+        name = m.group("name")
+        return [_end(subj(m), _value(name) if name else kind, "pet", "pet died")]
+    if m := _R_NO_LONGER_IS.match(body):
+        val = _value(m.group("val"))
+        if val in _DIETS:
+            return [_end(subj(m), _DIETS[val], "diet", "no longer")]
+        if val is not None and _head(val) in _OCCUPATIONS:
+            return [_end(subj(m), val, "role", "no longer")]
+        return [_end(subj(m), val, "status", "no longer")]
+    if m := _R_NO_LONGER_WORKS.match(body):
+        return [_end(subj(m), _value(m.group("val")), "employer", "no longer works")]
+    if m := _R_NO_LONGER_HAS.match(body):
+        val = _value(m.group("val"))
+        if val is not None and val in _PETS:
+            return [_end(subj(m), _PETS[val], "pet", "no longer has")]
+        return [_end(subj(m), val, "pet owns car", "no longer has")]
+    if m := _R_NO_LONGER_DOES.match(body):
+        val = _value(m.group("val"))
+        return [_end(subj(m), val, "activity", "no longer")]
+    if m := _R_DIET_IS.match(body):
+        return [_statement(subj(m), "diet", _DIETS[m.group("val").lower()], "diet", "diet")]
+    if m := _R_DIET_PLAN.match(body):
+        val = _value(m.group("val"))
+        if val in _DIETS:
+            return [_statement(subj(m), "diet", _DIETS[val], "diet", "diet")]
+        return [_statement(subj(m), "diet plan", val, "diet", "diet plan")]
+    if m := _R_EATS.match(body):
+        if m.group("val").lower() == "meat":
+            return [_statement(subj(m), "diet", "omnivore", "diet", "eats meat")]
+        s = subj(m)
+        return [
+            None
+            if s is None
+            else Statement(
+                s,
+                "diet:eats fish",
+                "eats fish",
+                "diet",
+                "eats fish",
+                replaces=frozenset({"vegan", "vegetarian"}),
+                replaces_families=frozenset({"diet"}),
+            )
+        ]
+    if m := _R_STOP_EATING.match(body):
+        if m.group("val").lower() == "meat":
+            return [_end(subj(m), "omnivore", "diet", "stopped eating")]
+        return [_end(subj(m), "pescatarian", "diet", "stopped eating")]
+    if m := _R_DRIVES.match(body):
+        return [_statement(subj(m), "car", _value(m.group("val")), "car", "drives")]
+    if m := _R_COMMUTE_BY.match(body):
+        return [_statement(subj(m), "commute", _commute(m.group("val")), "commute", "commutes")]
+    if m := _R_COMMUTE_TAKES.match(body):
+        return [_statement(subj(m), "commute", _commute(m.group("val")), "commute", "takes")]
+    if m := _R_COMMUTE_VERB.match(body):
+        return [_statement(subj(m), "commute", _commute(m.group("val")), "commute", "to work")]
+    if m := _R_GAVE_TO.match(body):
+        return _ended_thing(subj(m), m.group("val"))
+    if m := _R_END_THING.match(body):
+        raw = m.group("val")
+        if raw.lower().endswith("ing") or (" " not in raw and raw.lower() in {"job", "work"}):
+            if raw.lower() in {"job", "work"}:
+                return [_end(subj(m), ANY_VALUE, "employer", "quit job")]
+            return [_end(subj(m), _value(raw), "activity", "gave up")]
+        return _ended_thing(subj(m), raw)
+    if m := _R_PET.match(body):
+        species = m.group("val").lower()
+        kind = _PETS.get(species.removesuffix("s")) or _PETS.get(species)
+        if kind is None:
+            return None
+        name = m.group("name")
+        parts = [kind, species.removesuffix("s")] + ([name.lower()] if name else [])
+        value = " ".join(dict.fromkeys(parts))
+        return [_statement(subj(m), f"pet:{value}", value, "pet", "has pet")]
+    if m := _R_OWNS.match(body):
+        val = _value(m.group("val"))
+        return [_statement(subj(m), f"owns:{val}", val, "owns", "owns")]
+    if m := _R_RETIRED.match(body):
+        s = subj(m)
+        return [_end(s, ANY_VALUE, "employer", "retired"), _end(s, ANY_VALUE, "role", "retired")]
+    if m := _R_GRADUATED.match(body):
+        return [_end(subj(m), "student", "role", "graduated")]
+    if m := _R_REL.match(body):
+        s = _subject(m.group("subj") or None, default)
+        if m.group("subj") == "":
+            return None
+        return [_statement(s, "relationship", m.group("val").lower(), "status", "relationship")]
+    if m := _R_DATING.match(body):
+        s = subj(m)
+        partner = _value(m.group("partner"))
+        return [
+            _statement(s, "relationship", "dating", "status", "dating"),
+            _statement(s, "partner", partner, "partner", "dating"),
+        ]
+    if m := _R_HAS_PARTNER.match(body):
+        s = subj(m)
+        return [
+            _statement(s, "relationship", "in relationship", "status", "has partner"),
+            _statement(s, "partner", _value(m.group("partner")), "partner", "has partner"),
+        ]
+    if m := _R_BROKE_UP.match(body):
+        s = _subject(m.group("subj") or None, default)
+        partner = m.group("partner") or m.group("other")
+        if not m.group("subj") or partner is None:
+            return None
+        return [_end(s, _value(partner), "partner", "broke up")]
+    if m := _R_TRACKS.match(body):
+        return [_tool(subj(m), _value(m.group("val")), None, "tracks in")]
+    if m := _R_RUNS.match(body):
+        return [_tool(subj(m), _value(m.group("val")), m.group("ctx"), "runs")]
+    if m := _R_SWITCH_TOOL.match(body):
+        val = _value(m.group("val"))
+        if val is not None and _tool_kind(val) is not None:
+            return [_tool(subj(m), val, None, "switched to")]
+    if m := _R_MOVED_INTO.match(body):
+        if not _proper(m.group("val"), body):
+            return None
+        return [_statement(subj(m), "residence", _value(m.group("val")), "residence", "moved")]
+    if m := _R_LEFT.match(body):
+        raw = m.group("val")
+        s = subj(m)
+        if raw.lower().endswith("ing"):
+            return [_end(s, _value(raw), "activity", "quit")]
+        if re.fullmatch(r"(?:her|his|their|my|our)\s+job", raw, re.IGNORECASE):
+            return [_end(s, ANY_VALUE, "employer", "left job")]
+        if _proper(raw, body):
+            return [_end(s, _value(raw), "employer", "left")]
+    if m := _R_LEFT_GROUP.match(body):
+        return [_end(subj(m), _value(m.group("val")), "activity member", "left")]
+    if m := _R_JOINED.match(body):
+        raw = m.group("val")
+        verb = m.group("verb").lower()
+        role: Statement | None = None
+        as_role = re.match(r"^(?P<org>.+?)\s+as\s+(?:a\s+|an\s+)?(?P<role>.+)$", raw)
+        s = subj(m)
+        if as_role:
+            raw = as_role.group("org")
+            role = _statement(s, "role", _value(as_role.group("role")), "role", "works as")
+        if _proper(raw, body) or (verb.startswith("got") and raw.split()[0].lower() in "a an"):
+            found = [_statement(s, "employer", _value(raw), "employer", "works at")]
+            return [*found, role] if role else found
+        return [role] if role else None
+    if m := _R_ROLE.match(body):
+        val = _value(m.group("val"))
+        if val is None or _head(val) not in _OCCUPATIONS or set(val.split()) & _NOT_A_ROLE:
+            return None
+        s = subj(m)
+        found = [_statement(s, "role", val, "role", "role")]
+        org = m.group("org")
+        if org and _proper(org, body):
+            found.append(_statement(s, "employer", _value(org), "employer", "role at"))
+        return found
+    if m := _R_STOP_DOING.match(body):
+        return [_end(subj(m), _value(m.group("val")), "activity", "stopped")]
+    if m := _R_GAVE_UP.match(body):
+        return [_end(subj(m), _value(m.group("val")), "activity", "gave up")]
+    return None
+
+
+def _commute(raw: str) -> str | None:
+    val = _value(raw)
+    if val is None:
+        return None
+    first = val.split()[0]
+    mapped = {"drive": "car", "drives": "car", "driving": "car", "cycles": "bike"}
+    mapped |= {"cycle": "bike", "bikes": "bike", "walks": "walk", "runs": "run"}
+    return mapped.get(first, val) if " " not in val else val
+
+
+def _ended_thing(subject: str | None, raw: str) -> list[Statement | None]:
+    val = _value(raw)
+    if val in {"car", "vehicle"}:
+        return [
+            _end(subject, ANY_VALUE, "car", "sold car"),
+            _end(subject, "car", "commute", "sold car"),
+        ]
+    if val is not None and _PETS.get(val.removesuffix("s")):
+        return [_end(subject, _PETS[val.removesuffix("s")], "pet", "gave away")]
+    return [_end(subject, val, "owns car pet activity", "got rid of")]
+
+
+def _activity(body: str, default: str) -> Statement | None:
+    """A habit such as "Lena smokes" or "plays tennis every Saturday", for end statements only.
+
+    Its slot is unique to its words, so only an end statement ("quit smoking", "no longer
+    plays tennis") or the same habit can touch it.
+    """
+    m = _R_ACTIVITY_BARE.match(body)
+    if m:
+        verb = m.group("verb").lower()
+        subject = _subject(m.group("subj"), default)
+        return _statement(subject, f"activity:{verb}", verb, "activity", "habit")
+    m = _R_ACTIVITY.match(body)
+    if not m:
+        return None
+    verb = m.group("verb").lower()
+    if verb in _AUX or verb in _VERB_START - {"drink", "drinks", "play", "plays"}:
+        return None
+    value = _value(f"{verb} {m.group('val')}")
+    subject = _subject(m.group("subj"), default)
+    if value is None:
+        return None
+    return _statement(subject, f"activity:{value}", value, "activity", "habit")
+
+
+def _clauses(body: str) -> list[str]:
+    """``body`` split where a conjunction or comma starts a new clause, subjects carried over."""
+    pieces = _CLAUSE.split(body)
+    if len(pieces) == 1:
+        return pieces
+    if not all(p and p.split()[0].lower() in _VERB_START for p in pieces[1:]):
+        return [body]
+    first = pieces[0]
+    m = re.match(rf"^(?P<subj>{_NAME})\s+", first)
+    subject = m.group("subj") if m else ""
+    out = [first]
+    for piece in pieces[1:]:
+        head = piece.split()[0].lower()
+        if head in {"i", "we"} or not subject:
+            out.append(piece)
+        else:
+            out.append(f"{subject} {piece}")
+    return out
+
+
+def _prepare_change(text: str) -> str | None:
+    body = strip_filler(text).replace("’", "'").strip()
+    if body.endswith("?"):
+        return None
+    body = re.sub(r"\bno\s+longer\b|\bnot\s+any\s*more\b", "nolonger", body, flags=re.IGNORECASE)
+    body = re.sub(r"\bnolonger\s+(\w+)\s+any\s*more\b", r"nolonger \1", body)
+    prepared = _prepare(body)
+    if prepared is None:
+        return None
+    return _WITH_PARTNER.sub(r"\1", prepared)
+
+
+def _clause_statements(clause: str, default: str) -> list[Statement]:
+    clause = _TAIL.sub("", clause).strip(" ,")
+    if not clause:
+        return []
+    found = _extract_change(clause, default)
+    if found is None:
+        if "nolonger" in clause.lower().split():
+            return []
+        base = _extract(clause, default)
+        found = [_retool(base, clause)] if base is not None else [_activity(clause, default)]
+    return [s for s in found if s is not None]
+
+
+def _retool(statement: Statement, clause: str) -> Statement | None:
+    """A "uses", "moved to" or "editor is" statement about a known tool, as a tool slot."""
+    kind = _tool_kind(statement.value)
+    if kind is None:
+        if statement.family == "attribute" and statement.slot in _PARTNER_SLOTS:
+            return Statement(statement.subject, "partner", statement.value, "partner", "is")
+        if statement.family == "attribute" and statement.slot in _RESIDENCE_SLOTS:
+            return Statement(statement.subject, "residence", statement.value, "residence", "is")
+        return statement
+    if statement.family == "uses" and statement.pattern == "switched from":
+        return Statement(
+            statement.subject,
+            f"tool:{kind}",
+            statement.value,
+            "uses",
+            statement.pattern,
+            statement.replaces,
+            statement.replaces_families,
+        )
+    if statement.family in {"uses", "residence"} or (
+        statement.family == "attribute" and statement.slot.split()[-1] in _GENERIC_CONTEXTS[kind]
+    ):
+        ctx = statement.slot.split(":", 1)[1] if statement.slot.startswith("uses:") else None
+        if ctx == _head(statement.value) or ctx == statement.value:
+            ctx = None
+        m = re.search(r"\s+on\s+(?P<ctx>.+)$", statement.value)
+        value = statement.value
+        if m:
+            value, ctx = value[: m.start()], m.group("ctx")
+        return _tool(statement.subject, value, ctx, statement.pattern)
+    return statement
+
+
+@lru_cache(maxsize=65_536)
+def extract_statements(text: str, default_subject: str = DEFAULT_SUBJECT) -> tuple[Statement, ...]:
+    """Every (subject, slot, value) statement of ``text``'s clauses, or () when unsure.
+
+    Beyond :func:`extract_statement`: clauses joined by "and" or commas ("lives in Lisbon and
+    works as a data analyst") are read one by one, time tails ("in June 2025", "since
+    November", "last month", "again") are dropped, and the families of the change rules apply
+    (diet, car, commute, pets, tools, relationship, employer, role, habits), with end
+    statements ("sold her car", "no longer vegan", "retired", "quit smoking").
+    """
+    body = _prepare_change(text)
+    if body is None:
+        return ()
+    found: list[Statement] = []
+    for clause in _clauses(body):
+        found.extend(_clause_statements(clause, default_subject))
+    if _CHANGE_MARKER.search(text):
+        found = [replace(s, changed=True) for s in found]
+    return tuple(found)
