@@ -817,10 +817,11 @@ _MONTHS = (
 _TAIL = re.compile(
     rf"(?:\s+(?:since\s+.+|after\s+.+|(?:in|during|by|over)\s+(?:early\s+|late\s+|mid\s+)?"
     rf"(?:the\s+)?(?:{_MONTHS}|\d{{4}})(?:\s+\d{{4}})?|last\s+\w+|this\s+(?:week|month|year)"
-    r"|(?:a\s+few|a|\d+|two|three)\s+(?:days?|weeks?|months?|years?)\s+ago|again|yesterday"
+    r"|(?:a\s+few|a|\d+|two|three)\s+(?:days?|weeks?|months?|years?)\s+ago|yesterday"
     r"|today|recently|for\s+(?:a\s+)?new\s+job|(?:for\s+)?good))+$",
     re.IGNORECASE,
 )
+_AGAIN = re.compile(r"\s+again$", re.IGNORECASE)
 _VERB_START = frozenset(
     """
     i we is am are has have was got gets left leaves joined joins moved moves lives live
@@ -1237,9 +1238,12 @@ def _prepare_change(text: str) -> str | None:
 
 def _clause_statements(clause: str, default: str) -> list[Statement]:
     clause = _TAIL.sub("", clause).strip(" ,")
-    if not clause:
+    # "again" only reads as a tail for the change rules ("eats meat again"); the older rules
+    # keep it ("prefers dark mode again" is its own value there, as before).
+    bare = _TAIL.sub("", _AGAIN.sub("", clause)).strip(" ,")
+    if not bare:
         return []
-    found = _extract_change(clause, default)
+    found = _extract_change(bare, default)
     if found is None:
         if "nolonger" in clause.lower().split():
             return []
