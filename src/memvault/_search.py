@@ -24,11 +24,14 @@ from memvault.retrieval.pipeline import rank
 from memvault.retrieval.presets import RetrievalConfig, for_embedder
 from memvault.retrieval.temporal import (
     EventCue,
+    NamedPeriod,
     TimeRange,
     event_cue,
     named_period,
     query_time_range,
     stated_period,
+    with_event_date,
+    with_year,
     without_period,
 )
 from memvault.retrieval.text import query_terms
@@ -189,35 +192,101 @@ async def date_query(
     memory that reports the event: the best match of the event's words among those holding
     all of them, one that states a date first ("Our wedding is on June 14, 2026"), its date
     being the one it states, else the day it was stored. The text ranking reads then names
-    that date instead of the event ("before 2026-06-14"). An event no memory reports names no
-    period.
+    that date instead of the event ("until 2026-06-14"). An event no memory reports names no
+    period. A month, season or holiday without a year ("in May") is the most recent one, or,
+    if the store holds no memory of it, the most recent earlier one that it does hold memories
+    of ("in May 2023" for a store whose memories stop in 2024), named by its year.
     """
     text = query.text or ""
     if not text:
         return DatedQuery(text)
     named = named_period(text, now)
     if named is not None:
-        return DatedQuery(text, _described(named.range, named.phrase), named.range)
+        phrase = named.phrase
+        if named.yearless and not await _holds_memories(
+            store, agent_id, shared_store, exclude_agent, query, config, named.range
+        ):
+            # "In May" of a store whose memories stop before this May: the last May it holds.
+            text, named = await _earlier_year(
+                store, agent_id, shared_store, exclude_agent, query, config, named, now=now
+            )
+        return DatedQuery(text, _described(named.range, phrase), named.range)
     cue = event_cue(text)
     if cue is None:
         return DatedQuery(text)
     found = await _event_anchor(store, agent_id, shared_store, exclude_agent, query, config, cue)
     if found is None:
         return DatedQuery(text)
-    anchor, when = found
-    if cue.side == "before":
-        bound = f"before {when.start.date().isoformat()}"
-    else:
-        # After the event, and after the day its report was stored: the report ("I moved to
-        # Lisbon on March 3") is not what happened after it.
-        last = max(when.end - timedelta(microseconds=1), anchor.created_at.astimezone(UTC))
-        bound = f"after {last.date().isoformat()}"
-    start, end = cue.span
-    dated = f"{text[:start]}{bound}{text[end:]}"
-    period = query_time_range(dated, now)
-    if period is None:  # cannot happen: the grammar reads its own dates
+    anchor, when, exact = found
+    dated = with_event_date(text, cue, when, anchor.created_at.astimezone(UTC), exact=exact)
+    period = None if dated is None else query_time_range(dated, now)
+    if dated is None or period is None:  # e.g. an event dated after the question
         return DatedQuery(text)
-    return DatedQuery(dated, _described(period, text[start:end], anchor=anchor.id), period)
+    phrase = text[cue.span[0] : cue.span[1]]
+    return DatedQuery(dated, _described(period, phrase, anchor=anchor.id), period)
+
+
+_YEARS_BACK = 10
+"""How many years back a month, season or holiday named without a year may lie."""
+
+
+async def _earlier_year(
+    store: MemoryStore,
+    agent_id: str | None,
+    shared_store: SharedMemoryStore | None,
+    exclude_agent: str | None,
+    query: MemoryQuery,
+    config: RetrievalConfig,
+    named: NamedPeriod,
+    *,
+    now: datetime,
+) -> tuple[str, NamedPeriod]:
+    """The query naming the most recent earlier occurrence of ``named`` (a month, season or
+    holiday without a year) that holds memories, by its year; as it was if none does."""
+    text = query.text or ""
+    for back in range(1, _YEARS_BACK + 1):
+        try:
+            moment = now.replace(year=now.year - back)
+        except ValueError:  # February 29
+            moment = now.replace(year=now.year - back, day=28)
+        earlier = named_period(text, moment)
+        if earlier is None:
+            break
+        if await _holds_memories(
+            store, agent_id, shared_store, exclude_agent, query, config, earlier.range
+        ):
+            said = with_year(text, named, earlier)
+            if said is None:
+                break
+            return said, earlier
+    return text, named
+
+
+async def _holds_memories(
+    store: MemoryStore,
+    agent_id: str | None,
+    shared_store: SharedMemoryStore | None,
+    exclude_agent: str | None,
+    query: MemoryQuery,
+    config: RetrievalConfig,
+    period: TimeRange,
+) -> bool:
+    """True if a memory the query may find was created in ``period``."""
+    within = _within(query, period).model_copy(update={"limit": 1})
+    found = await _candidates(
+        store, agent_id, shared_store, exclude_agent, within, config, shared=set()
+    )
+    return bool(found.dense or found.lexical)
+
+
+def _within(query: MemoryQuery, period: TimeRange) -> MemoryQuery:
+    """``query`` narrowed to the memories created in ``period``."""
+    return query.model_copy(
+        update={
+            "since": None if period.open_start else period.start,
+            "until": None if period.open_end else period.end - timedelta(microseconds=1),
+        }
+    )
 
 
 def _described(period: TimeRange, phrase: str, *, anchor: str | None = None) -> QueryPeriod:
@@ -237,8 +306,12 @@ async def _event_anchor(
     query: MemoryQuery,
     config: RetrievalConfig,
     cue: EventCue,
-) -> tuple[MemoryEntry, TimeRange] | None:
-    """The memory that reports the event of ``cue``, and when the event took place."""
+) -> tuple[MemoryEntry, TimeRange, bool] | None:
+    """The memory that reports the event of ``cue``, when the event took place, and whether
+    the memory says so with the year ("on June 14, 2026"). None if no memory holds all of the
+    event's words, or if those that do were stored on different days and none says the date
+    with its year (a conversation mentions "the party" in many sessions: which one?).
+    """
     probe = query.model_copy(update={"text": cue.event})
     found = await _candidates(
         store, agent_id, shared_store, exclude_agent, probe, config, shared=set()
@@ -246,17 +319,22 @@ async def _event_anchor(
     dense = dict(found.dense)
     lexical = dict(found.lexical)
     wanted = set(cue.terms)
-    best: tuple[tuple[bool, float], MemoryEntry, TimeRange] | None = None
+    reports: list[tuple[tuple[bool, float], MemoryEntry, TimeRange]] = []
     for entry_id in dict.fromkeys([*lexical, *dense]):
         entry = found.entries.get(entry_id)
         if entry is None or not wanted.issubset(query_terms(entry.content)):
             continue
         when = stated_period(entry.content, entry.created_at)
         bm25 = lexical.get(entry_id, 0.0)
-        key = (when.stated, dense.get(entry_id, 0.0) + bm25 / (bm25 + 1.0))
-        if best is None or key > best[0]:
-            best = (key, entry, when.range)
-    return None if best is None else (best[1], best[2])
+        reports.append(
+            ((when.exact, dense.get(entry_id, 0.0) + bm25 / (bm25 + 1.0)), entry, when.range)
+        )
+    if not reports:
+        return None
+    (exact, _), entry, period = max(reports, key=lambda r: r[0])
+    if not exact and len({r[1].created_at.astimezone(UTC).date() for r in reports}) > 1:
+        return None
+    return entry, period, exact
 
 
 async def query_candidates(
@@ -301,12 +379,7 @@ async def query_candidates(
         # The query names a period ("two weeks ago", "in May 2023"): its memories join the
         # candidates even when the whole store holds better matches of the words, so that
         # ranking, which prefers memories of the named period, gets to see them.
-        within = query.model_copy(
-            update={
-                "since": None if period.open_start else period.start,
-                "until": None if period.open_end else period.end - timedelta(microseconds=1),
-            }
-        )
+        within = _within(query, period)
         extra = await _candidates(
             store,
             agent_id,

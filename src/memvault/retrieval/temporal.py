@@ -37,6 +37,9 @@ __all__ = [
     "named_period",
     "query_time_range",
     "stated_period",
+    "tells_of",
+    "with_event_date",
+    "with_year",
     "without_period",
     "without_relative_time",
 ]
@@ -98,6 +101,11 @@ class NamedPeriod:
     range: TimeRange
     span: tuple[int, int]
     phrase: str
+    yearless: bool = False
+    """A month, day, season or holiday named without its year ("in May", "last summer"):
+    the most recent one; a store may know better (see ``memvault._search.date_query``)."""
+    absolute: bool = False
+    """Named with its year ("on June 14, 2026", "in April 2026"): the same whenever asked."""
 
 
 def asks_when(query: str) -> bool:
@@ -394,7 +402,7 @@ _Found = tuple[TimeRange, tuple[int, int]]
 # What a day's "before"/"after" may count: "the week before", "two days after", "the Sunday
 # before", "last weekend before".
 _LEAD = re.compile(
-    rf"\b(?:(the|last|a|an|{_COUNT})\s+)?"
+    rf"(?<!how many )(?<!how few )\b(the|last|a|an|{_COUNT})\s+"
     rf"(day|week|weekend|month|year|{'|'.join(calendar.day_name)})s?\s+$",
     re.IGNORECASE,
 )
@@ -425,6 +433,17 @@ def _led(lead: re.Match[str], side: str, day: datetime) -> TimeRange | None:
     slack = timedelta(days=max(1.0, back / 4) * (2 if vague else 1))
     centre = day + timedelta(days=back) if after else day - timedelta(days=back)
     return TimeRange(centre - slack, centre + slack + _DAY)
+
+
+def _led_with_day(lead: re.Match[str], side: str, day: datetime) -> TimeRange | None:
+    """:func:`_led`, and the day itself: what happened the week before August 3 is often told
+    on August 3 ("last week I ..."), and a plan for the Saturday after is made that day."""
+    period = _led(lead, side, day)
+    if period is None:
+        return None
+    if side.lower() == "after":
+        return TimeRange(min(period.start, day), period.end)
+    return TimeRange(period.start, max(period.end, day + _DAY))
 
 
 def _absolute(query: str) -> _Found | None:
@@ -461,7 +480,7 @@ def _absolute(query: str) -> _Found | None:
         if lead is not None and side is not None:
             # "the week before August 3, 2023", "the Sunday before October 25, 2022": a
             # period counted from that day rather than everything on one side of it.
-            period = _led(lead, side, _midnight(found))
+            period = _led_with_day(lead, side, _midnight(found))
             if period is not None:
                 return period, (lead.start(), match.end())
         return _bounded(side, _one_day(found)), match.span()
@@ -622,15 +641,19 @@ def named_period(query: str, now: datetime) -> NamedPeriod | None:
 
 
 def _named(query: str, now: datetime) -> NamedPeriod | None:
-    found = (
-        _absolute(query) or _relative(query, now) or _weekday(query, now) or _yearless(query, now)
-    )
+    yearless = False
+    found = _absolute(query)
+    absolute = found is not None
+    found = found or _relative(query, now) or _weekday(query, now)
+    if found is None:
+        found, yearless = _yearless(query, now), True
     if found is None:
         return None
     period, (start, end) = found
     if period.start >= period.end:
         return None
-    return NamedPeriod(period, (start, end), query[start:end].strip())
+    phrase = query[start:end].strip()
+    return NamedPeriod(period, (start, end), phrase, yearless=yearless, absolute=absolute)
 
 
 def query_time_range(query: str, now: datetime) -> TimeRange | None:
@@ -698,10 +721,17 @@ _ROUTINE = frozenset(
 )
 
 
+_MEASURES = re.compile(r"\bhow (?:many|much|long|often)\b", re.IGNORECASE)
+
+
 def event_cue(query: str) -> EventCue | None:
     """The period relative to an event that ``query`` names ("before the wedding", "after I
     moved", "since the baby was born"), or None: also None where the phrase names a time
-    ("before today", "after Christmas") or routine ("after work")."""
+    ("before today", "after Christmas") or routine ("after work"), and in a question that
+    measures ("How many days before the party did I order the gift?", "How much more did I pay
+    after the quote?"): its answer lies on both sides of the event."""
+    if _MEASURES.search(query):
+        return None
     for match in _EVENT.finditer(query):
         side, event = match.group(1), match.group(2)
         # "before Christmas", "after the summer", "since Monday": a time, not an event.
@@ -715,12 +745,60 @@ def event_cue(query: str) -> EventCue | None:
     return None
 
 
+def with_event_date(
+    query: str, cue: EventCue, when: TimeRange, told: datetime, *, exact: bool
+) -> str | None:
+    """``query`` with the event of ``cue`` replaced by its date, in words
+    :func:`named_period` reads: "before the wedding" -> "until 2026-06-14", "after I moved" ->
+    "since 2026-03-03", "the day before I saw the doctor" -> "the day before 2026-05-10".
+
+    ``when`` is when the event took place, ``told`` when the memory reporting it was stored.
+    Both days belong to the period (what was said of the event is often said then: "the car
+    broke down last week, so I bought a new one"), except under a count ("the day before"),
+    which needs the event's date said with its year (``exact``): None otherwise, since a
+    narrow window around a misdated event misses everything.
+    """
+    start, end = cue.span
+    if _LEAD.search(query, 0, start) is not None:
+        if not exact:
+            return None
+        day = when.start if cue.side == "before" else when.end - timedelta(microseconds=1)
+        bound = f"{cue.side} {day.date().isoformat()}"
+    elif cue.side == "before":
+        bound = f"until {max(when.end - timedelta(microseconds=1), told).date().isoformat()}"
+    else:
+        bound = f"since {min(when.start, told).date().isoformat()}"
+    return f"{query[:start]}{bound}{query[end:]}"
+
+
+def with_year(query: str, named: NamedPeriod, earlier: NamedPeriod) -> str | None:
+    """``query`` naming ``earlier`` (the same month, day, season or holiday as ``named``, of
+    an earlier year) by its year: "in May" -> "in May 2023"; None if that cannot be said."""
+    end = named.span[1]
+    year = (earlier.range.start + _DAY).year  # winter and New Year's Eve begin the year before
+    text = f"{query[:end]} {year}{query[end:]}"
+    found = _named(text, earlier.range.start)
+    return text if found is not None and found.range == earlier.range else None
+
+
+def tells_of(text: str, created: datetime, period: TimeRange) -> bool:
+    """True if ``text`` (a memory stored at ``created``) names a time within ``period``: "I
+    watched it on Sunday", told on the Tuesday after, tells of that Sunday; "the hotel for
+    April 2027" does not tell of April 2026, nor "come back in six months" of today."""
+    named = _named(text, created)
+    if named is None or named.range.open_start or named.range.open_end:
+        return False
+    return named.range.start < period.end and period.start < named.range.end
+
+
 @dataclass(frozen=True, slots=True)
 class StatedPeriod:
-    """When a memory says its event took place (``stated``), else the day it was stored."""
+    """When a memory says its event took place (``stated``; ``exact``: a date with its year,
+    "on June 14, 2026"), else the day it was stored."""
 
     range: TimeRange
     stated: bool
+    exact: bool = False
 
 
 def stated_period(text: str, created: datetime) -> StatedPeriod:
@@ -729,5 +807,5 @@ def stated_period(text: str, created: datetime) -> StatedPeriod:
     may lie ahead of that), else the day it was stored."""
     named = _named(text, created)
     if named is not None and not (named.range.open_start or named.range.open_end):
-        return StatedPeriod(named.range, stated=True)
+        return StatedPeriod(named.range, stated=True, exact=named.absolute)
     return StatedPeriod(_one_day(created.astimezone(UTC).date()), stated=False)

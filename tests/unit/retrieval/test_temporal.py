@@ -7,10 +7,14 @@ from datetime import UTC, datetime
 import pytest
 
 from memvault.retrieval.temporal import (
+    TimeRange,
     event_cue,
     named_period,
     query_time_range,
     stated_period,
+    tells_of,
+    with_event_date,
+    with_year,
     without_period,
 )
 
@@ -39,16 +43,17 @@ def _day(year: int, month: int, day: int) -> datetime:
         ("at Christmas 2024", _day(2024, 12, 24), _day(2024, 12, 27)),
         ("between August 11 and August 15 2023", _day(2023, 8, 11), _day(2023, 8, 16)),
         ("between August and November 2023", _day(2023, 8, 1), _day(2023, 12, 1)),
-        # Counted from a date: "the week before", "the Sunday before", "two weeks before".
-        ("the week before August 3, 2023", _day(2023, 7, 27), _day(2023, 8, 3)),
-        ("on the Sunday before October 25, 2022", _day(2022, 10, 23), _day(2022, 10, 24)),
-        ("the weekend before 4th October, 2023", _day(2023, 9, 30), _day(2023, 10, 2)),
+        # Counted from a date ("the week before", "the Sunday before", "two weeks before"),
+        # and that day itself, when what happened the week before is often told.
+        ("the week before August 3, 2023", _day(2023, 7, 27), _day(2023, 8, 4)),
+        ("on the Sunday before October 25, 2022", _day(2022, 10, 23), _day(2022, 10, 26)),
+        ("the weekend before 4th October, 2023", _day(2023, 9, 30), _day(2023, 10, 5)),
         (
             "two weeks before August 11, 2023",  # about then, as "two weeks ago" is
             datetime(2023, 7, 24, 12, tzinfo=UTC),
-            datetime(2023, 8, 1, 12, tzinfo=UTC),
+            _day(2023, 8, 12),
         ),
-        ("the Saturday after October 28, 2023", _day(2023, 11, 4), _day(2023, 11, 5)),
+        ("the Saturday after October 28, 2023", _day(2023, 10, 28), _day(2023, 11, 5)),
         # One side only.
         ("before June 14, 2026", OPEN, _day(2026, 6, 14)),
         ("after 2026-03-03", _day(2026, 3, 4), AHEAD),
@@ -154,8 +159,8 @@ def test_period_words_are_left_out_of_the_text_to_match_but_months_and_years() -
         ("What did we argue about before the wedding?", "before", ("wed",)),
         ("What furniture did I buy after I moved?", "after", ("move",)),
         ("Which restaurant did we try before the baby was born?", "before", ("babi", "born")),
-        ("How many postcards have I added since I started collecting again?", "after", None),
-        ("How many days before my best friend's party did I order her gift?", "before", None),
+        ("What have I added since I started collecting again?", "after", None),
+        ("Which gift before my best friend's party did I order?", "before", None),
     ],
 )
 def test_periods_relative_to_an_event(query: str, side: str, terms: tuple[str, ...] | None) -> None:
@@ -174,6 +179,9 @@ def test_periods_relative_to_an_event(query: str, side: str, terms: tuple[str, .
         "What happened after the summer?",
         "What did I do before today?",
         "Where is the office?",
+        # A measure between two events: its answer lies on both sides.
+        "How many days before my best friend's party did I order her gift?",
+        "How much more did I pay after the initial quote?",
     ],
 )
 def test_phrases_that_name_no_event(query: str) -> None:
@@ -189,3 +197,53 @@ def test_a_memory_dates_its_event_by_what_it_states_else_by_when_it_was_stored()
     assert crash.stated and crash.range.start == _day(2026, 1, 9)
     plain = stated_period("We moved to Lisbon.", stored)
     assert not plain.stated and plain.range.start == _day(2026, 1, 10)
+
+
+def test_an_event_is_named_by_its_date_for_ranking() -> None:
+    told = datetime(2026, 1, 10, 9, tzinfo=UTC)
+    wedding = TimeRange(_day(2026, 6, 14), _day(2026, 6, 15))
+    query = "What did we argue about before the wedding?"
+    cue = event_cue(query)
+    assert cue is not None
+    # The event's day belongs to the period, and so does the day the report was stored.
+    assert with_event_date(query, cue, wedding, told, exact=True) == (
+        "What did we argue about until 2026-06-14?"
+    )
+    moved = "What did I buy after I moved?"
+    cue = event_cue(moved)
+    assert cue is not None
+    march = TimeRange(_day(2026, 3, 3), _day(2026, 3, 4))
+    assert with_event_date(moved, cue, march, told, exact=False) == (
+        "What did I buy since 2026-01-10?"
+    )
+    # Under a count, only a date said with its year: a narrow window around a guess misses.
+    day_before = "What did I eat the day before the wedding?"
+    cue = event_cue(day_before)
+    assert cue is not None
+    dated = with_event_date(day_before, cue, wedding, told, exact=True)
+    assert dated == "What did I eat the day before 2026-06-14?"
+    assert with_event_date(day_before, cue, wedding, told, exact=False) is None
+
+
+def test_a_month_without_a_year_can_be_named_with_an_earlier_year() -> None:
+    query = "Which spot did Joanna visit in May?"
+    named = named_period(query, ASKED)
+    earlier = named_period(query, datetime(2023, 6, 1, tzinfo=UTC))
+    assert named is not None and earlier is not None
+    assert with_year(query, named, earlier) == "Which spot did Joanna visit in May 2023?"
+    winter = "Where was I last winter?"
+    named = named_period(winter, ASKED)
+    earlier = named_period(winter, datetime(2023, 6, 1, tzinfo=UTC))
+    assert named is not None and earlier is not None
+    said = with_year(winter, named, earlier)
+    assert said is not None
+    assert query_time_range(said, ASKED) == earlier.range
+
+
+def test_a_memory_tells_of_a_period_by_the_time_it_names() -> None:
+    april = TimeRange(_day(2026, 4, 1), _day(2026, 5, 1))
+    told = datetime(2026, 4, 7, tzinfo=UTC)
+    assert tells_of("I watched it on Sunday", told, april)
+    assert not tells_of("Booked the hotel for April 2027.", told, april)
+    assert not tells_of("Come back in six months.", told, april)
+    assert not tells_of("I watched it yesterday", datetime(2026, 6, 1, tzinfo=UTC), april)
