@@ -830,7 +830,7 @@ _VERB_START = frozenset(
     runs run cycles walks bikes prefers nolonger stopped broke split relocated
     """.split()
 )
-_CLAUSE = re.compile(r",\s*(?:and\s+|so\s+)?|\s+(?:and|so)\s+", re.IGNORECASE)
+_CLAUSE_KEEP = re.compile(r"(,\s*(?:and\s+|so\s+)?|\s+(?:and|so)\s+)", re.IGNORECASE)
 _WITH_PARTNER = re.compile(
     r"^([^\W\d_][\w.-]*) and (?:her|his|their) (?:husband|wife|partner|family|kids|children"
     r"|boyfriend|girlfriend|fiance|fiancee)\b",
@@ -840,8 +840,16 @@ _POSS = r"(?:(?:my|our|his|her|their|the)\s+)"
 _DIET_WORDS = "|".join(_DIETS)
 
 
+# The change rules take the shortest subject that lets the rest match ("Marco started working
+# at": the subject is "Marco", not "Marco started").
+_S_LAZY = rf"(?:(?P<subj>(?:the\s+)?{_WORD}(?:\s+{_WORD}){{0,2}}?)\s+)??"
+# A subject that must be there and look like one: "I", "the user" or a capitalised name. Rules
+# whose verb is any word need it ("Lena plays tennis": the subject is not "Lena plays").
+_SUBJ_STRICT = r"(?P<subj>(?:[Tt]he\s+)?[Uu]ser|I|[A-Z][\w.-]*)"
+
+
 def _rx(body: str) -> re.Pattern[str]:
-    return re.compile(rf"^{_S}{_HAVE}{body}$", re.IGNORECASE)
+    return re.compile(rf"^{_S_LAZY}{_HAVE}{body}$", re.IGNORECASE)
 
 
 _R_DIET_IS = _rx(
@@ -923,11 +931,24 @@ _R_STOP_DOING = _rx(
 _R_NO_LONGER_DOES = _rx(r"nolonger\s+(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,3})")
 _R_GAVE_UP = _rx(r"(?:gave|given)\s+up\s+(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,2})")
 _R_LEFT_GROUP = _rx(r"left\s+(?:the|my|our|her|his|their)\s+(?P<val>.+)")
-_R_ACTIVITY = _rx(
-    r"(?P<verb>[^\W\d_]+)\s+(?:(?:in|at|with)\s+)?(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,2}?)"
-    r"(?:\s+(?:every|each|on|at|most)\b.*)?"
+_R_ACTIVITY = re.compile(
+    rf"^{_SUBJ_STRICT}\s+(?P<verb>[a-z]+)\s+(?:(?:in|at|with)\s+)?"
+    r"(?P<val>[^\W\d_]+(?:\s+[^\W\d_]+){0,2}?)(?:\s+(?:every|each|on|at|most)\b.*)?$"
 )
-_R_ACTIVITY_BARE = _rx(r"(?P<verb>smokes|smoke|vapes|vape|drinks|drink|gambles|gamble)")
+_R_ACTIVITY_BARE = re.compile(
+    rf"^{_SUBJ_STRICT}\s+(?P<verb>smokes|smoke|vapes|vape|drinks|drink|gambles|gamble)$"
+)
+_R_CAR_IS = re.compile(
+    rf"^(?:(?P<owner>{_NAME})'s|my|our)\s+car\s+is\s+(?:a\s+|an\s+)?(?P<val>.+)$",
+    re.IGNORECASE,
+)
+_R_LIVES_WITH = _rx(r"(?:lives?|living)\s+with\s+(?:[\w-]+\s+){1,4}?in\s+(?P<val>.+)")
+_R_NO_LONGER_LIVES = _rx(r"nolonger\s+(?:lives?|living|based|resides?)\s+in\s+(?P<val>.+)")
+_R_SUPPORTS = _rx(r"supports?\s+(?P<val>.+)")
+_R_CHANGED_ATTR = _rx(
+    r"(?:changed|updated)\s+(?:her|his|their|my|our)\s+(?P<slot>[^\W\d_]+(?:\s+[^\W\d_]+)?)"
+    r"\s+to\s+(?P<val>.+)"
+)
 # Words that make "is ... a midwife" a plan or an aim, not a role.
 _NOT_A_ROLE = frozenset(
     "to become becoming studying training learning hoping planning trying going aiming".split()
@@ -1064,11 +1085,30 @@ def _extract_change(body: str, default: str) -> list[Statement | None] | None:
                 return [_end(subj(m), ANY_VALUE, "employer", "quit job")]
             return [_end(subj(m), _value(raw), "activity", "gave up")]
         return _ended_thing(subj(m), raw)
-    if m := _R_PET.match(body):
+    if m := _R_CAR_IS.match(body):
+        owner = m.group("owner")
+        return [
+            _statement(
+                _subject(owner, default) if owner else default,
+                "car",
+                _value(m.group("val")),
+                "car",
+                "car is",
+            )
+        ]
+    if m := _R_NO_LONGER_LIVES.match(body):
+        return [_end(subj(m), _value(m.group("val")), "residence", "no longer lives")]
+    if (m := _R_LIVES_WITH.match(body)) and _proper(m.group("val"), body):
+        return [_statement(subj(m), "residence", _value(m.group("val")), "residence", "lives")]
+    if (m := _R_SUPPORTS.match(body)) and _proper(m.group("val"), body):
+        return [_statement(subj(m), "supports", _value(m.group("val")), "supports", "supports")]
+    if (m := _R_CHANGED_ATTR.match(body)) and (slot := _slot(m.group("slot"))):
+        return [_statement(subj(m), slot, _value(m.group("val")), "attribute", "changed")]
+    if (m := _R_PET.match(body)) and (
+        kind := _PETS.get(m.group("val").lower().removesuffix("s"))
+        or _PETS.get(m.group("val").lower())
+    ):
         species = m.group("val").lower()
-        kind = _PETS.get(species.removesuffix("s")) or _PETS.get(species)
-        if kind is None:
-            return None
         name = m.group("name")
         parts = [kind, species.removesuffix("s")] + ([name.lower()] if name else [])
         value = " ".join(dict.fromkeys(parts))
@@ -1205,19 +1245,25 @@ def _activity(body: str, default: str) -> Statement | None:
 
 
 def _clauses(body: str) -> list[str]:
-    """``body`` split where a conjunction or comma starts a new clause, subjects carried over."""
-    pieces = _CLAUSE.split(body)
-    if len(pieces) == 1:
-        return pieces
-    if not all(p and p.split()[0].lower() in _VERB_START for p in pieces[1:]):
-        return [body]
-    first = pieces[0]
-    m = re.match(rf"^(?P<subj>{_NAME})\s+", first)
+    """``body`` split where a conjunction or comma starts a new clause, subjects carried over.
+
+    Only a piece that opens with a verb or a subject ("... and joined Airbnb", "..., I eat")
+    starts a clause; any other stays with the clause before it ("tea and coffee" stays one
+    value, which no rule accepts). A piece opened by "he", "she" or "they" takes the first
+    clause's subject when that is a name.
+    """
+    parts = _CLAUSE_KEEP.split(body)
+    first = parts[0]
+    m = re.match(rf"^{_SUBJ_STRICT}\s+", first)
     subject = m.group("subj") if m else ""
     out = [first]
-    for piece in pieces[1:]:
-        head = piece.split()[0].lower()
-        if head in {"i", "we"} or not subject:
+    for sep, piece in zip(parts[1::2], parts[2::2], strict=True):
+        head = piece.split()[0].lower() if piece.split() else ""
+        if head in {"he", "she", "they"} and subject and subject[0].isupper() and subject != "I":
+            out.append(f"{subject} {piece.split(maxsplit=1)[1] if ' ' in piece else ''}")
+        elif head not in _VERB_START:
+            out[-1] = f"{out[-1]}{sep}{piece}"
+        elif head in {"i", "we"} or not subject:
             out.append(piece)
         else:
             out.append(f"{subject} {piece}")
@@ -1230,6 +1276,13 @@ def _prepare_change(text: str) -> str | None:
         return None
     body = re.sub(r"\bno\s+longer\b|\bnot\s+any\s*more\b", "nolonger", body, flags=re.IGNORECASE)
     body = re.sub(r"\bnolonger\s+(\w+)\s+any\s*more\b", r"nolonger \1", body)
+    # "doesn't live in Leeds anymore": the same as "no longer lives in Leeds".
+    body = re.sub(
+        r"\b(?:does|do)(?:n't|nt|\s+not)\s+([^\W\d_]+)\s+([^,.;]*?)\s*\bany\s*more\b",
+        r"nolonger \1 \2",
+        body,
+        flags=re.IGNORECASE,
+    )
     prepared = _prepare(body)
     if prepared is None:
         return None
