@@ -103,9 +103,6 @@ LENGTH_CAP = 10
 
 _LOG_LENGTH = [math.log1p(k) for k in range(LENGTH_CAP + 1)]
 
-QTERMS_CAP = 6
-"""Queries of this many content terms or more count as equally specific (feature ``qterms``)."""
-
 FEATURES: tuple[str, ...] = (
     "cos",  # raw cosine of query and entry
     "lex",  # saturated BM25
@@ -123,10 +120,6 @@ FEATURES: tuple[str, ...] = (
     "addressed",  # 0 when the query names a speaker and this entry's is another (speakers.py)
     "static",  # cosine of query and entry under the static word-embedding view
     # (memvault.retrieval.static): a second view of meaning, which reads every word
-    "qterms",  # how many content terms the query has, capped at QTERMS_CAP, as a share of it
-    # (the same for every candidate of a query; read by the relevance head, not the ranking)
-    "size",  # how many terms the entry has, capped at LENGTH_CAP, as a share of it (a long
-    # statement matches many questions a little; read by the relevance head)
 )
 _COLUMN = {name: j for j, name in enumerate(FEATURES)}
 _COS = FEATURES.index("cos")
@@ -727,8 +720,6 @@ def evidence_features(
         ]
     columns[_COLUMN["length"]] = np.array([_LOG_LENGTH[p.terms.length] for p in profiles]) * base
     columns[_COLUMN["addressed"]] = addressed(query_text, [p.speaker for p in profiles])
-    columns[_COLUMN["qterms"]] = min(len(terms), QTERMS_CAP) / QTERMS_CAP
-    columns[_COLUMN["size"]] = np.array([p.terms.length for p in profiles]) / LENGTH_CAP
     if use_dense:
         columns[_COLUMN["static"]] = _static_column(cands, ids, profiles, query_text)
     matrix = columns.T
