@@ -737,7 +737,9 @@ def detect_contradiction(
 # her car", "no longer vegan", "quit smoking", "retired") that displace an old value without
 # stating a new one.
 
-_MULTI_VALUED = frozenset({"uses", "car"})
+_MULTI_VALUED = frozenset({"uses", "car", "supports"})
+# An addition, not a replacement: "also uses Firefox for testing" marks no change.
+_ADDITION = re.compile(r"\b(?:also|too|as\s+well|another|second|additionally)\b", re.IGNORECASE)
 _CHANGE_MARKER = re.compile(
     r"\b(?:now|switched|changed|moved|migrated|these\s+days|nowadays|no\s+longer|any\s*more"
     r"|since|anymore|upgraded)\b",
@@ -769,6 +771,8 @@ _OCCUPATIONS = frozenset(
     cashier secretary assistant administrator ceo cto cfo founder therapist psychologist vet
     veterinarian librarian translator marketer specialist technician coordinator officer
     programmer copywriter carpenter builder farmer scientist economist banker trader
+    paramedic caregiver carer hairdresser receptionist salesman saleswoman policeman
+    policewoman soldier entrepreneur optician physiotherapist radiologist
     """.split()
 )
 _PETS = {
@@ -1308,6 +1312,9 @@ def _clause_statements(clause: str, default: str) -> list[Statement]:
 def _retool(statement: Statement, clause: str) -> Statement | None:
     """A "uses", "moved to" or "editor is" statement about a known tool, as a tool slot."""
     kind = _tool_kind(statement.value)
+    if statement.family == "attribute" and statement.slot.startswith(("new ", "latest ")):
+        # "Ana's new phone number is ...": the slot is the phone number.
+        statement = replace(statement, slot=statement.slot.split(maxsplit=1)[1])
     if kind is None:
         if statement.family == "attribute" and statement.slot in _PARTNER_SLOTS:
             return Statement(statement.subject, "partner", statement.value, "partner", "is")
@@ -1354,6 +1361,6 @@ def extract_statements(text: str, default_subject: str = DEFAULT_SUBJECT) -> tup
     found: list[Statement] = []
     for clause in _clauses(body):
         found.extend(_clause_statements(clause, default_subject))
-    if _CHANGE_MARKER.search(text):
+    if _CHANGE_MARKER.search(text) and not _ADDITION.search(text):
         found = [replace(s, changed=True) for s in found]
     return tuple(found)

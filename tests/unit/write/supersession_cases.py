@@ -111,6 +111,17 @@ CHANGES: list[tuple[str, str]] = [
         "The user's email is old@example.com",
         "The user changed their email to new@example.com",
     ),
+    # --- added after the rules were written (fresh phrasings, not tuned to)
+    ("Ines lives in Rome", "Ines relocated to Milan last year"),
+    ("Bo is vegan", "Bo eats meat again"),
+    ("Ali drives a Ford Focus", "Ali got rid of his car"),
+    ("Jin works at Samsung", "Jin joined LG in May"),
+    ("Rui is a nurse", "Rui became a paramedic"),
+    ("Eva is married", "Eva got divorced last year"),
+    ("I use Firefox", "I switched to Safari"),
+    ("Nora lives in Oslo and works at Equinor", "Nora now works at Telenor"),
+    ("Tariq has a cat called Mochi", "Tariq's cat Mochi died"),
+    ("I smoke", "I quit smoking last year"),
 ]
 
 NEAR_MISSES: list[tuple[str, str]] = [
@@ -217,4 +228,25 @@ NEAR_MISSES: list[tuple[str, str]] = [
     ("Tom is married", "Tom has been married for ten years"),
     ("Ravi takes the bus to work", "Ravi still takes the bus to work"),
     ("Chen works at Stripe", "Chen works at Stripe in Dublin"),
+    # --- added after the rules were written (fresh phrasings, not tuned to)
+    ("I use Chrome as my browser", "I now also use Firefox for testing"),
+    ("I use Chrome as my browser", "I use Firefox for testing"),
+    ("Ravi takes the bus to work", "Ravi sold his car"),
+    ("The user drives a Prius", "The user sold his bike"),
+    ("Lena smokes", "Lena quit drinking"),
+    ("Chen works at Stripe", "Chen left Berlin"),
+    ("Chen works at Stripe", "Chen quit smoking"),
+    ("Sofia has a dog named Biscuit", "Sofia's cat Luna died"),
+    ("I have a dog named Rex", "My neighbour's dog died"),
+    ("Ines has two cats", "Ines gave her old sofa to her sister"),
+    ("Tom is married", "Tom's brother got divorced"),
+    ("Noah lives in Dublin and works at Intel", "Noah's wife works at Google"),
+    ("I'm vegan", "I ate meat at the wedding"),
+    ("Ana lives in Lisbon", "Ana moved into a new flat in Lisbon"),
+    ("I work at Acme", "I left the office early"),
+    ("Lena plays tennis", "Lena no longer plays golf"),
+    ("Kofi supports Arsenal", "Kofi supports Ukraine"),
+    ("Ana drives a Golf", "Ana also drives a van for work"),
+    ("Ana lives in Lisbon", "Ana lives in Lisbon and Paris"),
+    ("The user prefers tea", "The user prefers coffee in the morning"),
 ]
