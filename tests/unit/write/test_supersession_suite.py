@@ -1,4 +1,5 @@
-"""The changing and near-miss pairs of ``supersession_cases`` at the pure-function level.
+"""The changing and near-miss pairs of ``supersession_cases`` at the pure-function level,
+and the reported case through the public API on a real store.
 
 Each pair is checked the way the write path checks it (:func:`find_contradiction` on the new
 text against the older entry): a near miss must never supersede (a false supersession hides a
@@ -9,11 +10,15 @@ regression; raise it when the rules improve).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from supersession_cases import CHANGES, NEAR_MISSES
 
+from memvault import AsyncMemory
 from memvault.models import MemoryCategory, MemoryEntry
+from memvault.protocols import Embedder
+from memvault.write import WriteKind
 from memvault.write.supersession import find_contradiction
 
 OLD_AT = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -56,3 +61,24 @@ def test_changes_detected_rate_floor() -> None:
 def test_near_miss_false_count_is_zero() -> None:
     false = [(old, new) for old, new in NEAR_MISSES if supersedes(old, new)]
     assert false == []
+
+
+async def test_current_fact_wins_through_the_public_api(tmp_path: Path, minilm: Embedder) -> None:
+    """A real store with default settings and the bundled embedder: the move supersedes the
+    compound fact; the current one answers first, and the old one stays reachable."""
+    async with AsyncMemory(str(tmp_path / "facts.db"), embedder=minilm) as mem:
+        old = await mem.add("Ana lives in Lisbon and works as a data analyst", agent_id="a")
+        new = await mem.write("Ana moved from Lisbon to Porto in June 2025", agent_id="a")
+        assert new.decision.kind is WriteKind.SUPERSEDE
+        assert new.decision.old_id == old
+
+        live = await mem.search("where does Ana live now?", agent_id="a")
+        assert live and live[0].id == new.id
+        assert old not in [e.id for e in live]
+
+        everything = await mem.search(
+            "where does Ana live now?", agent_id="a", include_superseded=True
+        )
+        ids = [e.id for e in everything]
+        assert old in ids and new.id in ids
+        assert ids.index(new.id) < ids.index(old)
