@@ -48,6 +48,40 @@ or when the new one explicitly replaces the old value ("switched from vim to neo
 "uses vim for editing"; "prefers Flask over Django" against "prefers Django"); or when the new
 value is one the old statement displaced ("prefers Django" against "prefers Flask over Django").
 Values that differ by a one-letter typo count as equal.
+
+Changes of fact (:func:`extract_statements`, used by :func:`find_contradiction` on both the new
+text and each candidate; :func:`extract_statement` above stays as it is for dedup):
+
+* **Clauses.** A text is read clause by clause where "and", "so" or a comma opens a piece that
+  starts with a verb or a subject; the first clause's subject carries over ("Ana lives in
+  Lisbon and works as a data analyst" is a residence and a role of Ana; "Chen left Stripe and
+  joined Airbnb" ends one employer and states another). A piece that starts otherwise stays in
+  its clause, so "tea and coffee" is still a list that no rule accepts. A new value for *one*
+  clause's slot supersedes the whole compound memory; the old entry is only closed, not
+  deleted, so its other clauses stay available with ``include_superseded=True`` or ``as_of``.
+* **Tails.** Time and manner tails do not change a value: "in June 2025", "since November",
+  "last month", "after ...", "a year ago" and, for these rules, "again".
+* **Families.** Residence (lives in / lives with ... in / moved into ... in / is based in /
+  relocated to, "home city is"), diet (vegetarian, vegan, pescatarian, "eats meat", "on a keto
+  diet"; "went / has gone / became vegan"), car ("drives a", "my car is"), commute ("commutes
+  by", "takes the bus to work", "cycles to work"), pets ("has a dog named Biscuit"), tools (a
+  small lexicon of editors, operating systems, phones, browsers and trackers, so "switched to
+  VS Code" meets "uses Vim for editing code"), employer ("started working at", "joined", "got
+  a job at", "was hired by"), role ("is now a midwife" for a known occupation, "was promoted
+  to", "became a"), relationship ("got married / divorced / engaged", "is dating", "has a
+  girlfriend called"), partner, team supported, habits ("plays tennis every Saturday").
+* **End statements** (family ``end``) displace an old value without stating a new one, and
+  only the old values they name: "sold her car" (any car, and driving to work), "got rid of
+  her Fiat", "no longer vegan", "stopped eating meat", "left Stripe", "left her job" and
+  "retired" (any employer; retired: any role), "graduated" (student), "broke up with Alex",
+  "Sofia's dog Biscuit died", "quit smoking", "gave up coffee", "no longer plays tennis",
+  "doesn't live in Leeds anymore".
+* **Caution kept.** Values that only add detail after the old one ("lives in Cairo with his
+  wife", "works at Stripe in Dublin") are the same fact. Tools, cars and teams are
+  multi-valued (people use Vim and tmux), so a new value displaces an old one only when the
+  text marks a change ("now", "switched", "these days", "since", ...) and no addition ("also",
+  "too", "another"). Other people's facts ("Ana's sister sold her car"), hedges, plans,
+  questions and negations still yield nothing.
 """
 
 from __future__ import annotations
@@ -575,7 +609,13 @@ def contradiction_query(text: str, default_subject: str = DEFAULT_SUBJECT) -> st
     """
     statement = extract_statement(text, default_subject)
     if statement is None:
-        return None
+        # A change only the clause rules read ("Ana sold her car and now commutes by e-bike"):
+        # the subject alone finds the older statements about it.
+        changes = extract_statements(text, default_subject)
+        subjects = [
+            s.subject for s in changes if s.subject != default_subject and s.family != "activity"
+        ]
+        return subjects[0] if subjects else None
     parts: list[str] = []
     if statement.subject != default_subject:
         parts.append(statement.subject)
@@ -1241,6 +1281,9 @@ def _activity(body: str, default: str) -> Statement | None:
     verb = m.group("verb").lower()
     if verb in _AUX or verb in _VERB_START - {"drink", "drinks", "play", "plays"}:
         return None
+    opener = m.group("subj").lower()
+    if opener in _VERB_START - {"i", "we"} or opener.endswith("ed"):
+        return None  # "Went for a run": the sentence opens with its verb, no subject
     value = _value(f"{verb} {m.group('val')}")
     subject = _subject(m.group("subj"), default)
     if value is None:
