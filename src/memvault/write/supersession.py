@@ -997,6 +997,12 @@ _R_CHANGED_ATTR = _rx(
 _NOT_A_ROLE = frozenset(
     "to become becoming studying training learning hoping planning trying going aiming".split()
 )
+_PAST = frozenset(
+    """
+    went ate took saw had did made got left ran rode flew spent bought drove swam sang met
+    wrote read came gave sold found told thought caught brought taught won lost paid sent
+    """.split()
+)
 _AUX = frozenset(
     """
     is am are was were has have had be been got get does do did will can may must shall
@@ -1281,6 +1287,8 @@ def _activity(body: str, default: str) -> Statement | None:
     verb = m.group("verb").lower()
     if verb in _AUX or verb in _VERB_START - {"drink", "drinks", "play", "plays"}:
         return None
+    if verb.endswith("ed") or verb in _PAST:
+        return None  # "biked to the beach on Saturday": an event, not a habit
     opener = m.group("subj").lower()
     if opener in _VERB_START - {"i", "we"} or opener.endswith("ed"):
         return None  # "Went for a run": the sentence opens with its verb, no subject

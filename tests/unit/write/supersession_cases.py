@@ -249,4 +249,6 @@ NEAR_MISSES: list[tuple[str, str]] = [
     ("Ana drives a Golf", "Ana also drives a van for work"),
     ("Ana lives in Lisbon", "Ana lives in Lisbon and Paris"),
     ("The user prefers tea", "The user prefers coffee in the morning"),
+    ("The user sold his bike", "I biked to the beach on Saturday"),
+    ("I biked to the beach on Saturday", "The user sold his bike"),
 ]
