@@ -82,3 +82,16 @@ async def test_current_fact_wins_through_the_public_api(tmp_path: Path, minilm: 
         ids = [e.id for e in everything]
         assert old in ids and new.id in ids
         assert ids.index(new.id) < ids.index(old)
+
+
+@pytest.mark.parametrize(("old", "new"), CHANGES[:3])
+async def test_reported_cases_supersede_through_the_public_api(
+    old: str, new: str, tmp_path: Path, minilm: Embedder
+) -> None:
+    async with AsyncMemory(str(tmp_path / "facts.db"), embedder=minilm) as mem:
+        old_id = await mem.add(old, agent_id="a")
+        written = await mem.write(new, agent_id="a")
+        assert written.decision.kind is WriteKind.SUPERSEDE
+        assert written.decision.old_id == old_id
+        closed = await mem.get(old_id, agent_id="a")
+        assert closed is not None and closed.superseded_by == written.id
