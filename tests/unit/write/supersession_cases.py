@@ -7,8 +7,9 @@ hedge, a question, a negated future, a past habit, ...), so both must stay live.
 
 Written before the detector was tuned, phrased the ways people say these things; the detector
 is expected to get most changes (>= 90%) and every near miss right, not each case by a pattern
-of its own. Used by ``test_supersession_cases.py`` (pure functions) and
-``tests/integration/test_current_facts.py`` (a real store through ``AsyncMemory.add``).
+of its own. Used by ``test_supersession_suite.py`` (pure functions, and the reported cases
+through ``AsyncMemory`` on a real store). Pairs under "added after the rules were written" were
+added later as fresh phrasings, not tuned to.
 """
 
 from __future__ import annotations
