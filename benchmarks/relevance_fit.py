@@ -24,8 +24,6 @@ import argparse
 import asyncio
 import json
 import random
-import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ import numpy as np
 
 import memvault.retrieval.pipeline as pipeline
 from memvault import AsyncMemory
+from memvault.bench.locomo_units import load_locomo_units, relevance_auc, unit_items
 from memvault.embeddings import default_embedder
 from memvault.retrieval.evidence import FEATURES
 
@@ -64,24 +63,6 @@ def _capture(cands: Any, **kw: Any) -> Any:
 pipeline.evidence_features = _capture  # type: ignore[assignment]
 
 
-def _dia(value: str) -> str:
-    m = re.match(r"D:?(\d+):0*(\d+)", value.strip())
-    return f"D{m.group(1)}:{m.group(2)}" if m else value.strip()
-
-
-def _ids(value: str | list[str]) -> set[str]:
-    parts = value if isinstance(value, list) else re.split(r"[;,\s]+", value)
-    return {_dia(p) for p in parts if p.strip()}
-
-
-def _date(conv: dict[str, Any], n: int) -> datetime:
-    text = conv["conversation"].get(f"session_{n}_date_time", "")
-    try:
-        return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    except ValueError:
-        return datetime(2023, 1, 1, tzinfo=UTC)
-
-
 async def _search(
     mem: AsyncMemory, question: str, limit: int
 ) -> tuple[list[str], np.ndarray, list[str]]:
@@ -92,35 +73,23 @@ async def _search(
 
 
 async def locomo_rows(path: str) -> list[dict[str, Any]]:
-    data = json.loads(Path(path).read_text())
+    # The fact store and gold of `memvault bench locomo --unit facts`, from its own loader.
+    data = load_locomo_units(path, "facts")
     embedder = default_embedder()
     rows: list[dict[str, Any]] = []
-    for ci, conv in enumerate(data):
-        items, evidence = [], []
-        for key, per in conv["observation"].items():
-            n = int(re.search(r"session_(\d+)", key).group(1))  # type: ignore[union-attr]
-            for speaker, facts in per.items():
-                for text, ev in facts:
-                    items.append(
-                        {
-                            "content": text,
-                            "category": "semantic",
-                            "created_at": _date(conv, n),
-                            "metadata": {"speaker": speaker, "session": n},
-                        }
-                    )
-                    evidence.append(_ids(ev))
+    for ci, (conv, units) in enumerate(zip(data.conversations, data.units, strict=True)):
         mem = AsyncMemory(embedder=embedder)
-        ids = await mem.add_many(items, agent_id="u")
-        ev_of = dict(zip(ids, evidence, strict=True))
-        for qi, on in ((ci, True), ((ci + 1) % len(data), False)):
-            for qa in data[qi]["qa"]:
-                if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+        ids = await mem.add_many(unit_items(units), agent_id="u")
+        ev_of = {i: set(u.evidence) for i, u in zip(ids, units, strict=True)}
+        off_topic = data.conversations[(ci + 1) % len(data.conversations)]
+        for asked, on in ((conv, True), (off_topic, False)):
+            for qa in asked.qas:
+                if qa.category not in (1, 2, 3, 4) or not qa.evidence or not qa.question.strip():
                     continue
-                gold = {g for e in qa["evidence"] for g in _ids(e)}
-                cand, matrix, hits = await _search(mem, qa["question"], 50)
+                gold = set(qa.evidence)
+                cand, matrix, hits = await _search(mem, qa.question, 50)
                 y = np.array([int(on and bool(ev_of[i] & gold)) for i in cand])
-                ngold = sum(bool(ev & gold) for ev in evidence) if on else 0
+                ngold = sum(bool(ev & gold) for ev in ev_of.values()) if on else 0
                 rows.append(
                     {
                         "conv": ci,
@@ -130,11 +99,11 @@ async def locomo_rows(path: str) -> list[dict[str, Any]]:
                         "y": y,
                         "hits": hits,
                         "ngold": ngold,
-                        "n": len(items),
+                        "n": len(units),
                     }
                 )
         await mem.close()
-        print(f"  conversation {ci}: {len(items)} facts", flush=True)
+        print(f"  conversation {ci}: {len(units)} facts", flush=True)
     return rows
 
 
@@ -194,18 +163,6 @@ def fit(
     return w[:-1] / sd, float(w[-1] - (w[:-1] * mu / sd).sum())
 
 
-def auc(pos: list[float], neg: list[float]) -> float:
-    if not pos or not neg:
-        return float("nan")
-    values = np.array(pos + neg)
-    order = values.argsort()
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(1, len(values) + 1)
-    _, inv = np.unique(values, return_inverse=True)
-    ranks = (np.bincount(inv, ranks) / np.bincount(inv))[inv]  # ties share their mean rank
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
-
-
 def report(label: str, rows: list[dict[str, Any]], w: np.ndarray, b: float, bar: float) -> None:
     r5 = r10 = held = 0.0
     pos: list[float] = []
@@ -231,9 +188,10 @@ def report(label: str, rows: list[dict[str, Any]], w: np.ndarray, b: float, bar:
         if ctx:
             prec.append(sum(y[i] for i in ctx) / len(ctx))
     n = max(len(on), 1)
+    area = relevance_auc(pos, neg)
     print(
         f"{label:18s} bar {bar:.2f}  R@5 {r5 / n:.3f}  R@10 {r10 / n:.3f}  "
-        f"AUC {auc(pos, neg):.3f}  "
+        f"AUC {float('nan') if area is None else area:.3f}  "
         f"holds gold {held / n:.3f}  precision {np.mean(prec) if prec else 0:.3f}  "
         f"injected {np.mean(inj):.2f}  off-topic empty {off_empty / max(off, 1):.3f}"
     )
