@@ -79,9 +79,8 @@ class ContextInjectionConfig(BaseModel):
     ``min_relevance`` is the bar each memory's own ``relevance_score`` must reach to be
     injected (the same meaning as in ``search``); when none does, nothing is injected.
     ``similarity`` is what MMR measures redundancy with: ``"bigram"`` (word-bigram Jaccard, no
-    model needed), ``"cosine"`` (of embeddings; the
-    strategy then needs an ``embedder``), or a function of two entries returning a value in
-    [0, 1].
+    model needed), ``"cosine"`` (of embeddings; the strategy then needs an ``embedder``), or a
+    function of two entries returning a value in [0, 1].
     """
 
     model_config = ConfigDict(
@@ -96,8 +95,9 @@ class ContextInjectionConfig(BaseModel):
     similarity: Literal["bigram", "cosine"] | SimilarityFn = "bigram"
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
     # Inject only memories whose own relevance reaches this. Relevance is the calibrated
-    # absolute probability of the default preset (one threshold fits every query and store);
-    # presets with per-query rescaled scores give the best hit 1.0, so it always passes.
+    # probability of the default preset (one threshold fits every query; the preset "absolute"
+    # also every store size); presets with per-query rescaled scores give the best hit 1.0, so
+    # it always passes.
     min_relevance: float = Field(default=CONTEXT_MIN_RELEVANCE, ge=0.0, le=1.0)
 
 

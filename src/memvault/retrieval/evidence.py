@@ -184,10 +184,10 @@ class TopicGate(BaseModel):
 
 class RelevanceHead(BaseModel):
     """The absolute relevance of one memory to one query: ``sigmoid(offset + sum terms[t] * t)``
-    over terms that are features or products of two (``"cos*size"``).
+    over terms that are features or products of two (``"cos*static"``).
 
     Only features that the pair itself decides enter (cosine, the static view's cosine, term
-    coverage, temporal cues, the query's and the entry's length): no BM25 (its idf and length
+    coverage, temporal cues): no BM25 (its idf and length
     norm come from the store), no thread or context evidence, no off-topic gate (its bar rises
     with the store's size). So the same memory and question score the same whether the store
     holds that memory alone or among thousands, which is what lets ``min_relevance`` and

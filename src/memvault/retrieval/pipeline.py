@@ -357,16 +357,18 @@ def rank(
         boost = 0.0 if entry_id in shared_ids else config.personal_boost
         # Recency costs a datetime subtraction per candidate; unweighted, only results need it.
         rec = recency(entry.created_at, now, config.decay_rate) if config.recency_weight else 0.0
-        key = config.relevance_weight * min(ranking + boost, 1.0) + config.recency_weight * rec
         rel = ranking if absolute is None else absolute.get(entry_id, 0.0)
-        combined = (
-            key
+        boosted = min(rel + boost, 1.0)
+        combined = config.relevance_weight * boosted + config.recency_weight * rec
+        key = (
+            combined
             if absolute is None
-            else config.relevance_weight * min(rel + boost, 1.0) + config.recency_weight * rec
+            else config.relevance_weight * min(ranking + boost, 1.0) + config.recency_weight * rec
         )
         if combined >= threshold:
-            shown = min(rel + boost, 1.0) - rel  # the boost as it counted, under the 1.0 cap
-            scored.append((key, order.get(entry_id, 0.0), entry_id, rel, rec, shown, combined))
+            scored.append(
+                (key, order.get(entry_id, 0.0), entry_id, rel, rec, boosted - rel, combined)
+            )
     # Best first (the evidence score breaks ties of saturated probabilities); then the larger
     # id, i.e. the newer entry (UUIDv7 ids sort by creation). Ids are unique, so sorting the
     # tuples themselves never looks past the id and orders as a (score, order, id) key would.
