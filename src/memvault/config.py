@@ -265,6 +265,11 @@ class MemoryOptionsConfig(BaseModel):
     max_content_chars: int = Field(default=DEFAULT_MAX_CONTENT_CHARS, ge=1, le=1_000_000)
     dedup: bool = True
     """Near-duplicate writes become confirmations and contradicting ones supersede (add)."""
+    llm_supersession: bool = True
+    """With an LLM given to the memory (and ``dedup`` on): a write the rules cannot settle,
+    close to a memory it may replace and marking a change ("switched to day shifts"), is
+    settled by one LLM call; a yes supersedes, anything else stores it as new. No effect
+    without an LLM."""
     retention_by_category: Mapping[MemoryCategory, int] = Field(default_factory=dict)
     """Company-level maximum age in days per category (over ``retention_days``)."""
     agent_retention: Mapping[str, AgentRetentionConfig] = Field(default_factory=dict)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memvault.config import MemoryOptionsConfig
 from memvault.errors import MemoryValidationError
 from memvault.graph.config import GraphConfig, ImportanceConfig, TieredRecallConfig
 from memvault.llm.errors import ProviderError
@@ -19,6 +20,7 @@ FACTS = (
     "Bob prefers tea over coffee.",
 )
 ON = TieredRecallConfig(enabled=True)
+NO_LLM_WRITES = MemoryOptionsConfig(llm_supersession=False)
 
 
 async def _load(mem: object) -> None:
@@ -68,7 +70,8 @@ async def test_recall_tiered_picks_the_tier_by_heuristic(open_memory: OpenMemory
 async def test_llm_classifier_and_validator_fail_open(open_memory: OpenMemory) -> None:
     cfg = TieredRecallConfig(enabled=True, classifier="llm", validate_results=True)
     llm = ScriptedLLM(["deep", "yes", ProviderError("down"), ProviderError("down"), "banana", "no"])
-    mem = open_memory(tiered_recall=cfg, llm=llm)
+    # llm_supersession off: the script is for recall; the writes must not consume it.
+    mem = open_memory(tiered_recall=cfg, llm=llm, options=NO_LLM_WRITES)
     await _load(mem)
     first = await mem.recall_tiered("What is Alice's job?", agent_id="a")
     assert (first.tier, first.classified_by, first.validated) == (RecallTier.DEEP, "llm", True)

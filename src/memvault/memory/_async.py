@@ -116,6 +116,7 @@ from memvault.retrieval.tiered import (
 )
 from memvault.validation import check_agent, check_id, model_error
 from memvault.write.admission import AdmissionController
+from memvault.write.arbiter import SupersessionArbiter
 from memvault.write.chunking import CHUNK_CHARS, CHUNK_OVERLAP, chunk_text
 from memvault.write.dedup import DedupConfig
 from memvault.write.executor import WriteOutcome, execute_writes
@@ -853,6 +854,11 @@ class AsyncMemory:
             config = self._dedup if use_dedup else self._dedup.model_copy(update={"enabled": False})
             if admission and self._admission is None:
                 self._admission = AdmissionController()
+            # With an LLM, the changes of fact the rules cannot settle are asked (issue 41.4).
+            arbiter = None
+            if use_dedup and self._llm is not None and self._config.options.llm_supersession:
+                arbiter = SupersessionArbiter(self._llm)
+                config = config.model_copy(update={"mark_contested": True})
             outcomes = await execute_writes(
                 backend,
                 agent,
@@ -860,6 +866,7 @@ class AsyncMemory:
                 dedup=config,
                 admission=self._admission if admission else None,
                 now=utc_now(),
+                arbiter=arbiter,
             )
         if any(o.stored for o in outcomes):
             if self._config.graph.enabled:

@@ -64,6 +64,12 @@ class DedupConfig(BaseModel):
     ``detect_contradictions`` and ``contradiction_categories`` control
     :func:`memvault.write.supersession.detect_contradiction` in :func:`plan_write`; episodic
     entries are left out by default because events do not contradict each other.
+    ``mark_contested`` makes :func:`~memvault.write.plan_write` list, on a plain ADD, up to
+    ``max_contested`` live neighbours the rules could not settle (cosine at least
+    ``contested_cosine``, and statements on a related slot, or a change marker in the new
+    text where the rules do not read both; see :func:`~memvault.write.pipeline.contested_ids`)
+    for an LLM to decide (:mod:`memvault.write.arbiter`); off by default, so a write without an
+    LLM is planned exactly as before.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -82,6 +88,9 @@ class DedupConfig(BaseModel):
             MemoryCategory.WORKING,
         }
     )
+    mark_contested: bool = False
+    contested_cosine: float = Field(default=0.4, ge=-1.0, le=1.0)
+    max_contested: int = Field(default=3, ge=0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from memvault.write.admission import AdmissionController
 from memvault.write.dedup import DedupConfig, Vector
 from memvault.write.pipeline import WriteDecision, WriteKind, batch_index, plan_batch
 from memvault.write.supersession import contradiction_query
+
+if TYPE_CHECKING:
+    from memvault.write.arbiter import SupersessionArbiter
 
 __all__ = ["NEIGHBOUR_POOL", "WriteOutcome", "execute_writes"]
 
@@ -153,13 +156,15 @@ async def execute_writes(
     dedup: DedupConfig,
     admission: AdmissionController | None,
     now: datetime,
+    arbiter: SupersessionArbiter | None = None,
 ) -> list[WriteOutcome]:
     """Plan and carry out ``requests`` for ``agent_id``; one outcome per request, in order.
 
     New entries (ADD and SUPERSEDE) are written in one ``store_many`` transaction, so a failure
     stores none of them. Confirmations (NOOP) bump the existing entry's access count after that.
     A request that a batch-mate supersedes or duplicates refers to it by position; those
-    references are resolved to the stored ids here.
+    references are resolved to the stored ids here. ``arbiter`` (with ``dedup.mark_contested``)
+    settles the contested ADDs of the plan with an LLM before anything is stored.
     """
     if not requests:
         return []
@@ -197,6 +202,8 @@ async def execute_writes(
         now=now,
         agent_id=agent_id,
     )
+    if arbiter is not None:
+        decisions = await arbiter.settle(requests, decisions, near)
     to_store: list[MemoryStoreRequest] = []
     to_store_vectors: list[Vectors] = []
     stored_at: dict[int, int] = {}

@@ -31,12 +31,15 @@ from pydantic import BaseModel, ConfigDict
 
 from memvault.models import MemoryEntry, MemoryStoreRequest
 from memvault.write.admission import AdmissionContext, AdmissionController, AdmissionScore
-from memvault.write.dedup import DedupConfig, Vector, find_duplicate_match
+from memvault.write.dedup import DedupConfig, Vector, cosine, find_duplicate_match
 from memvault.write.supersession import (
     conflicts,
     different_topic,
     extract_statement,
+    extract_statements,
     find_contradiction,
+    marks_change,
+    related,
 )
 
 __all__ = [
@@ -68,6 +71,9 @@ class WriteDecision(BaseModel):
     found in the text from an explicit ``supersedes``), ``outdated_by`` optionally for ADD.
     ``reason`` explains every decision in one line; ``admission`` holds the admission score when
     one was computed; ``cosine``/``text_similarity`` the duplicate's similarities for NOOP.
+    ``contested`` (only with ``DedupConfig.mark_contested``, on a plain ADD) lists the ids of
+    live neighbours, closest first, that the new text may replace but the rules cannot settle;
+    the caller may have an LLM decide (:mod:`memvault.write.arbiter`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,6 +87,7 @@ class WriteDecision(BaseModel):
     admission: AdmissionScore | None = None
     cosine: float | None = None
     text_similarity: float | None = None
+    contested: tuple[str, ...] = ()
 
 
 def _start(entry: MemoryEntry) -> datetime:
@@ -200,7 +207,55 @@ def plan_write(
                 reason=f"contradicts {found.entry.id} ({change})",
                 admission=score,
             )
-    return WriteDecision(kind=WriteKind.ADD, reason="new", admission=score)
+    contested: tuple[str, ...] = ()
+    if detect and dedup.mark_contested:
+        contested = contested_ids(
+            request.content, vector, same, now=now, created=created, dedup=dedup
+        )
+    return WriteDecision(kind=WriteKind.ADD, reason="new", admission=score, contested=contested)
+
+
+def contested_ids(
+    text: str,
+    vector: Vector | None,
+    neighbours: Sequence[tuple[MemoryEntry, Vector | None]],
+    *,
+    now: datetime,
+    created: datetime,
+    dedup: DedupConfig,
+) -> tuple[str, ...]:
+    """The live neighbours ``text`` may replace that the rules could not settle, closest first.
+
+    A neighbour is contested when its vector's cosine with ``vector`` is at least
+    ``dedup.contested_cosine`` and either ``text`` marks a change ("now", "switched", "no
+    longer", "since"...; :func:`~memvault.write.supersession.marks_change`) and the rules do
+    not read both texts as statements, or the two texts state something about a related slot
+    of one subject (:func:`~memvault.write.supersession.related`). Questions, entries newer
+    than the request, entries of the same batch and neighbours without a vector are never
+    contested; at most ``dedup.max_contested`` are returned.
+    """
+    if vector is None or dedup.max_contested <= 0 or text.rstrip().endswith("?"):
+        return ()
+    marked = marks_change(text)
+    news = extract_statements(text)
+    scored: list[tuple[float, str]] = []
+    for entry, vec in neighbours:
+        if vec is None or batch_index(entry.id) is not None:
+            continue
+        if not entry.is_live(now) or _start(entry) > created:
+            continue
+        cos = cosine(vector, vec)
+        if cos < dedup.contested_cosine:
+            continue
+        olds = extract_statements(entry.content)
+        if any(related(new, old) for new in news for old in olds) or (
+            # A marked change is contested unless the rules read both texts and found them
+            # about different subjects or slots.
+            marked and not (news and olds)
+        ):
+            scored.append((cos, entry.id))
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    return tuple(entry_id for _, entry_id in scored[: dedup.max_contested])
 
 
 def batch_index(ref: str | None) -> int | None:

@@ -69,7 +69,11 @@ text and each candidate; :func:`extract_statement` above stays as it is for dedu
   VS Code" meets "uses Vim for editing code"), employer ("started working at", "joined", "got
   a job at", "was hired by"), role ("is now a midwife" for a known occupation, "was promoted
   to", "became a"), relationship ("got married / divorced / engaged", "is dating", "has a
-  girlfriend called"), partner, team supported, habits ("plays tennis every Saturday").
+  girlfriend called"), partner, team supported, habits ("plays tennis every Saturday"), shift
+  pattern ("works night shifts", "switched to day shifts"), a workplace described rather than
+  named ("works at a bakery": its own slot, which only an end statement naming it, such as
+  "quit my job at the bakery", or "left her job" or "retired", displaces), and one-word rival
+  preferences ("prefers tea" against "now prefers coffee").
 * **End statements** (family ``end``) displace an old value without stating a new one, and
   only the old values they name: "sold her car" (any car, and driving to work), "got rid of
   her Fiat", "no longer vegan", "stopped eating meat", "left Stripe", "left her job" and
@@ -80,8 +84,8 @@ text and each candidate; :func:`extract_statement` above stays as it is for dedu
   wife", "works at Stripe in Dublin") are the same fact. Tools, cars and teams are
   multi-valued (people use Vim and tmux), so a new value displaces an old one only when the
   text marks a change ("now", "switched", "these days", "since", ...) and no addition ("also",
-  "too", "another"). Other people's facts ("Ana's sister sold her car"), hedges, plans,
-  questions and negations still yield nothing.
+  "too", "another"); so do shifts and rival preferences. Other people's facts ("Ana's sister
+  sold her car"), hedges, plans, questions and negations still yield nothing.
 """
 
 from __future__ import annotations
@@ -117,6 +121,8 @@ __all__ = [
     "extract_statement",
     "extract_statements",
     "find_contradiction",
+    "marks_change",
+    "related",
 ]
 
 DEFAULT_SUBJECT = "user"
@@ -669,6 +675,12 @@ def _same_slot(a: str, b: str) -> bool:
     return a.startswith("tool:") and (a.split("@")[0] == b or b.split("@")[0] == a)
 
 
+def _rivals(a: str, b: str) -> bool:
+    """True if preference slots ``a`` and ``b`` are two one-word rivals ("tea", "coffee")."""
+    kind = _PREFERENCE_KINDS.get(a.removeprefix("preference:"))
+    return kind is not None and kind == _PREFERENCE_KINDS.get(b.removeprefix("preference:"))
+
+
 def conflicts(new: Statement, old: Statement) -> bool:
     """True if ``new`` says something incompatible with ``old`` about the same subject.
 
@@ -682,6 +694,8 @@ def conflicts(new: Statement, old: Statement) -> bool:
         return False
     if new.family != END and old.family != END and _same_slot(new.slot, old.slot):
         return new.changed or new.family not in _MULTI_VALUED
+    if new.changed and new.family == old.family == "preference" and _rivals(new.slot, old.slot):
+        return True
     if old.family in new.replaces_families and any(_covers(old.value, r) for r in new.replaces):
         return True
     # "prefers Flask over Django" or "switched from Django to Flask" stored, "prefers Django"
@@ -689,6 +703,25 @@ def conflicts(new: Statement, old: Statement) -> bool:
     return new.family in old.replaces_families and any(
         _covers(new.value, r) for r in old.replaces if r != ANY_VALUE
     )
+
+
+def marks_change(text: str) -> bool:
+    """True if ``text`` marks a change ("now", "switched", "no longer", "since", "moved"...)
+    and no addition ("also", "too", "another")."""
+    return bool(_CHANGE_MARKER.search(text)) and not _ADDITION.search(text)
+
+
+def related(new: Statement, old: Statement) -> bool:
+    """True if ``new`` is about ``old``'s subject and slot family (or ends it) and does not
+    repeat its value: a change the caller may want settled elsewhere when :func:`conflicts`
+    cannot tell ("prefers coffee in the morning" against "prefers tea")."""
+    if new.subject != old.subject:
+        return False
+    if _same_slot(new.slot, old.slot) and _same_value(new.value, old.value):
+        return False
+    if new.family == END:
+        return old.family in new.replaces_families
+    return new.family == old.family or _same_slot(new.slot, old.slot)
 
 
 def _live(entry: MemoryEntry, now: datetime | None) -> bool:
@@ -777,7 +810,19 @@ def detect_contradiction(
 # her car", "no longer vegan", "quit smoking", "retired") that displace an old value without
 # stating a new one.
 
-_MULTI_VALUED = frozenset({"uses", "car", "supports"})
+_MULTI_VALUED = frozenset({"uses", "car", "supports", "shift"})
+# One-word preferences that are rivals of one another: "now prefers coffee" displaces "prefers
+# tea" (with a change marker only, like the multi-valued families above).
+_PREFERENCE_KINDS = {
+    word: kind
+    for kind, names in {
+        "drink": "tea coffee espresso cocoa matcha",
+        "pet": "cats dogs",
+        "season": "summer winter spring autumn",
+        "time": "mornings evenings nights",
+    }.items()
+    for word in names.split()
+}
 # An addition, not a replacement: "also uses Firefox for testing" marks no change.
 _ADDITION = re.compile(r"\b(?:also|too|as\s+well|another|second|additionally)\b", re.IGNORECASE)
 _CHANGE_MARKER = re.compile(
@@ -964,6 +1009,14 @@ _R_RUNS = _rx(r"(?:runs?|is\s+running)\s+(?P<val>.+?)(?:\s+on\s+(?P<ctx>.+))?")
 _R_SWITCH_TOOL = _rx(
     r"(?:switched|changed|migrated|moved|went)\s+(?:over\s+)?to\s+(?:a\s+|an\s+)?(?P<val>.+)"
 )
+# "works night shifts at the hospital", "switched to day shifts": the shift pattern, one slot
+# (multi-valued: people work several shifts, so only a marked change displaces the old one).
+_R_SHIFT = _rx(
+    r"(?:works?|is\s+working|working|(?:is|am|are)\s+on|(?:switched|changed|moved|went)\s+"
+    r"(?:over\s+|back\s+)?to)\s+(?:the\s+|a\s+)?(?P<val>night|day|morning|evening|afternoon"
+    r"|late|early|graveyard|weekend)\s+shifts?(?:\s+(?:at|in|for|on)\s+.+)?"
+)
+_JOB_AT = re.compile(r"(?:her|his|their|my|our)\s+job\s+(?:at|with)\s+(?P<org>.+)", re.IGNORECASE)
 _R_TRACKS = _rx(r"tracks?\s+[^\W\d_]+\s+(?:in|with)\s+(?P<val>.+)")
 _R_MOVED_INTO = _rx(
     r"(?:moved|relocated)\s+(?:in)?to\s+(?:a|an|my|our|his|her|their)\s+(?:[\w-]+\s+){0,4}?"
@@ -1008,6 +1061,11 @@ _AUX = frozenset(
     is am are was were has have had be been got get does do did will can may must shall
     """.split()
 )
+
+
+def _strip_determiner(raw: str) -> str:
+    head, _, rest = raw.strip().partition(" ")
+    return rest if rest and head.lower() in _DETERMINERS else raw
 
 
 def _stem(word: str) -> str:
@@ -1199,6 +1257,8 @@ def _extract_change(body: str, default: str) -> list[Statement | None] | None:
         return [_tool(subj(m), _value(m.group("val")), None, "tracks in")]
     if m := _R_RUNS.match(body):
         return [_tool(subj(m), _value(m.group("val")), m.group("ctx"), "runs")]
+    if m := _R_SHIFT.match(body):
+        return [_statement(subj(m), "shift", m.group("val").lower(), "shift", "shift")]
     if m := _R_SWITCH_TOOL.match(body):
         val = _value(m.group("val"))
         if val is not None and _tool_kind(val) is not None:
@@ -1214,6 +1274,9 @@ def _extract_change(body: str, default: str) -> list[Statement | None] | None:
             return [_end(s, _value(raw), "activity", "quit")]
         if re.fullmatch(r"(?:her|his|their|my|our)\s+job", raw, re.IGNORECASE):
             return [_end(s, ANY_VALUE, "employer", "left job")]
+        if at := _JOB_AT.fullmatch(raw):
+            # "quit my job at the bakery": ends the job it names, by name or description.
+            return [_end(s, _value(_strip_determiner(at.group("org"))), "employer", "left job at")]
         if _proper(raw, body):
             return [_end(s, _value(raw), "employer", "left")]
     if m := _R_LEFT_GROUP.match(body):
@@ -1230,6 +1293,13 @@ def _extract_change(body: str, default: str) -> list[Statement | None] | None:
         if _proper(raw, body) or (verb.startswith("got") and raw.split()[0].lower() in "a an"):
             found = [_statement(s, "employer", _value(raw), "employer", "works at")]
             return [*found, role] if role else found
+        if role is None and verb.startswith("work") and raw.split()[0].lower() in _DETERMINERS:
+            # "works at a bakery": a workplace described, not named. Its slot is its own, so
+            # only an end statement that names it ("quit my job at the bakery", "left her job",
+            # "retired") displaces it; another workplace or employer never does.
+            place = _value(_strip_determiner(raw))
+            if place is not None and len(place.split()) <= 3:
+                return [_statement(s, f"workplace:{place}", place, "employer", "works at place")]
         return [role] if role else None
     if m := _R_ROLE.match(body):
         val = _value(m.group("val"))
