@@ -136,7 +136,16 @@ def evaluate(qs, weights):
 
 
 def fit(
-    qs, cols=None, l2=1e-3, iters=500, lr=0.05, key="X", monotone=None, probes=None, twins=None
+    qs,
+    cols=None,
+    l2=1e-3,
+    iters=500,
+    lr=0.05,
+    key="X",
+    monotone=None,
+    probes=None,
+    twins=None,
+    shares=None,
 ):
     """Listwise softmax by Adam; returns weights over all FEATURES (zeros outside ``cols``).
 
@@ -146,8 +155,10 @@ def fit(
     so more of that evidence never lowers a memory's score where the data lives. ``probes``
     (rows over the same columns) are further points where the slopes must be >= 0. ``twins``
     (rows over the same columns: ``Z(x') - Z(x)`` for twin candidates ``x'`` holding more of
-    their own evidence than ``x``, see :func:`twin_rows`) must score ``>= 0``."""
-    train = [q for q in qs if q["ds"] in ("locomo", "lme") and q["y"].sum() > 0]
+    their own evidence than ``x``, see :func:`twin_rows`) must score ``>= 0``. ``shares``
+    (``{dataset: share of the loss}``) replaces the LoCoMo/LongMemEval split (LME_SHARE)."""
+    shares = shares or {"lme": LME_SHARE, "locomo": 1 - LME_SHARE}
+    train = [q for q in qs if q["ds"] in shares and q["y"].sum() > 0]
     # Experiments may append columns after FEATURES (benchmarks/ranking_adaptive.py).
     width = train[0][key].shape[1]
     cols = list(range(width)) if cols is None else cols
@@ -156,14 +167,8 @@ def fit(
     lens = [len(q["y"]) for q in train]
     st = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(int)
     seg = np.repeat(np.arange(len(train)), lens)
-    n_lme = sum(q["ds"] == "lme" for q in train)
-    n_lo = len(train) - n_lme
-    w = np.array(
-        [
-            LME_SHARE / max(n_lme, 1) if q["ds"] == "lme" else (1 - LME_SHARE) / max(n_lo, 1)
-            for q in train
-        ]
-    )
+    count = {ds: sum(q["ds"] == ds for q in train) for ds in shares}
+    w = np.array([shares[q["ds"]] / count[q["ds"]] for q in train])
     b = np.zeros(len(cols))
     m = np.zeros_like(b)
     v = np.zeros_like(b)
@@ -202,7 +207,10 @@ def fit(
 def standardiser(qs):
     """Column means and spreads over every candidate of every query (on- and off-topic)."""
     X = np.vstack([q["X"] for q in qs if len(q["X"])])
-    return X.mean(axis=0), np.maximum(X.std(axis=0), 1e-6)
+    sd = X.std(axis=0)
+    # A column constant over the data (facts have no context evidence) keeps spread 1: probe
+    # and twin rows that move it must not be scaled by a near-zero spread.
+    return X.mean(axis=0), np.where(sd < 1e-3, 1.0, sd)
 
 
 def quadratic_columns(X, mu, sd):
@@ -325,7 +333,7 @@ def twin_rows(qs, mu, sd, n=TWINS, seed=1):
     return np.vstack(out)
 
 
-def fit_quadratic(qs, train, l2=L2_QUAD, iters=800):
+def fit_quadratic(qs, train, l2=L2_QUAD, iters=800, shares=None):
     """The quadratic evidence model fitted on ``train`` (standardised over ``qs``), monotone in
     the entry's own evidence (``MONOTONE``) at the training candidates and at probe rows, and
     rising with it at twin rows (:func:`twin_rows`)."""
@@ -340,6 +348,7 @@ def fit_quadratic(qs, train, l2=L2_QUAD, iters=800):
         monotone=monotone_terms(),
         probes=probes,
         twins=twin_rows(qs, mu, sd),
+        shares=shares,
     )
     return to_model(b, mu, sd)
 

@@ -400,11 +400,6 @@ def test_most_dated_questions_rank_the_memory_of_their_period_first(
     assert rate >= 0.8, f"{rate:.1%} first; missed: {missed}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 'when' feature of retrieval/evidence.py also rewards memories that name a time "
-    "outside the period asked about ('the 2025 world tour', 'in six months'); see issue 41.5",
-)
 def test_nine_in_ten_dated_questions_rank_the_memory_of_their_period_first(
     answered: list[tuple[Case, str]],
 ) -> None:

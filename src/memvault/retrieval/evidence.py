@@ -76,7 +76,7 @@ from memvault.retrieval.temporal import (
     without_relative_time,
 )
 from memvault.retrieval.text import analyse, query_terms
-from memvault.retrieval.threads import thread_id
+from memvault.retrieval.threads import SOLO_THREAD, thread_id
 
 __all__ = [
     "BM25_SATURATION",
@@ -253,6 +253,11 @@ class EvidenceModel(BaseModel):
     # Each result's own relevance, independent of the store (see RelevanceHead); None: the
     # ranking model's calibrated probability (times the gate) is the relevance.
     absolute: RelevanceHead | None = None
+    # The model (weights, interactions and calibration) for candidates that belong to no
+    # conversation: a stored fact has no thread or context evidence, and what ranks turns of a
+    # long chat (their length, their thread) misranks a handful of short facts. None: this
+    # model ranks every candidate. Its own ``solo``, ``topic`` and ``absolute`` are not read.
+    solo: EvidenceModel | None = None
 
     @field_validator("weights")
     @classmethod
@@ -365,6 +370,9 @@ class EvidenceFeatures:
     matrix: NDArray[np.float64]
     cosine: tuple[float | None, ...]
     bm25: tuple[float | None, ...]
+    # Rows of entries that belong to no conversation (a stored fact: not episodic, no thread
+    # key), which :attr:`EvidenceModel.solo` ranks; None: no such row.
+    solo: NDArray[np.bool_] | None = None
 
 
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
@@ -723,9 +731,11 @@ def evidence_features(
     if use_dense:
         columns[_COLUMN["static"]] = _static_column(cands, ids, profiles, query_text)
     matrix = columns.T
+    solo = np.array([p.thread.startswith(SOLO_THREAD) for p in profiles], dtype=np.bool_)
     return EvidenceFeatures(
         ids=tuple(ids),
         matrix=matrix,
         cosine=tuple(cos.get(i) if use_dense else None for i in ids),
         bm25=tuple(lex.get(i) for i in ids),
+        solo=solo if solo.any() else None,
     )

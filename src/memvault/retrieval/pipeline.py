@@ -194,12 +194,19 @@ def evidence_relevance(
         return {}, {}, {}, {}, None, None if model.absolute is None else {}
     raw = model.score(feats.matrix)
     rel = sigmoid(model.scale * raw + model.offset)
+    solo = feats.solo if model.solo is not None else None
+    if solo is not None:
+        # Stored facts rank under the model fitted for entries outside any conversation; both
+        # are calibrated, so a fact and a turn of one store compare by their probabilities.
+        assert model.solo is not None
+        raw[solo] = model.solo.score(feats.matrix[solo])
+        rel[solo] = sigmoid(model.solo.scale * raw[solo] + model.solo.offset)
     on_topic = None
     gate = model.topic
     if gate is not None and config.use_dense and cands.query_vector is not None and cands.searched:
         on_topic = gate.probability(gate.best_match(feats.matrix), cands.searched)
         rel = rel * on_topic
-    parts = _Contributions(feats.ids, feats.matrix, model)
+    parts = _Contributions(feats.ids, feats.matrix, model, solo)
     relevance = dict(zip(feats.ids, rel.tolist(), strict=True))
     score = dict(zip(feats.ids, raw.tolist(), strict=True))
     cosine = {i: c for i, c in zip(feats.ids, feats.cosine, strict=True) if c is not None}
@@ -215,10 +222,19 @@ class _Contributions(Mapping[str, dict[str, float]]):
     """Each feature's weighted contribution per entry, computed only for entries asked about
     (the few that are returned), not for every candidate."""
 
-    def __init__(self, ids: Sequence[str], matrix: NDArray[np.float64], model: EvidenceModel):
+    def __init__(
+        self,
+        ids: Sequence[str],
+        matrix: NDArray[np.float64],
+        model: EvidenceModel,
+        solo: NDArray[np.bool_] | None = None,
+    ):
         self._row = {entry_id: row for row, entry_id in enumerate(ids)}
         self._matrix = matrix
         self._form = model.quadratic()
+        # Rows ranked by ``model.solo`` explain under its coefficients.
+        self._solo = solo
+        self._solo_form = model.solo.quadratic() if model.solo is not None else None
 
     def __getitem__(self, entry_id: str) -> dict[str, float]:
         return self.many([entry_id])[entry_id]
@@ -228,7 +244,12 @@ class _Contributions(Mapping[str, dict[str, float]]):
         held = [i for i in ids if i in self._row]
         if not held:
             return {}
-        share = share_rows(self._matrix[[self._row[i] for i in held]], *self._form)
+        rows = [self._row[i] for i in held]
+        share = share_rows(self._matrix[rows], *self._form)
+        if self._solo is not None and self._solo_form is not None:
+            own = self._solo[rows]
+            if own.any():
+                share[own] = share_rows(self._matrix[rows][own], *self._solo_form)
         return {
             entry_id: {
                 name: round(v, 4) for name, v in zip(FEATURES, values, strict=True) if v != 0.0

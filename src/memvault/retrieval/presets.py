@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT",
     "DEFAULT_EVIDENCE",
     "DEFAULT_EVIDENCE_MODEL_ID",
+    "DEFAULT_SOLO",
     "DEFAULT_TOPIC_GATE",
     "EMBEDDER_EVIDENCE",
     "LEGACY",
@@ -182,6 +183,76 @@ default: it scores short everyday facts low (the answer of an everyday question 
 about a quarter of the training questions), because LoCoMo's gold is narrow and its other
 candidates look like answers; see ``benchmarks/results/ranking.md`` section 0h."""
 
+# The ranking model of stored facts (memories that belong to no conversation), fitted by
+# `benchmarks/solo_fit.py` with the shipped protocol (monotone in the entry's own evidence) on
+# LoCoMo's observation facts of conversations 0-4, read as standing alone, and the everyday
+# pairs of `benchmarks/data/everyday_train.json` in stores of 10-50 facts, half the loss each.
+# Held out: LoCoMo facts 5-9 R@10 0.788 (turn model 0.776); small-store suite, answer on top at
+# 5/20/50 facts 0.913/0.826/0.674 (turn model 0.891/0.783/0.630). See ranking.md section 0j.
+DEFAULT_SOLO = EvidenceModel(
+    weights={
+        "cos": 4.5175,
+        "lex": -1.4535,
+        "coverage": -0.206,
+        "thread": 7.0858,
+        "when": 0.50435,
+        "period": -0.20528,
+        "length": 1.2921,
+        "addressed": 1.0509,
+        "static": 1.5428,
+    },
+    interactions={
+        "cos*cos": 4.6285,
+        "cos*lex": 0.95293,
+        "cos*coverage": 0.18583,
+        "cos*thread": 0.90865,
+        "cos*when": -3.2831,
+        "cos*period": 1.7821,
+        "cos*length": -1.3298,
+        "cos*addressed": -0.25206,
+        "cos*static": -0.25427,
+        "lex*lex": 3.4327,
+        "lex*coverage": 0.87044,
+        "lex*thread": -1.689,
+        "lex*when": 0.28772,
+        "lex*period": 2.2385,
+        "lex*length": 0.60056,
+        "lex*addressed": 2.3718,
+        "lex*static": 1.4522,
+        "coverage*coverage": 0.05677,
+        "coverage*thread": -0.46903,
+        "coverage*when": 2.1228,
+        "coverage*period": 1.4477,
+        "coverage*length": 0.13099,
+        "coverage*addressed": 0.57727,
+        "coverage*static": 0.15505,
+        "thread*thread": -2.1265,
+        "thread*when": -0.38908,
+        "thread*period": -4.0627,
+        "thread*length": -1.639,
+        "thread*addressed": -0.045601,
+        "thread*static": -1.5651,
+        "when*when": 0.5918,
+        "when*period": 0.71544,
+        "when*length": -0.0084249,
+        "when*addressed": -0.035043,
+        "when*static": 1.3594,
+        "period*period": 4.7422,
+        "period*length": 0.022715,
+        "period*addressed": 0.59968,
+        "period*static": -0.40075,
+        "length*length": 0.59859,
+        "length*addressed": 0.13287,
+        "length*static": 0.060777,
+        "addressed*addressed": -0.27076,
+        "addressed*static": 0.3331,
+        "static*static": -0.11652,
+    },
+    scale=0.64234,
+    offset=-5.187,
+)
+"""Ranking model of :data:`DEFAULT_EVIDENCE` for stored facts (``EvidenceModel.solo``)."""
+
 DEFAULT_EVIDENCE = EvidenceModel(
     weights={
         "cos": 2.363,
@@ -297,6 +368,7 @@ DEFAULT_EVIDENCE = EvidenceModel(
     thread_top_k=3,
     thread_spread=1.0,
     topic=DEFAULT_TOPIC_GATE,
+    solo=DEFAULT_SOLO,
 )
 
 # The same model refitted, with the same protocol and data, on the cosines of
@@ -390,6 +462,8 @@ MINILM_L3_EVIDENCE = DEFAULT_EVIDENCE.model_copy(
         "offset": -4.3677,
         # L3's cosines run higher than L6's; no gate is fitted for them yet.
         "topic": None,
+        # Nor a model for stored facts: L3 ranks them with the coefficients above.
+        "solo": None,
     }
 )
 
@@ -494,7 +568,7 @@ def for_embedder(config: RetrievalConfig, model_id: str) -> RetrievalConfig:
         update = (
             {"topic": None}
             if fitted is None
-            else {f: getattr(fitted, f) for f in (*_FITTED, "topic")}
+            else {f: getattr(fitted, f) for f in (*_FITTED, "topic", "solo")}
         )
         out = config.model_copy(update={"evidence": model.model_copy(update=update)})
     if len(_FOR_EMBEDDER) >= 256:  # custom configs built per request must not grow this

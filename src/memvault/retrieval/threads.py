@@ -11,6 +11,7 @@ from datetime import timedelta
 from memvault.models import CandidateSet, MemoryCategory, MemoryEntry
 
 __all__ = [
+    "SOLO_THREAD",
     "THREAD_GAP",
     "THREAD_KEYS",
     "neighbour_anchors",
@@ -29,6 +30,10 @@ THREAD_KEYS = (
     "chunk_group",
 )
 """``metadata`` keys that name the conversation (or the chunked text) an entry belongs to."""
+
+SOLO_THREAD = "entry="
+"""How :func:`thread_id` begins for an entry that belongs to no conversation (a thread of its
+own)."""
 
 THREAD_GAP = timedelta(hours=1)
 """Without a thread key, entries stored this close together count as one conversation."""
@@ -73,7 +78,7 @@ def thread_id(entry: MemoryEntry) -> str:
     if key is not None:
         return key
     if entry.category is not MemoryCategory.EPISODIC:
-        return f"entry={entry.id}"
+        return f"{SOLO_THREAD}{entry.id}"
     # An integer hour bucket: strftime is ten times slower and this runs per candidate.
     return f"episodic@{int(entry.created_at.timestamp()) // 3600}"
 
