@@ -2,41 +2,50 @@
 
 ``Memory`` (sync) and ``AsyncMemory`` are the front door; ``memvault.errors`` holds the error
 tree (its base is exported here as ``MemvaultError`` so it never shadows the builtin).
+
+The public names load on first use (PEP 562 ``__getattr__``), so ``import memvault`` stays cheap
+and a program pays only for what it touches; ``from memvault import X`` works for every name in
+``__all__``.
 """
 
-# Imported for its effect: it registers the client that AsyncMemory("http://...") returns.
-import memvault.remote  # noqa: F401
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from memvault._version import __version__
-from memvault.config import MemvaultConfig, load_config
-from memvault.errors import (
-    DimensionMismatchError,
-    EmbedderUnavailableError,
-    EmbeddingModelChangedError,
-    MemoryAuthenticationError,
-    MemoryCapabilityError,
-    MemoryConfigError,
-    MemoryConflictError,
-    MemoryConnectionError,
-    MemoryNotFoundError,
-    MemoryPermissionError,
-    MemoryRetrievalError,
-    MemoryStoreError,
-    MemoryValidationError,
-    MemvaultError,
-)
-from memvault.memory import AsyncMemory, Memory, WriteResult
-from memvault.models import (
-    ConsolidationInterval,
-    MemoryCategory,
-    MemoryEntry,
-    MemoryLevel,
-    MemoryMetadata,
-    MemoryQuery,
-    MemoryScope,
-    MemoryStoreRequest,
-    ScoreBreakdown,
-)
-from memvault.retrieval.packing import MemoryContext
+
+if TYPE_CHECKING:
+    from memvault.config import MemvaultConfig, load_config
+    from memvault.errors import (
+        DimensionMismatchError,
+        EmbedderUnavailableError,
+        EmbeddingModelChangedError,
+        MemoryAuthenticationError,
+        MemoryCapabilityError,
+        MemoryConfigError,
+        MemoryConflictError,
+        MemoryConnectionError,
+        MemoryNotFoundError,
+        MemoryPermissionError,
+        MemoryRetrievalError,
+        MemoryStoreError,
+        MemoryValidationError,
+        MemvaultError,
+    )
+    from memvault.memory import AsyncMemory, Memory, WriteResult
+    from memvault.models import (
+        ConsolidationInterval,
+        MemoryCategory,
+        MemoryEntry,
+        MemoryLevel,
+        MemoryMetadata,
+        MemoryQuery,
+        MemoryScope,
+        MemoryStoreRequest,
+        ScoreBreakdown,
+    )
+    from memvault.retrieval.packing import MemoryContext
 
 __all__ = [
     "AsyncMemory",
@@ -70,3 +79,56 @@ __all__ = [
     "__version__",
     "load_config",
 ]
+
+# Where each lazily loaded public name lives.
+_ERRORS = (
+    "DimensionMismatchError",
+    "EmbedderUnavailableError",
+    "EmbeddingModelChangedError",
+    "MemoryAuthenticationError",
+    "MemoryCapabilityError",
+    "MemoryConfigError",
+    "MemoryConflictError",
+    "MemoryConnectionError",
+    "MemoryNotFoundError",
+    "MemoryPermissionError",
+    "MemoryRetrievalError",
+    "MemoryStoreError",
+    "MemoryValidationError",
+    "MemvaultError",
+)
+_MODELS = (
+    "ConsolidationInterval",
+    "MemoryCategory",
+    "MemoryEntry",
+    "MemoryLevel",
+    "MemoryMetadata",
+    "MemoryQuery",
+    "MemoryScope",
+    "MemoryStoreRequest",
+    "ScoreBreakdown",
+)
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(_ERRORS, "memvault.errors"),
+    **dict.fromkeys(_MODELS, "memvault.models"),
+    "AsyncMemory": "memvault.memory",
+    "Memory": "memvault.memory",
+    "WriteResult": "memvault.memory",
+    "MemvaultConfig": "memvault.config",
+    "load_config": "memvault.config",
+    "MemoryContext": "memvault.retrieval.packing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        msg = f"module 'memvault' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -40,9 +40,10 @@ from memvault.models import ChatMessage, MemoryEntry, MemoryScope
 from memvault.protocols import Embedder
 from memvault.retrieval.diversity import SimilarityFn, mmr
 from memvault.retrieval.filters import MemoryFilterStrategy, apply_filter
-from memvault.retrieval.packing import MemoryContext, build_context
+from memvault.retrieval.packing import CONTEXT_MIN_RELEVANCE, MemoryContext, build_context
 
 __all__ = [
+    "CONTEXT_MIN_RELEVANCE",
     "SHARED_MARK",
     "ContextInjectionConfig",
     "ContextInjectionStrategy",
@@ -61,16 +62,6 @@ InjectedFn = Callable[[str, Sequence[MemoryEntry]], None]
 
 SHARED_MARK = "(shared knowledge) "
 """What precedes a shared entry's content in a rendered context."""
-
-CONTEXT_MIN_RELEVANCE = 0.04
-"""Default bar of context injection: a memory goes in only when its own calibrated relevance
-reaches it. Relevance includes the off-topic gate of the default evidence model
-(:class:`memvault.retrieval.evidence.TopicGate`), so a query whose best match is no better than
-what chance gives in a store of that size scores near 0 and injects nothing. Unrelated memories
-of an on-topic query score about 0.02-0.03 in small stores: at 0.04 the small-store suite
-(``benchmarks/small_store.py``) injects 0.0-1.2 other memories beside the answer at 1-50
-memories, against 0.0-10.1 for the former best-hit gate at 0.02, for 4-18 points fewer answers
-in the context (README, "Context")."""
 
 
 class ContextInjectionConfig(BaseModel):

@@ -15,58 +15,62 @@ organisational memory and a human approval queue (issue 16; design seeds 001 and
 
 from __future__ import annotations
 
-from memvault.learning.capture import (
-    CaptureStrategy,
-    FailureCaptureStrategy,
-    HybridCaptureStrategy,
-    SuccessCaptureStrategy,
-    capture_strategy,
-)
-from memvault.learning.engine import LearningEngine, PooledSkill
-from memvault.learning.evolver import (
-    AutonomousSkillEvolver,
-    TrajectoryAggregator,
-    check_supersession,
-)
-from memvault.learning.factory import open_learning_store
-from memvault.learning.models import (
-    ORG_POOL,
-    AgentProfile,
-    ApprovalItem,
-    ApprovalStatus,
-    EvolverReport,
-    FailureAnalysisPayload,
-    LearnReport,
-    OrgFact,
-    OrgFactAuthor,
-    OrgFactKind,
-    OrgFactWriteRequest,
-    OrgMemoryQuery,
-    ProceduralMemoryProposal,
-    ProceduralMemoryScope,
-    PruneReport,
-    Seniority,
-    SupersessionVerdict,
-    TaskOutcome,
-    ToolCallRecord,
-    Trajectory,
-    is_pool_id,
-)
-from memvault.learning.org import HybridPromptRetrievalOrgMemory, OrgMemoryBackend
-from memvault.learning.propagation import (
-    DepartmentScopedPropagation,
-    NoPropagation,
-    PropagationStrategy,
-    RoleScopedPropagation,
-)
-from memvault.learning.proposer import ProceduralMemoryProposer, SuccessMemoryProposer
-from memvault.learning.pruning import (
-    HybridPruningStrategy,
-    ParetoPruningStrategy,
-    PruningStrategy,
-    TtlPruningStrategy,
-)
-from memvault.learning.store import InMemoryLearningStore, LearningStore
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memvault.learning.capture import (
+        CaptureStrategy,
+        FailureCaptureStrategy,
+        HybridCaptureStrategy,
+        SuccessCaptureStrategy,
+        capture_strategy,
+    )
+    from memvault.learning.engine import LearningEngine, PooledSkill
+    from memvault.learning.evolver import (
+        AutonomousSkillEvolver,
+        TrajectoryAggregator,
+        check_supersession,
+    )
+    from memvault.learning.factory import open_learning_store
+    from memvault.learning.models import (
+        ORG_POOL,
+        AgentProfile,
+        ApprovalItem,
+        ApprovalStatus,
+        EvolverReport,
+        FailureAnalysisPayload,
+        LearnReport,
+        OrgFact,
+        OrgFactAuthor,
+        OrgFactKind,
+        OrgFactWriteRequest,
+        OrgMemoryQuery,
+        ProceduralMemoryProposal,
+        ProceduralMemoryScope,
+        PruneReport,
+        Seniority,
+        SupersessionVerdict,
+        TaskOutcome,
+        ToolCallRecord,
+        Trajectory,
+        is_pool_id,
+    )
+    from memvault.learning.org import HybridPromptRetrievalOrgMemory, OrgMemoryBackend
+    from memvault.learning.propagation import (
+        DepartmentScopedPropagation,
+        NoPropagation,
+        PropagationStrategy,
+        RoleScopedPropagation,
+    )
+    from memvault.learning.proposer import ProceduralMemoryProposer, SuccessMemoryProposer
+    from memvault.learning.pruning import (
+        HybridPruningStrategy,
+        ParetoPruningStrategy,
+        PruningStrategy,
+        TtlPruningStrategy,
+    )
+    from memvault.learning.store import InMemoryLearningStore, LearningStore
 
 __all__ = [
     "ORG_POOL",
@@ -116,3 +120,63 @@ __all__ = [
     "is_pool_id",
     "open_learning_store",
 ]
+
+
+_WHERE = {
+    "AgentProfile": "memvault.learning.models",
+    "ApprovalItem": "memvault.learning.models",
+    "ApprovalStatus": "memvault.learning.models",
+    "AutonomousSkillEvolver": "memvault.learning.evolver",
+    "CaptureStrategy": "memvault.learning.capture",
+    "DepartmentScopedPropagation": "memvault.learning.propagation",
+    "EvolverReport": "memvault.learning.models",
+    "FailureAnalysisPayload": "memvault.learning.models",
+    "FailureCaptureStrategy": "memvault.learning.capture",
+    "HybridCaptureStrategy": "memvault.learning.capture",
+    "HybridPromptRetrievalOrgMemory": "memvault.learning.org",
+    "HybridPruningStrategy": "memvault.learning.pruning",
+    "InMemoryLearningStore": "memvault.learning.store",
+    "LearnReport": "memvault.learning.models",
+    "LearningEngine": "memvault.learning.engine",
+    "LearningStore": "memvault.learning.store",
+    "NoPropagation": "memvault.learning.propagation",
+    "ORG_POOL": "memvault.learning.models",
+    "OrgFact": "memvault.learning.models",
+    "OrgFactAuthor": "memvault.learning.models",
+    "OrgFactKind": "memvault.learning.models",
+    "OrgFactWriteRequest": "memvault.learning.models",
+    "OrgMemoryBackend": "memvault.learning.org",
+    "OrgMemoryQuery": "memvault.learning.models",
+    "ParetoPruningStrategy": "memvault.learning.pruning",
+    "PooledSkill": "memvault.learning.engine",
+    "ProceduralMemoryProposal": "memvault.learning.models",
+    "ProceduralMemoryProposer": "memvault.learning.proposer",
+    "ProceduralMemoryScope": "memvault.learning.models",
+    "PropagationStrategy": "memvault.learning.propagation",
+    "PruneReport": "memvault.learning.models",
+    "PruningStrategy": "memvault.learning.pruning",
+    "RoleScopedPropagation": "memvault.learning.propagation",
+    "Seniority": "memvault.learning.models",
+    "SuccessCaptureStrategy": "memvault.learning.capture",
+    "SuccessMemoryProposer": "memvault.learning.proposer",
+    "SupersessionVerdict": "memvault.learning.models",
+    "TaskOutcome": "memvault.learning.models",
+    "ToolCallRecord": "memvault.learning.models",
+    "Trajectory": "memvault.learning.models",
+    "TrajectoryAggregator": "memvault.learning.evolver",
+    "TtlPruningStrategy": "memvault.learning.pruning",
+    "capture_strategy": "memvault.learning.capture",
+    "check_supersession": "memvault.learning.evolver",
+    "is_pool_id": "memvault.learning.models",
+    "open_learning_store": "memvault.learning.factory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a public name from its submodule on first access."""
+    if name not in _WHERE:
+        msg = f"module 'memvault.learning' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

@@ -7,15 +7,19 @@ on. :func:`complete_json` turns a provider's free text into a validated pydantic
 
 from __future__ import annotations
 
-from memvault.llm._protocol import ChatMessage, LLMProvider, LLMResponse, complete_json
-from memvault.llm.errors import (
-    LLMOutputError,
-    ProviderAuthError,
-    ProviderError,
-    RetryExhaustedError,
-)
-from memvault.llm.openai_compat import OpenAICompatibleLLM
-from memvault.llm.scripted import ScriptedLLM, ScriptedResponse
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memvault.llm._protocol import ChatMessage, LLMProvider, LLMResponse, complete_json
+    from memvault.llm.errors import (
+        LLMOutputError,
+        ProviderAuthError,
+        ProviderError,
+        RetryExhaustedError,
+    )
+    from memvault.llm.openai_compat import OpenAICompatibleLLM
+    from memvault.llm.scripted import ScriptedLLM, ScriptedResponse
 
 __all__ = [
     "ChatMessage",
@@ -30,3 +34,28 @@ __all__ = [
     "ScriptedResponse",
     "complete_json",
 ]
+
+
+_WHERE = {
+    "ChatMessage": "memvault.llm._protocol",
+    "LLMOutputError": "memvault.llm.errors",
+    "LLMProvider": "memvault.llm._protocol",
+    "LLMResponse": "memvault.llm._protocol",
+    "OpenAICompatibleLLM": "memvault.llm.openai_compat",
+    "ProviderAuthError": "memvault.llm.errors",
+    "ProviderError": "memvault.llm.errors",
+    "RetryExhaustedError": "memvault.llm.errors",
+    "ScriptedLLM": "memvault.llm.scripted",
+    "ScriptedResponse": "memvault.llm.scripted",
+    "complete_json": "memvault.llm._protocol",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a public name from its submodule on first access."""
+    if name not in _WHERE:
+        msg = f"module 'memvault.llm' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

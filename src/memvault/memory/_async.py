@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import importlib
 import json
 import logging
 from collections import Counter
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -34,24 +35,8 @@ from memvault._inputs import load_export as _load_export
 from memvault._inputs import publish_scope as _publish_scope
 from memvault._inputs import store_request as _request
 from memvault._search import hybrid_search
-from memvault.agent.capture import (
-    DistillationRequest,
-    TurnRecord,
-    capture_distillation,
-    capture_episode,
-)
-from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
-from memvault.agent.working import DEFAULT_WORKING_BUDGET, WorkingMemory
 from memvault.config import COMPOSITE_URL, InjectionStrategyName, MemvaultConfig, load_config
-from memvault.consolidation import (
-    ConsolidationConfig,
-    ConsolidationResult,
-    ConsolidationScheduler,
-    ConsolidationStrategy,
-)
-from memvault.consolidation import consolidate as run_consolidation
-from memvault.consolidation.extraction import EpisodicExtractor
-from memvault.conversation.memory import ConversationMemory
+from memvault.consolidation.service import ConsolidationStrategy
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
@@ -63,32 +48,8 @@ from memvault.errors import (
     MemoryValidationError,
     MemvaultError,
 )
-from memvault.graph import wiring as _graph_wiring
-from memvault.graph.forgetting import ForgettingReport, optical_forgetting
-from memvault.graph.memory import GraphMemory
 from memvault.graph.models import RecallMode
-from memvault.injection.context import (
-    CONTEXT_MIN_RELEVANCE,
-    ContextInjectionConfig,
-    ContextInjectionStrategy,
-)
-from memvault.injection.reformulation import LLMQueryReformulator, LLMSufficiencyChecker
-from memvault.injection.self_editing import SelfEditingMemoryStrategy
-from memvault.injection.tool_based import ToolBasedInjectionConfig, ToolBasedInjectionStrategy
-from memvault.learning.engine import LearningEngine
-from memvault.learning.models import (
-    AgentProfile,
-    ApprovalItem,
-    EvolverReport,
-    LearnReport,
-    OrgFactKind,
-    PruneReport,
-    Seniority,
-    TaskOutcome,
-    is_pool_id,
-)
-from memvault.learning.store import InMemoryLearningStore, LearningStore
-from memvault.llm.cache import CachingLLM
+from memvault.learning.models import Seniority
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -105,18 +66,10 @@ from memvault.models import (
 )
 from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy, check_non_inferable_tag
-from memvault.retrieval.packing import MemoryContext
+from memvault.retrieval.packing import CONTEXT_MIN_RELEVANCE, MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
-from memvault.retrieval.tiered import (
-    LLMRecallValidator,
-    LLMTierClassifier,
-    RecallTier,
-    TieredRecall,
-    classify_tier,
-)
 from memvault.validation import check_agent, check_id, model_error
 from memvault.write.admission import AdmissionController
-from memvault.write.arbiter import SupersessionArbiter
 from memvault.write.chunking import CHUNK_CHARS, CHUNK_OVERLAP, chunk_text
 from memvault.write.dedup import DedupConfig
 from memvault.write.executor import WriteOutcome, execute_writes
@@ -128,6 +81,31 @@ from memvault.write.retention import (
     expired_ids,
     select_evictions,
 )
+
+if TYPE_CHECKING:
+    from memvault.agent.capture import TurnRecord
+    from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
+    from memvault.agent.working import WorkingMemory
+    from memvault.consolidation import ConsolidationConfig, ConsolidationResult
+    from memvault.conversation.memory import ConversationMemory
+    from memvault.graph.forgetting import ForgettingReport
+    from memvault.graph.memory import GraphMemory
+    from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
+    from memvault.injection.self_editing import SelfEditingMemoryStrategy
+    from memvault.injection.tool_based import ToolBasedInjectionStrategy
+    from memvault.learning.engine import LearningEngine
+    from memvault.learning.models import (
+        AgentProfile,
+        ApprovalItem,
+        EvolverReport,
+        LearnReport,
+        OrgFactKind,
+        PruneReport,
+        TaskOutcome,
+    )
+    from memvault.learning.store import LearningStore
+    from memvault.llm.cache import CachingLLM
+    from memvault.retrieval.tiered import RecallTier, TieredRecall
 
 __all__ = ["LEVEL_NONE_REASON", "AsyncMemory", "WriteResult", "register_remote"]
 
@@ -163,14 +141,26 @@ _MAX_WORKING_PADS = 1_000  # scratchpads one memory object keeps (see working_me
 
 _EVOLVER_RUN = "\x00evolver"  # the scheduler's key for the evolver (never an agent id)
 
-# The class that speaks to a server URL. memvault.remote registers it when imported (the package
-# imports it), so this module never imports the layer above it.
+# The class that speaks to a server URL. memvault.remote registers it when imported; the first
+# server URL loads that module by name (as an entry point would), so this module never imports
+# the layer above it and ``import memvault`` does not pay for the client.
 _REMOTE: list[type[AsyncMemory]] = []
+_REMOTE_MODULE = "memvault.remote"
 
 
 def register_remote(cls: type[AsyncMemory]) -> None:
     """Make ``AsyncMemory(server_url)`` return a ``cls`` (the remote client registers itself)."""
     _REMOTE[:] = [cls]
+
+
+def _remote_class() -> type[AsyncMemory]:
+    """The registered remote client, loading :mod:`memvault.remote` on first need."""
+    if not _REMOTE:
+        importlib.import_module(_REMOTE_MODULE)  # registers RemoteAsyncMemory
+    if not _REMOTE:
+        msg = f"the remote client is not loaded (import {_REMOTE_MODULE})"
+        raise MemoryConfigError(msg)
+    return _REMOTE[0]
 
 
 _AUDIT_PAGE = 1_000
@@ -243,10 +233,7 @@ class AsyncMemory:
         # passed (RemoteAsyncMemory then refuses the backend with a clear error).
         named = url is not None or kwargs.get("backend") is None
         if cls is AsyncMemory and named and server_url(url, kwargs.get("config")):
-            if not _REMOTE:
-                msg = "the remote client is not loaded (import memvault.remote)"
-                raise MemoryConfigError(msg)
-            return object.__new__(_REMOTE[0])
+            return object.__new__(_remote_class())
         return object.__new__(cls)
 
     def __init__(
@@ -275,6 +262,9 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: an empty URL, a preset that does not exist, a bad store.
         """
+        from memvault.consolidation import ConsolidationScheduler
+        from memvault.llm.cache import CachingLLM
+
         if isinstance(url, str) and not url.strip():
             msg = "the store URL is empty (leave it out for the default ~/.memvault store)"
             raise MemoryConfigError(msg)
@@ -381,6 +371,8 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: the store cannot hold conversations (composite, mem0, qdrant).
         """
+        from memvault.conversation.memory import ConversationMemory
+
         current: ConversationMemory | None = getattr(self, "_conversations", None)
         if current is None:
             from memvault.conversation.factory import open_conversation_store
@@ -668,6 +660,8 @@ class AsyncMemory:
         tags: Sequence[str],
     ) -> builtins.list[MemoryStoreRequest]:
         """The fact requests extracted from ``turns`` (which are not stored themselves)."""
+        from memvault.consolidation.extraction import EpisodicExtractor
+
         now = utc_now()
         episodes = [
             MemoryEntry(
@@ -842,6 +836,8 @@ class AsyncMemory:
             return self._dropped(agent, requests)
         backend = await self._ready()
         if self._config.importance.enabled:
+            from memvault.graph import wiring as _graph_wiring
+
             requests = await _graph_wiring.score_importance(
                 backend, agent, requests, self._config.importance
             )
@@ -857,6 +853,8 @@ class AsyncMemory:
             # With an LLM, the changes of fact the rules cannot settle are asked (issue 41.4).
             arbiter = None
             if use_dedup and self._llm is not None and self._config.options.llm_supersession:
+                from memvault.write.arbiter import SupersessionArbiter
+
                 arbiter = SupersessionArbiter(self._llm)
                 config = config.model_copy(update={"mark_contested": True})
             outcomes = await execute_writes(
@@ -870,6 +868,8 @@ class AsyncMemory:
             )
         if any(o.stored for o in outcomes):
             if self._config.graph.enabled:
+                from memvault.graph import wiring as _graph_wiring
+
                 stored = [o.id if o.stored else None for o in outcomes]
                 await _graph_wiring.index_stored(self.graph, agent, requests, stored)
             await self._enforce_caps(backend, agent)
@@ -1063,6 +1063,9 @@ class AsyncMemory:
             MemoryValidationError: unknown strategy.
             MemoryConfigError: ``llm`` or ``dual_mode`` with no LLM available.
         """
+        from memvault.consolidation import ConsolidationConfig, ConsolidationStrategy
+        from memvault.consolidation import consolidate as run_consolidation
+
         agent = check_agent(agent_id)
         if strategy is None:
             strategy = self._config.consolidation.strategy
@@ -1428,6 +1431,8 @@ class AsyncMemory:
                 backend, agent, q, cfg, include_shared=include_shared, now=now
             )
         else:
+            from memvault.graph import wiring as _graph_wiring
+
             # The plain search (its order is the base) and a wider one (what may move up).
             wide, pinned = _graph_wiring.widen(q, cfg)
             results, extras = await asyncio.gather(
@@ -1468,6 +1473,8 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: graph memory is off (``graph.enabled: false``).
         """
+        from memvault.graph.memory import GraphMemory
+
         if self._graph is None:
             if not self._config.graph.enabled:
                 msg = "graph memory is off: set graph.enabled: true"
@@ -1499,6 +1506,8 @@ class AsyncMemory:
     def _strengthen_behind(self, agent: str, ids: builtins.list[str]) -> None:
         if not self._config.graph.strengthen_on_search or len(ids) < 2:
             return
+        from memvault.graph import wiring as _graph_wiring
+
         task = asyncio.get_running_loop().create_task(
             _graph_wiring.strengthen_quietly(self.graph, agent, ids)
         )
@@ -1525,6 +1534,8 @@ class AsyncMemory:
             MemoryConfigError: graph memory is off.
             MemoryValidationError: an empty query, an unknown mode or a bad limit.
         """
+        from memvault.graph.models import RecallMode
+
         agent = check_agent(agent_id)
         if not isinstance(query, str) or not query.strip():
             msg = "graph recall query is empty"
@@ -1574,6 +1585,14 @@ class AsyncMemory:
         Raises:
             MemoryValidationError: an empty query or an unknown tier.
         """
+        from memvault.retrieval.tiered import (
+            LLMRecallValidator,
+            LLMTierClassifier,
+            RecallTier,
+            TieredRecall,
+            classify_tier,
+        )
+
         cfg = self._config.tiered_recall
         chosen: RecallTier
         if tier is not None:
@@ -1632,6 +1651,9 @@ class AsyncMemory:
         (``restore`` brings it back). ``agent_id`` None: every agent. Does nothing while
         ``forgetting.enabled`` is false.
         """
+        from memvault.graph.forgetting import optical_forgetting
+        from memvault.learning.models import is_pool_id
+
         cfg = self._config.forgetting
         if not cfg.enabled:
             return []
@@ -1903,6 +1925,8 @@ class AsyncMemory:
         ``options.shared_knowledge_base`` is false. ``asked_at`` dates the task as in
         :meth:`search`.
         """
+        from memvault.injection.context import ContextInjectionConfig
+
         strategy = self.context_strategy(
             categories=categories,
             filters=filters,
@@ -1942,6 +1966,8 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: unknown strategy name, or ``max_rounds`` outside 1-5.
         """
+        from memvault.injection.self_editing import SelfEditingMemoryStrategy
+
         raw = self._config.retrieval.strategy if name is None else name
         try:
             kind = InjectionStrategyName(raw)
@@ -1960,6 +1986,12 @@ class AsyncMemory:
         self, llm: LLMProvider | None, max_rounds: int
     ) -> ToolBasedInjectionStrategy:
         """The tool-based strategy; with ``llm``, its search runs the Search-and-Ask loop."""
+        from memvault.injection.reformulation import LLMQueryReformulator, LLMSufficiencyChecker
+        from memvault.injection.tool_based import (
+            ToolBasedInjectionConfig,
+            ToolBasedInjectionStrategy,
+        )
+
         try:
             config = ToolBasedInjectionConfig(
                 query_reformulation_enabled=llm is not None, max_reformulation_rounds=max_rounds
@@ -2005,6 +2037,8 @@ class AsyncMemory:
 
     def memory_tools(self, config: MemoryToolsConfig | None = None) -> MemoryTools:
         """InitRunner's memory tools (remember, recall, ...) over this memory."""
+        from memvault.agent.memory_tools import MemoryTools
+
         return MemoryTools(self, config)
 
     def context_strategy(
@@ -2024,6 +2058,8 @@ class AsyncMemory:
         ``filters`` and the scope ids narrow every search it runs, and ``asked_at`` dates it
         (see :meth:`search`).
         """
+        from memvault.injection.context import ContextInjectionStrategy
+
         cats = _categories(categories)
         asked = _aware(asked_at, "asked_at")
         query_filters(  # fail now, not at the first prompt
@@ -2088,6 +2124,8 @@ class AsyncMemory:
         ``auto_capture``. Admission control never drops a run summary. Never raises (a failure
         is logged): returns the id, or None when nothing was stored.
         """
+        from memvault.agent.capture import capture_episode
+
         return await capture_episode(
             self,
             agent_id=agent_id,
@@ -2114,6 +2152,8 @@ class AsyncMemory:
         ``timeout`` ...). Fires for every outcome; never raises: returns the id, or None when
         nothing was stored (the failure is logged).
         """
+        from memvault.agent.capture import DistillationRequest, TurnRecord, capture_distillation
+
         try:
             request = DistillationRequest(
                 agent_id=agent_id,
@@ -2144,6 +2184,8 @@ class AsyncMemory:
         Raises:
             MemoryValidationError: blank agent or task id, or ``token_budget`` < 1.
         """
+        from memvault.agent.working import DEFAULT_WORKING_BUDGET, WorkingMemory
+
         key = (check_agent(agent_id), task_id)
         pads = self._working_pads
         pad = pads.pop(key, None)
@@ -2186,6 +2228,9 @@ class AsyncMemory:
         Its records (approvals, agent profiles, trajectories) live beside the memories: in the
         same SQLite file or PostgreSQL schema, in process for ``memory://`` or a given backend.
         """
+        from memvault.learning.engine import LearningEngine
+        from memvault.learning.store import InMemoryLearningStore
+
         if self._learning is None:
             store = self._learning_store
             if store is None:

@@ -16,36 +16,23 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from memvault._inline import allow_inline
 from memvault._inputs import (
     CategoryLike,
 )
-from memvault.agent.capture import TurnRecord
-from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
-from memvault.agent.working import WorkingMemory
 from memvault.config import InjectionStrategyName, MemvaultConfig
 from memvault.consolidation import (
     ConsolidationConfig,
     ConsolidationResult,
     ConsolidationStrategy,
 )
-from memvault.conversation.memory import SyncConversations
 from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
 )
-from memvault.graph.forgetting import ForgettingReport
 from memvault.graph.models import RecallMode
-from memvault.injection.context import (
-    CONTEXT_MIN_RELEVANCE,
-    ContextInjectionConfig,
-    ContextInjectionStrategy,
-)
-from memvault.injection.self_editing import SelfEditingMemoryStrategy
-from memvault.injection.tool_based import ToolBasedInjectionStrategy
-from memvault.learning.engine import LearningEngine, PooledSkill
 from memvault.learning.models import (
     ORG_POOL,
     AgentProfile,
@@ -62,7 +49,6 @@ from memvault.learning.models import (
     Seniority,
     TaskOutcome,
 )
-from memvault.llm.cache import CachingLLM
 from memvault.memory._async import AsyncMemory, WriteResult
 from memvault.models import (
     ArchivedEntry,
@@ -78,13 +64,25 @@ from memvault.models import (
 )
 from memvault.protocols import Embedder, LLMProvider, MemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
-from memvault.retrieval.packing import MemoryContext
+from memvault.retrieval.packing import CONTEXT_MIN_RELEVANCE, MemoryContext
 from memvault.retrieval.presets import RetrievalConfig
-from memvault.retrieval.tiered import RecallTier, TieredRecall
 from memvault.write.retention import (
     RetentionPolicy,
     RetentionReport,
 )
+
+if TYPE_CHECKING:
+    from memvault.agent.capture import TurnRecord
+    from memvault.agent.memory_tools import MemoryTools, MemoryToolsConfig
+    from memvault.agent.working import WorkingMemory
+    from memvault.conversation.memory import SyncConversations
+    from memvault.graph.forgetting import ForgettingReport
+    from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
+    from memvault.injection.self_editing import SelfEditingMemoryStrategy
+    from memvault.injection.tool_based import ToolBasedInjectionStrategy
+    from memvault.learning.engine import LearningEngine, PooledSkill
+    from memvault.llm.cache import CachingLLM
+    from memvault.retrieval.tiered import RecallTier, TieredRecall
 
 __all__ = ["Memory", "SyncLearning", "SyncMemoryTools"]
 
@@ -443,6 +441,8 @@ class Memory:
     def conversations(self) -> SyncConversations:
         """Seed 004's conversation store, compaction and embedding queue (blocking calls);
         see :attr:`AsyncMemory.conversations`."""
+        from memvault.conversation.memory import SyncConversations
+
         return SyncConversations(self._core.conversations, self._run)
 
     @property
