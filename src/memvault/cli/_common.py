@@ -12,25 +12,21 @@ from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from memvault.config import MemvaultConfig, load_config
 from memvault.errors import MemoryConfigError, MemoryValidationError
-from memvault.memory import Memory
-from memvault.models import MemoryEntry, MemoryLevel
-from memvault.protocols import LLMProvider
-from memvault.service import Actor, MemoryService
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from memvault.config import MemvaultConfig
+    from memvault.memory import Memory
+    from memvault.models import MemoryEntry
+    from memvault.protocols import LLMProvider
+    from memvault.service import Actor, MemoryService
 
 __all__ = [
     "LocalService",
@@ -74,11 +70,16 @@ def load_cli_config() -> MemvaultConfig:
     With no level and no store configured, the CLI (and ``memvault serve``) uses the durable
     default store ``~/.memvault/memvault.db``, where the library's default is in process.
     """
+    from memvault.config import load_config
+    from memvault.models import MemoryLevel
+
     return load_config(state.config, url=state.db, default_level=MemoryLevel.PERSISTENT)
 
 
 def open_memory() -> Memory:
     """The store named by ``--db`` / ``--config`` / the environment (opened once per run)."""
+    from memvault.memory import Memory
+
     if state.memory is None:
         cfg = load_cli_config()
         state.memory = Memory(state.db, config=cfg, api_key=state.api_key)
@@ -113,6 +114,8 @@ def local_user() -> str:
 
 def open_service(llm: LLMProvider | None = None) -> LocalService:
     """The service over the store ``--db`` names, acting as the local user (admin)."""
+    from memvault.service import Actor, MemoryService
+
     mem = open_memory()
     return LocalService(
         memory=mem,
@@ -140,6 +143,14 @@ class ProgressBar:
         self._tasks: dict[str, TaskID] = {}
 
     def __call__(self, label: str, done: int, total: int | None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         if not self._enabled:
             return  # a bar cannot animate in a log file; it would only leave blank lines
         if self._progress is None:
