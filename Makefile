@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck unit venv bench clean docs browser screenshots
+.PHONY: demo test check lint typecheck unit venv bench clean docs browser screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ screenshots: venv browser
 	@ls build/screenshots
 
 test: lint typecheck unit
+
+# The fast tier, for the edit-test loop (about 2 minutes on 2 cores): lint, mypy and the unit and
+# contract tests less those marked `slow`, which tests/conftest.py sets on every test that needs
+# PostgreSQL, a subprocess, a live server or a browser. `make test` (CI) still runs everything.
+CHECK_TESTS := tests/unit tests/contract
+check: lint typecheck
+	MEMVAULT_TEST_TIER=check $(BIN)/pytest -q -p no:cacheprovider -m "not slow" $(CHECK_TESTS)
 
 # The docs site into build/site/; its CLI, REST, MCP and configuration pages are generated from
 # the code as it builds (docs/_hooks/generate.py).

@@ -1,14 +1,22 @@
 """Shared fixtures: the real bundled embedding model (loaded once per test session), the
 PostgreSQL server, throwaway schemas, conversation stores of every kind, and an environment
-cleared of the machine's memvault settings."""
+cleared of the machine's memvault settings.
+
+Test tiers: every test that needs PostgreSQL, a subprocess, a live HTTP server or a browser is
+marked ``postgres`` / ``subprocess`` / ``live_server`` / ``browser`` here at collection (see
+:func:`pytest_collection_modifyitems`), and each of those is also marked ``slow``. ``make test``
+runs everything; ``make check`` runs ``-m "not slow"`` over the unit and contract tests.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import CodeType, FunctionType, ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +29,117 @@ if TYPE_CHECKING:
 
 ConversationStoreFactory = Callable[[str, Callable[[], datetime] | None], "SQLConversationStore"]
 """``conversation_stores(kind, clock)``: a fresh conversation store of ``kind``."""
+
+
+TESTS = Path(__file__).resolve().parent
+
+# What marks a test, found in the code it runs (the test, its fixtures, and the helpers of
+# tests/ they call, followed through names): a name it uses, or the module an object it uses
+# comes from.
+_NEEDS_NAMES: dict[str, frozenset[str]] = {
+    "subprocess": frozenset(
+        {"subprocess", "Popen", "create_subprocess_exec", "create_subprocess_shell"}
+        | {"multiprocessing", "ProcessPoolExecutor", "fork", "forkpty", "posix_spawn"}
+        | {"wait_until_serving"}
+    ),
+    "live_server": frozenset({"run_app", "uvicorn"}),
+    "browser": frozenset({"playwright", "sync_playwright", "async_playwright", "chromium"}),
+}
+_NEEDS_MODULES: dict[str, tuple[str, ...]] = {
+    "subprocess": ("subprocess", "multiprocessing", "asyncio.subprocess"),
+    "live_server": ("uvicorn", "live_server"),
+    "browser": ("playwright",),
+}
+# Fixtures that bring the need with them (whatever the code that uses them).
+_NEEDS_FIXTURES: dict[str, frozenset[str]] = {
+    "postgres": frozenset({"postgres_url", "pg_schemas"}),
+    "live_server": frozenset({"live_server", "server", "ui_server"}),
+}
+SLOW_NEEDS = ("postgres", "subprocess", "live_server", "browser")
+
+
+def _codes(code: CodeType) -> Iterator[CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _codes(const)
+
+
+def _in_tests(obj: object) -> bool:
+    try:
+        path = inspect.getsourcefile(obj)  # type: ignore[arg-type]
+    except (TypeError, OSError):
+        return False
+    return path is not None and Path(path).resolve().is_relative_to(TESTS)
+
+
+def _needs_of(obj: object, seen: dict[int, set[str]]) -> set[str]:
+    """The needs (``subprocess``, ``live_server``, ``browser``) of a test-suite function or
+    class: its own names, and those of the test-suite functions and classes it refers to."""
+    key = id(obj)
+    if key in seen:
+        return seen[key]
+    found: set[str] = set()
+    seen[key] = found
+    functions: list[FunctionType] = []
+    if isinstance(obj, type):
+        functions = [f for f in vars(obj).values() if isinstance(f, FunctionType)]
+        for base in obj.__mro__[1:]:
+            if _in_tests(base):
+                found |= _needs_of(base, seen)
+    elif isinstance(obj, FunctionType):
+        functions = [obj]
+    for function in functions:
+        function = inspect.unwrap(function)
+        if not isinstance(function, FunctionType):
+            continue
+        for code in _codes(function.__code__):
+            for name in code.co_names:
+                for need, names in _NEEDS_NAMES.items():
+                    if name in names:
+                        found.add(need)
+                value: Any = function.__globals__.get(name)
+                if value is None:
+                    continue
+                module = value.__name__ if isinstance(value, ModuleType) else None
+                module = module or getattr(value, "__module__", None) or ""
+                for need, prefixes in _NEEDS_MODULES.items():
+                    if any(module == p or module.startswith(p + ".") for p in prefixes):
+                        found.add(need)
+                if isinstance(value, FunctionType | type) and _in_tests(value):
+                    found |= _needs_of(value, seen)
+    return found
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the tests that need PostgreSQL, a subprocess, a live server or a browser (and
+    so ``slow``); ``make check`` deselects ``slow``. A test is found by its fixtures (by name,
+    or a ``postgres`` parameter of one), and by the code it and its fixtures run."""
+    seen: dict[int, set[str]] = {}
+    for item in items:
+        needs = {need for need in SLOW_NEEDS if item.get_closest_marker(need) is not None}
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for need, names in _NEEDS_FIXTURES.items():
+            if fixtures & names:
+                needs.add(need)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and any(
+            isinstance(v, str) and v.startswith("postgres") for v in callspec.params.values()
+        ):
+            needs.add("postgres")
+        if isinstance(item, pytest.Function):
+            needs |= _needs_of(item.function, seen)
+            if item.cls is not None:
+                needs |= _needs_of(item.cls, seen)
+            info = getattr(item, "_fixtureinfo", None)
+            for defs in getattr(info, "name2fixturedefs", {}).values():
+                for fixturedef in defs:
+                    if _in_tests(fixturedef.func):
+                        needs |= _needs_of(fixturedef.func, seen)
+        for need in sorted(needs - {m.name for m in item.iter_markers()}):
+            item.add_marker(need)
+        if needs and item.get_closest_marker("slow") is None:
+            item.add_marker("slow")
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +157,13 @@ def postgres_url(request: pytest.FixtureRequest) -> str:
     """
     from postgres_server import postgres_server
 
+    if os.environ.get("MEMVAULT_TEST_TIER") == "check":
+        pytest.fail(
+            "PostgreSQL was reached from the fast tier (MEMVAULT_TEST_TIER=check, `make "
+            "check`): a test not recognised as a postgres one uses it; mark it "
+            "@pytest.mark.postgres",
+            pytrace=False,
+        )
     server = postgres_server()
     problem = None
     try:

@@ -162,6 +162,9 @@ class TestLocomo:
         with pytest.raises(MemoryValidationError, match="cannot read LoCoMo file"):
             await run_locomo(tmp_path / "absent.json")
 
+    # A whole benchmark conversation end to end (419 turns embedded, 152 questions): ~13 s,
+    # out of `make check`.
+    @pytest.mark.slow
     @pytest.mark.skipif(not LOCOMO_DATA.is_file(), reason="the LoCoMo dataset is not here")
     async def test_first_real_conversation(self, minilm: Embedder) -> None:
         report = await run_locomo(
