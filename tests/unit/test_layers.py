@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "memvault.backends": 2,
     "memvault.embeddings": 2,
     "memvault.llm": 2,
+    "memvault.write.arbiter": 2,  # contested supersessions asked of an LLM (memvault.llm)
     "memvault.sessions": 2,
     "memvault.graph": 2,  # entity graph side tables, extraction, recall, forgetting
     "memvault.conversation": 2,  # message log, compaction, embedding queue (issue 18)

@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -40,10 +40,23 @@ from memvault.write.dedup import DedupConfig, Vector
 from memvault.write.pipeline import WriteDecision, WriteKind, batch_index, plan_batch
 from memvault.write.supersession import contradiction_query
 
-if TYPE_CHECKING:
-    from memvault.write.arbiter import SupersessionArbiter
+__all__ = ["NEIGHBOUR_POOL", "Settler", "WriteOutcome", "execute_writes"]
 
-__all__ = ["NEIGHBOUR_POOL", "WriteOutcome", "execute_writes"]
+
+class Settler(Protocol):
+    """What settles the contested decisions of a plan before it is stored (an LLM-backed
+    :class:`memvault.write.arbiter.SupersessionArbiter`; it sits a layer up, as it calls a
+    provider through :mod:`memvault.llm`)."""
+
+    async def settle(
+        self,
+        requests: Sequence[MemoryStoreRequest],
+        decisions: Sequence[WriteDecision],
+        neighbours: Sequence[Sequence[tuple[MemoryEntry, Vector | None]]],
+    ) -> list[WriteDecision]:
+        """``decisions`` with the contested ones settled, one per request, in order."""
+        ...
+
 
 NEIGHBOUR_POOL = 10
 """How many dense and lexical neighbours each request is compared with."""
@@ -156,7 +169,7 @@ async def execute_writes(
     dedup: DedupConfig,
     admission: AdmissionController | None,
     now: datetime,
-    arbiter: SupersessionArbiter | None = None,
+    arbiter: Settler | None = None,
 ) -> list[WriteOutcome]:
     """Plan and carry out ``requests`` for ``agent_id``; one outcome per request, in order.
 
