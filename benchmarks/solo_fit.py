@@ -3,7 +3,7 @@
     python benchmarks/solo_fit.py --locomo ../shared/bench/locomo10.json [--json out.json]
 
 Why: the default evidence model was fitted on conversation turns, where an entry's length and
-its thread say a lot. A memory that belongs to no conversation (a stored fact: not episodic,
+its thread say a lot. A memory that belongs to no conversation (a stored fact: semantic,
 no thread key) has no thread or context evidence, and in a store of a few dozen short facts
 that model ranked below plain cosine (small-store suite at 50 facts: answer on top for 0.630
 of the questions, cosine alone 0.804), mostly by preferring longer facts.

@@ -66,7 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memvault.models import CandidateSet, MemoryEntry
+from memvault.models import CandidateSet, MemoryCategory, MemoryEntry
 from memvault.retrieval.speakers import addressed, entry_speaker
 from memvault.retrieval.static import STATIC_DIMENSION, static_embedder
 from memvault.retrieval.temporal import (
@@ -253,10 +253,11 @@ class EvidenceModel(BaseModel):
     # Each result's own relevance, independent of the store (see RelevanceHead); None: the
     # ranking model's calibrated probability (times the gate) is the relevance.
     absolute: RelevanceHead | None = None
-    # The model (weights, interactions and calibration) for candidates that belong to no
-    # conversation: a stored fact has no thread or context evidence, and what ranks turns of a
-    # long chat (their length, their thread) misranks a handful of short facts. None: this
-    # model ranks every candidate. Its own ``solo``, ``topic`` and ``absolute`` are not read.
+    # The model (weights, interactions and calibration) for stored facts (semantic candidates
+    # that belong to no conversation): a fact has no thread or context evidence, and what
+    # ranks the turns of a long chat (their length, their thread) misranks a handful of short
+    # facts. None: this model ranks every candidate. Its own ``solo``, ``topic`` and
+    # ``absolute`` are not read.
     solo: EvidenceModel | None = None
 
     @field_validator("weights")
@@ -370,8 +371,8 @@ class EvidenceFeatures:
     matrix: NDArray[np.float64]
     cosine: tuple[float | None, ...]
     bm25: tuple[float | None, ...]
-    # Rows of entries that belong to no conversation (a stored fact: not episodic, no thread
-    # key), which :attr:`EvidenceModel.solo` ranks; None: no such row.
+    # Rows of stored facts (semantic entries that belong to no conversation: no thread key),
+    # which :attr:`EvidenceModel.solo` ranks; None: no such row.
     solo: NDArray[np.bool_] | None = None
 
 
@@ -731,7 +732,15 @@ def evidence_features(
     if use_dense:
         columns[_COLUMN["static"]] = _static_column(cands, ids, profiles, query_text)
     matrix = columns.T
-    solo = np.array([p.thread.startswith(SOLO_THREAD) for p in profiles], dtype=np.bool_)
+    # Stored facts: semantic memories outside any conversation, what the solo model was fitted
+    # on (lessons, profiles and working notes keep the turn model).
+    solo = np.array(
+        [
+            p.category is MemoryCategory.SEMANTIC and p.thread.startswith(SOLO_THREAD)
+            for p in profiles
+        ],
+        dtype=np.bool_,
+    )
     return EvidenceFeatures(
         ids=tuple(ids),
         matrix=matrix,

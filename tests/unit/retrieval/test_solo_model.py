@@ -1,7 +1,7 @@
 """Stored facts rank under the evidence model's ``solo`` model; conversation turns do not.
 
-Real store, real MiniLM. A fact here is a memory that belongs to no conversation (not episodic,
-no thread key in its metadata); a turn carries a session. The test models are deliberately
+Real store, real MiniLM. A fact here is a semantic memory that belongs to no conversation (no
+thread key in its metadata); a turn carries a session. The test models are deliberately
 extreme (one weight, one offset), so which model scored an entry shows in its relevance.
 """
 
@@ -95,3 +95,19 @@ def test_the_default_ships_a_solo_model_fitted_for_its_embedder() -> None:
     config = for_embedder(get_preset("default"), "sentence-transformers/paraphrase-MiniLM-L3-v2")
     assert config.evidence is not None
     assert config.evidence.solo is MINILM_L3_EVIDENCE.solo is None
+
+
+async def test_a_lesson_outside_any_conversation_keeps_the_turn_model(minilm: Embedder) -> None:
+    # The solo model was fitted on stored facts; a procedural lesson is no fact.
+    mem = AsyncMemory(embedder=minilm)
+    try:
+        await mem.add(
+            "Retry pushes with backoff when the registry answers 429",
+            agent_id="u",
+            category="procedural",
+        )
+        never = EvidenceModel(weights={"cos": 1.0}, offset=-40.0)
+        (hit,) = await mem.search("how do I push images?", agent_id="u", preset=_config(never))
+        assert hit.relevance_score is not None and hit.relevance_score > 1e-6
+    finally:
+        await mem.close()
