@@ -122,12 +122,20 @@ _HOMES: dict[str, str] = {
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
-    if home is None:
-        msg = f"module 'memvault' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value  # later lookups skip this hook
+        return value
+    if not name.startswith("_"):
+        # ``memvault.errors`` and the like after a bare ``import memvault``: the package no
+        # longer imports its submodules, so an attribute that names one loads it.
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    msg = f"module 'memvault' has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 def __dir__() -> list[str]:

@@ -85,6 +85,16 @@ def test_public_names_resolve() -> None:
         _ = memvault.no_such_name  # type: ignore[attr-defined]
 
 
+def test_a_submodule_is_an_attribute_after_a_bare_import() -> None:
+    stmt = (
+        "import memvault\n"
+        "assert memvault.errors.MemvaultError is memvault.MemvaultError\n"
+        "assert memvault.remote.RemoteAsyncMemory.__name__ == 'RemoteAsyncMemory'"
+    )
+    mods, _ = _loaded(stmt)
+    assert {"memvault.errors", "memvault.remote"} <= set(mods)
+
+
 def test_server_url_loads_the_remote_client() -> None:
     stmt = (
         "from memvault import AsyncMemory\n"
