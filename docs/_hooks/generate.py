@@ -132,8 +132,9 @@ def config() -> str:
 
 def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
     yield path, command
-    # Duck-typed: typer may ship its own copy of click, whose Group is not click.Group.
-    if isinstance(getattr(command, "commands", None), dict):
+    # Duck-typed: typer may ship its own copy of click, whose Group is not click.Group, and the
+    # root's commands are a mapping that builds each command on first lookup (cli/app.py).
+    if isinstance(getattr(command, "commands", None), collections.abc.Mapping):
         for name in sorted(command.commands):
             sub = command.commands[name]
             if not getattr(sub, "hidden", False):
