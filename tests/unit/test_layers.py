@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     # 0: foundation: pure data, the error tree, the protocols, small helpers that import
     # nothing of ours but each other.
     "memvault._ids": 0,
+    "memvault._lazy": 0,  # the lazy __getattr__ of packages (imports nothing of ours)
     "memvault._version": 0,
     "memvault._jsonschema": 0,  # tool argument schemas from pydantic models
     "memvault.validation": 0,  # id and input checks every layer shares

@@ -16,8 +16,7 @@ rest; the public names resolve on first access.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from memvault._lazy import lazy_attributes
 
 __all__ = [
     "ContentFidelity",
@@ -46,9 +45,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Resolve a public name from its submodule on first access."""
-    if name not in _WHERE:
-        msg = f"module 'memvault.graph' has no attribute {name!r}"
-        raise AttributeError(msg)
-    return getattr(importlib.import_module(_WHERE[name]), name)
+__getattr__ = lazy_attributes(__name__, _WHERE)

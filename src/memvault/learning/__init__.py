@@ -15,8 +15,9 @@ organisational memory and a human approval queue (issue 16; design seeds 001 and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memvault._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from memvault.learning.capture import (
@@ -172,11 +173,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Resolve a public name from its submodule on first access."""
-    if name not in _WHERE:
-        msg = f"module 'memvault.learning' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _WHERE)

@@ -7,8 +7,9 @@ on. :func:`complete_json` turns a provider's free text into a validated pydantic
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memvault._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from memvault.llm._protocol import ChatMessage, LLMProvider, LLMResponse, complete_json
@@ -51,11 +52,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Resolve a public name from its submodule on first access."""
-    if name not in _WHERE:
-        msg = f"module 'memvault.llm' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _WHERE)

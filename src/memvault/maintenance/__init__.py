@@ -11,9 +11,9 @@ scheduler sits above the memory itself, so importing it here eagerly would be a 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memvault._lazy import lazy_attributes
 from memvault.maintenance.config import MaintenanceConfig
 
 if TYPE_CHECKING:
@@ -72,11 +72,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, {name: f"{__name__}.{h}" for name, h in _HOME.items()})
