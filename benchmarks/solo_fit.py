@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import ranking_fit as rf
 import relevance_fit
-from small_store import load_suite
+from small_store import distractor_order, load_suite
 
 from memvault import AsyncMemory
 from memvault.embeddings import default_embedder
@@ -55,6 +55,9 @@ def alone(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
+_EMBEDDER = default_embedder()
+
+
 async def _store_rows(question: str, answer: str, others: list[str]) -> dict[str, Any]:
     mem = AsyncMemory(embedder=_EMBEDDER)
     contents = [answer, *others]
@@ -62,9 +65,6 @@ async def _store_rows(question: str, answer: str, others: list[str]) -> dict[str
     cand, matrix, _ = await relevance_fit._search(mem, question, 50)
     await mem.close()
     return {"X": matrix, "y": np.array([float(i == ids[0]) for i in cand])}
-
-
-_EMBEDDER = default_embedder()
 
 
 async def everyday_rows() -> list[dict[str, Any]]:
@@ -81,8 +81,6 @@ async def everyday_rows() -> list[dict[str, Any]]:
 
 
 async def suite_rows() -> list[dict[str, Any]]:
-    from small_store import distractor_order
-
     suite = load_suite()
     rows = []
     for index, pair in enumerate(suite.pairs):

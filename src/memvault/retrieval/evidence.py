@@ -622,8 +622,10 @@ def evidence_features(
     use_lexical: bool = True,
     context_hops: int = 2,
     thread_top_k: int = 3,
+    mark_solo: bool = False,
 ) -> EvidenceFeatures:
-    """Evidence features of every candidate (dense, lexical and their thread neighbours)."""
+    """Evidence features of every candidate (dense, lexical and their thread neighbours);
+    ``mark_solo`` (a model with a ``solo`` part ranks them) also marks the stored facts."""
     dense_list = cands.dense if use_dense else []
     lex_list = cands.lexical if use_lexical else []
     ids: list[str] = [i for i, _ in dense_list] + [i for i, _ in lex_list]
@@ -732,19 +734,22 @@ def evidence_features(
     if use_dense:
         columns[_COLUMN["static"]] = _static_column(cands, ids, profiles, query_text)
     matrix = columns.T
-    # Stored facts: semantic memories outside any conversation, what the solo model was fitted
-    # on (lessons, profiles and working notes keep the turn model).
-    solo = np.array(
-        [
-            p.category is MemoryCategory.SEMANTIC and p.thread.startswith(SOLO_THREAD)
-            for p in profiles
-        ],
-        dtype=np.bool_,
-    )
+    solo = None
+    if mark_solo:
+        # Stored facts: semantic memories outside any conversation, what the solo model was
+        # fitted on (lessons, profiles and working notes keep the turn model).
+        facts = np.array(
+            [
+                p.category is MemoryCategory.SEMANTIC and p.thread.startswith(SOLO_THREAD)
+                for p in profiles
+            ],
+            dtype=np.bool_,
+        )
+        solo = facts if facts.any() else None
     return EvidenceFeatures(
         ids=tuple(ids),
         matrix=matrix,
         cosine=tuple(cos.get(i) if use_dense else None for i in ids),
         bm25=tuple(lex.get(i) for i in ids),
-        solo=solo if solo.any() else None,
+        solo=solo,
     )

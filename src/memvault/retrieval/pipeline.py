@@ -189,16 +189,16 @@ def evidence_relevance(
         use_lexical=config.use_lexical,
         context_hops=model.context_hops,
         thread_top_k=model.thread_top_k,
+        mark_solo=model.solo is not None,
     )
     if not feats.ids:
         return {}, {}, {}, {}, None, None if model.absolute is None else {}
     raw = model.score(feats.matrix)
     rel = sigmoid(model.scale * raw + model.offset)
-    solo = feats.solo if model.solo is not None else None
-    if solo is not None:
-        # Stored facts rank under the model fitted for entries outside any conversation; both
-        # are calibrated, so a fact and a turn of one store compare by their probabilities.
-        assert model.solo is not None
+    solo = feats.solo
+    if model.solo is not None and solo is not None:
+        # Stored facts rank under the model fitted for them; both are calibrated, so a fact
+        # and a turn of one store compare by their probabilities.
         raw[solo] = model.solo.score(feats.matrix[solo])
         rel[solo] = sigmoid(model.solo.scale * raw[solo] + model.solo.offset)
     on_topic = None
