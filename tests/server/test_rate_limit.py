@@ -7,7 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -19,9 +19,30 @@ from memvault.server.rest import ServerSettings
 
 from .conftest import STANDARD_KEYS, ServerFactory
 
-# One request a second with bursts of three: ten back-to-back requests cannot all pass unless
-# sending them took over seven seconds.
+
+class ManualClock:
+    """The rate limit's clock: stands still until the test advances it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+# One request a second with bursts of three, on a clock that stands still unless a test
+# advances it: of ten back-to-back requests exactly three pass.
 LIMITED = ServerSettings(rate_limit=1.0, rate_burst=3, max_body_bytes=2048)
+
+
+def _limited() -> tuple[ServerSettings, ManualClock]:
+    clock = ManualClock()
+    return replace(LIMITED, rate_clock=clock), clock
+
+
 COUNT = ("/v1/count", {"agent_id": "dev-1"})
 
 
@@ -42,13 +63,13 @@ def _retry_after(resp: httpx.Response) -> int:
 def test_a_burst_over_the_limit_gets_429_and_other_keys_are_unaffected(
     live_server: ServerFactory,
 ) -> None:
-    srv = live_server(keys=STANDARD_KEYS, settings=LIMITED)
+    settings, clock = _limited()
+    srv = live_server(keys=STANDARD_KEYS, settings=settings)
     with srv.client("dev1") as dev1, srv.client("operator") as other, srv.client() as anon:
         answers = _burst(dev1)
-        assert [r.status_code for r in answers[:3]] == [200, 200, 200]
-        refused = [r for r in answers if r.status_code != 200]
-        assert refused, "ten requests at once passed a limit of 1/s with bursts of 3"
-        wait = max(_retry_after(r) for r in refused)
+        assert [r.status_code for r in answers] == [200] * 3 + [429] * 7
+        wait = max(_retry_after(r) for r in answers[3:])
+        assert wait == 1  # one token short at 1/s
 
         # Another key has its own bucket, full.
         assert [r.status_code for r in _burst(other, 3)] == [200, 200, 200]
@@ -57,31 +78,33 @@ def test_a_burst_over_the_limit_gets_429_and_other_keys_are_unaffected(
         assert dev1.get("/metrics").status_code == 200
         assert dev1.get(COUNT[0], params=COUNT[1]).status_code == 429
 
-        time.sleep(wait)  # the bucket has a token again after Retry-After seconds
+        clock.advance(wait - 0.5)  # not yet a whole token
+        assert dev1.get(COUNT[0], params=COUNT[1]).status_code == 429
+        clock.advance(0.5)  # the bucket has a token again after Retry-After seconds
         again = dev1.get(COUNT[0], params=COUNT[1])
         assert again.status_code == 200, again.text
+        assert dev1.get(COUNT[0], params=COUNT[1]).status_code == 429  # and only one
 
 
 def test_throttled_requests_do_not_reach_the_store(live_server: ServerFactory) -> None:
-    srv = live_server(keys=STANDARD_KEYS, settings=LIMITED)
+    srv = live_server(keys=STANDARD_KEYS, settings=_limited()[0])
     with srv.client("dev1") as c:
         statuses = [
             c.post("/v1/memories", json={"agent_id": "dev-1", "content": f"note number {i}"})
             for i in range(8)
         ]
         stored = sum(r.status_code == 201 for r in statuses)
-        assert 3 <= stored < 8
-        assert all(r.status_code in (201, 429) for r in statuses)
+        assert [r.status_code for r in statuses] == [201] * 3 + [429] * 5
+        assert stored == 3
     with srv.client("admin") as admin:  # its own bucket: full
         assert admin.get(COUNT[0], params=COUNT[1]).json() == {"count": stored}
 
 
 def test_without_keys_the_limit_is_per_client_address(live_server: ServerFactory) -> None:
-    srv = live_server(auth=False, settings=LIMITED)
+    srv = live_server(auth=False, settings=_limited()[0])
     with srv.client() as first, srv.client() as second:
         answers = _burst(first)
-        assert [r.status_code for r in answers[:3]] == [200, 200, 200]
-        assert any(r.status_code == 429 for r in answers)
+        assert [r.status_code for r in answers] == [200] * 3 + [429] * 7
         # A second connection from the same address shares the address's bucket.
         _retry_after(second.get(COUNT[0], params=COUNT[1]))
 

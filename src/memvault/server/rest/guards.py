@@ -156,12 +156,23 @@ class RateLimit:
     store before the request is even admitted) or, for a request without a bearer key, the
     client address. The buckets live in this process: under ``serve --workers N`` each worker
     keeps its own, so the effective limit is per worker. ``/health`` and ``/metrics`` are exempt.
+
+    ``clock`` gives the current time in seconds (default :func:`time.monotonic`); only
+    differences between its readings count, so a test can pass a clock it advances by hand.
     """
 
-    def __init__(self, app: ASGIApp, rate: float, burst: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        rate: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.app = app
         self.rate = rate
         self.burst = float(max(1, burst))
+        self.clock = clock
         self.buckets: dict[str, TokenBucket] = {}
 
     @staticmethod
@@ -186,7 +197,7 @@ class RateLimit:
         if scope["type"] != "http" or scope.get("path") in RATE_LIMIT_EXEMPT:
             await self.app(scope, receive, send)
             return
-        now = time.monotonic()
+        now = self.clock()
         name = self.caller(scope)
         bucket = self.buckets.get(name)
         if bucket is None:
