@@ -7,12 +7,13 @@ step by step when a server rejects it and remembers what worked.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -158,6 +159,10 @@ class OpenAICompatibleLLM:
     ``json_schema``; if the server rejects that with a 400 it falls back to ``json_object`` and
     then to no ``response_format``, and keeps the downgrade for later calls.
 
+    ``sleep`` is the coroutine function that waits between retries (default
+    :func:`asyncio.sleep`); it gets the delay in seconds, so a test can record the delays instead
+    of waiting them out.
+
     Use it as an async context manager or call :meth:`aclose` to release connections.
     """
 
@@ -173,6 +178,7 @@ class OpenAICompatibleLLM:
         backoff_base: float = 0.5,
         extra_headers: Mapping[str, str] | None = None,
         max_backoff: float = 30.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if not base_url:
             raise MemoryConfigError("base_url must not be empty")
@@ -193,6 +199,7 @@ class OpenAICompatibleLLM:
         self._max_retries = max_retries
         self._backoff_base = backoff_base
         self._max_backoff = max_backoff
+        self._sleep = sleep
         # Equal jitter: c/2 + uniform(0, c/2), c = min(backoff_base * 2**(retry - 1), max_backoff).
         half_base, half_max = backoff_base / 2, max_backoff / 2
         self._equal_jitter = wait_exponential(
@@ -331,6 +338,7 @@ class OpenAICompatibleLLM:
             wait=self._wait,
             retry=retry_if_exception_type(_TransientError),
             before_sleep=self._log_retry,
+            sleep=self._sleep,
             reraise=True,
         )
         try:

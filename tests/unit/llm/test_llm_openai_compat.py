@@ -11,7 +11,6 @@ import json
 import logging
 import socket
 import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -207,13 +206,27 @@ def stub() -> Iterator[StubOpenAIServer]:
 
 
 @pytest.fixture
+def waits() -> list[float]:
+    """The delays the clients of ``make_llm`` waited between retries (recorded, not slept)."""
+    return []
+
+
+@pytest.fixture
 async def make_llm(
-    stub: StubOpenAIServer,
+    stub: StubOpenAIServer, waits: list[float]
 ) -> AsyncIterator[Callable[..., OpenAICompatibleLLM]]:
     created: list[OpenAICompatibleLLM] = []
 
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
     def factory(**kwargs: Any) -> OpenAICompatibleLLM:
-        options: dict[str, Any] = {"timeout": 5.0, "max_retries": 2, "backoff_base": 0.01}
+        options: dict[str, Any] = {
+            "timeout": 5.0,
+            "max_retries": 2,
+            "backoff_base": 0.01,
+            "sleep": sleep,
+        }
         options.update(kwargs)
         llm = OpenAICompatibleLLM(stub.base_url, "stub-model", **options)
         created.append(llm)
@@ -383,17 +396,17 @@ async def test_5xx_until_budget_is_spent_raises_retry_exhausted(
 async def test_429_honours_retry_after(
     stub: StubOpenAIServer,
     make_llm: Callable[..., OpenAICompatibleLLM],
+    waits: list[float],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="memvault.llm")
     stub.enqueue(error(429, "slow down", headers={"Retry-After": "1"}), ok("done"))
 
-    started = time.monotonic()
     response = await make_llm().complete(USER)
-    elapsed = time.monotonic() - started
 
     assert response.text == "done"
-    assert elapsed >= 0.9  # the tiny backoff_base alone would have retried after ~10 ms
+    # It waited the server's second; the tiny backoff_base alone would have waited ~10 ms.
+    assert waits == [pytest.approx(1.0)]
     [retry] = events(caplog, "llm.retry")
     assert retry.delay == pytest.approx(1.0)  # type: ignore[attr-defined]
 
@@ -401,15 +414,15 @@ async def test_429_honours_retry_after(
 async def test_429_retry_after_is_capped(
     stub: StubOpenAIServer,
     make_llm: Callable[..., OpenAICompatibleLLM],
+    waits: list[float],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="memvault.llm")
     stub.enqueue(error(429, "quota", headers={"Retry-After": "3600"}), ok("done"))
 
-    started = time.monotonic()
     await make_llm(max_backoff=0.05).complete(USER)
 
-    assert time.monotonic() - started < 2
+    assert waits == [pytest.approx(0.05)]  # not the hour the server asked for
     [retry] = events(caplog, "llm.retry")
     assert retry.delay == pytest.approx(0.05)  # type: ignore[attr-defined]
 
@@ -419,11 +432,10 @@ async def test_timeouts_raise_retry_exhausted(
 ) -> None:
     stub.enqueue(*[StubReply(200, chat_body("late"), delay=3.0)] * 2)
 
-    started = time.monotonic()
+    # Had the timeout not applied, the 3 s replies would have answered "late" without an error.
     with pytest.raises(RetryExhaustedError) as info:
         await make_llm(timeout=0.2, max_retries=1).complete(USER)
 
-    assert time.monotonic() - started < 2.0
     assert info.value.attempts == 2
     assert "timed out" in str(info.value)
     assert isinstance(info.value.__cause__, httpx.TimeoutException)
