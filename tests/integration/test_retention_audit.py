@@ -107,19 +107,28 @@ async def test_sweep_archives_expired_by_rule_and_by_expires_at(backend: MemoryS
             agent_id=AGENT,
             created_at=now - timedelta(days=300),
         )
+        # AsyncMemory reads the wall clock (it takes no clock), so instead of waiting for an
+        # entry to lapse the test stores one written a minute ago whose expires_at has just
+        # passed, beside one whose expires_at is still a day away.
         lapsing = await mem.add(
             "Temporary door code is 4412.",
             agent_id=AGENT,
-            expires_at=now + timedelta(seconds=1),
+            created_at=now - timedelta(minutes=1),
+            expires_at=now - timedelta(seconds=1),
         )
-        await asyncio.sleep(1.1)
+        lasting = await mem.add(
+            "Visitor badge for the auditors is number 7.",
+            agent_id=AGENT,
+            expires_at=now + timedelta(days=1),
+        )
         # Read time already hides the lapsed entry; the sweep moves it to the archive.
         assert lapsing not in {e.id for e in await mem.search("door code", agent_id=AGENT)}
+        assert lasting in {e.id for e in await mem.search("visitor badge", agent_id=AGENT)}
         report = await mem.sweep(agent_id=AGENT)
         assert set(report.expired) == {stale, lapsing}
         assert report.evicted == {}
         live = {e.id for e in await mem.list(agent_id=AGENT, limit=50)}
-        assert live == {recent, fact}
+        assert live == {recent, fact, lasting}
         reasons = {a.memory_id: a.reason for a in await mem.archived(agent_id=AGENT)}
         assert reasons == {stale: "expire", lapsing: "expire"}
         assert (await mem.sweep(agent_id=AGENT)).total == 0
