@@ -6,6 +6,8 @@
         [--skip-ingest] [--server-pid PID]
     python benchmarks/bench_server.py --compare HEAD~3 --workers 2 --concurrency 8,32 \\
         [--rounds 4] [--adds 0]
+    python benchmarks/bench_server.py --models serve,uvicorn,gunicorn --workers 2 \\
+        --concurrency 8,32 [--rounds 6] [--adds 0] [--kill [--kill-duration 20]]
 
 ``--compare REF`` starts two servers, this checkout's and REF's (from a temporary git worktree,
 same interpreter and packages), fills both with the same memories, then at each concurrency
@@ -13,6 +15,16 @@ level runs the search load against them in turns (``--rounds`` each, ``--duratio
 between them, the first build alternating) so both see the same machine; it prints each
 build's figures, the server CPU per search, and this/REF ratios. On a shared machine absolute
 figures drift with other people's work; the ratios are what to read.
+
+``--models A,B,..`` does the same for process models of one build: the same app factory
+(``memvault.cli.serve:app_factory``) and worker environment (``serve``'s ``prepare_workers``)
+under ``memvault serve --workers N`` itself (``serve``; ``serve@REF`` from REF's worktree),
+uvicorn's own multiprocess supervisor (``uvicorn``) and gunicorn with uvicorn's worker class
+(``gunicorn``; needs gunicorn, and uvicorn-worker where uvicorn's own class is deprecated).
+Each round's req/s and p99 are kept beside the totals. ``--kill`` then runs ``--kill-duration``
+seconds of load on each and, a quarter of the way in, sends ``kill -9`` to one of its workers:
+failed requests, how long failures lasted, when a new worker took its place, and whether the
+server still answers.
 
 By default a private server is started: a temporary SQLite store, an admin API key made with
 the real CLI (``memvault keys create --scope admin --json``) and ``python -m memvault serve`` as
@@ -318,6 +330,9 @@ class SpawnedServer:
     startup_timeout: float = 120.0
     #: A source tree to run instead of the installed memvault (``--compare``'s worktree).
     src: Path | None = None
+    #: The process model (``--models``): ``serve`` (``memvault serve --workers N`` itself),
+    #: ``uvicorn`` (uvicorn's own multiprocess supervisor) or ``gunicorn`` (uvicorn workers).
+    model: str = "serve"
     url: str = ""
     api_key: str | None = None
     pid: int | None = None
@@ -353,7 +368,12 @@ class SpawnedServer:
             self.api_key = json.loads(done.stdout)["secret"]
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        cmd = [*self._cli(db), "serve", "--host", "127.0.0.1", "--port", str(port)]
+        if self.model == "serve":
+            cmd = [*self._cli(db), "serve", "--host", "127.0.0.1", "--port", str(port)]
+        else:
+            # The same app factory and worker environment under another supervisor: see launch().
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--launch", self.model]
+            cmd += ["--db", str(db), "--host", "127.0.0.1", "--port", str(port)]
         cmd += ["--log-level", "warning", "--workers", str(self.workers)]
         if self.no_auth:
             cmd.append("--no-auth")
@@ -942,7 +962,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also run git REF's server (temporary worktree) and search both in turns",
     )
     ap.add_argument(
-        "--rounds", type=int, default=4, help="--compare: turns per build and level [4]"
+        "--rounds", type=int, default=4, help="--compare/--models: turns per build and level [4]"
+    )
+    ap.add_argument(
+        "--models",
+        default=None,
+        help="process models to search in turns, comma-separated: serve (memvault serve), "
+        "uvicorn (its multiprocess supervisor), gunicorn (uvicorn workers), serve@REF",
+    )
+    ap.add_argument(
+        "--kill",
+        action="store_true",
+        help="--models: then kill -9 one worker of each under load and report the recovery",
+    )
+    ap.add_argument(
+        "--kill-duration", type=float, default=20.0, help="--kill: seconds of load [20]"
+    )
+    ap.add_argument(
+        "--kill-concurrency", type=int, default=8, help="--kill: concurrent clients [8]"
     )
     args = ap.parse_args(argv)
     args.levels = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
@@ -958,6 +995,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error("--compare starts its own servers; it does not go with --server")
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else []
+    if args.models and (args.compare or args.server):
+        ap.error("--models starts its own servers; not with --compare or --server")
+    if any(m.partition("@")[0] not in MODELS for m in args.models):
+        ap.error(f"--models: each of {', '.join(MODELS)} (serve@REF for another build)")
+    if any("@" in m and not m.startswith("serve@") for m in args.models):
+        ap.error("--models: only serve takes @REF")
+    if len(set(args.models)) != len(args.models):
+        ap.error("--models: each model once")
+    if args.kill and not args.models:
+        ap.error("--kill goes with --models")
+    if args.kill_duration <= 0 or args.kill_concurrency < 1:
+        ap.error("--kill-duration must be > 0 and --kill-concurrency >= 1")
     return args
 
 
@@ -1052,6 +1102,10 @@ async def compare_level(
     """One concurrency level against every server, in turns; a summary per build."""
     phases = {name: Phase() for name in servers}
     cpu = dict.fromkeys(servers, 0.0)
+    # Each turn's own figures too, so the spread between rounds shows beside the totals.
+    rounds_of: dict[str, dict[str, list[float]]] = {
+        name: {"req_per_s": [], "p99_ms": [], "loadavg_1m": []} for name in servers
+    }
     names = list(servers)
     for srv in servers.values():
         headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
@@ -1071,6 +1125,10 @@ async def compare_level(
             after = proc_cpu_seconds(srv.pid)
             if before is not None and after is not None:
                 cpu[name] += after - before
+            per = rounds_of[name]
+            per["req_per_s"].append(round(got.requests / got.seconds, 1) if got.seconds else 0.0)
+            per["p99_ms"].append(round(pct(got.latencies_ms, 99), 1))
+            per["loadavg_1m"].append(round(os.getloadavg()[0], 2))
             into = phases[name]
             into.latencies_ms += got.latencies_ms
             into.seconds += got.seconds
@@ -1085,6 +1143,7 @@ async def compare_level(
         row["server_cpu_ms_per_search"] = (
             round(1000 * cpu[name] / phase.requests, 2) if phase.requests else None
         )
+        row["rounds"] = rounds_of[name]
         out[name] = row
     return out
 
@@ -1172,6 +1231,339 @@ def main_compare(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, 
     return result
 
 
+# -- --models: one app and store under different process models ----------------------------------
+
+#: The process models ``--models`` knows; ``serve@REF`` is ``serve`` from git REF's worktree.
+MODELS = ("serve", "uvicorn", "gunicorn")
+#: The app every model serves: what ``memvault serve --workers N`` runs in each worker.
+APP_FACTORY = "memvault.cli.serve:app_factory"
+
+
+def launch(argv: Sequence[str]) -> None:
+    """``bench_server.py --launch uvicorn|gunicorn ...``: serve the app under that supervisor.
+
+    The worker environment is set up by ``serve``'s own :func:`prepare_workers` (options, the
+    shared metrics directory, the embedder's thread share), so the model is the only difference:
+
+    * ``uvicorn``: ``uvicorn.run(APP_FACTORY, factory=True, workers=N)``, uvicorn's multiprocess
+      supervisor (one socket bound in the parent, dead workers restarted);
+    * ``gunicorn``: gunicorn's arbiter with uvicorn's ASGI worker class (this process becomes
+      gunicorn, so its pid is the arbiter's).
+    """
+    ap = argparse.ArgumentParser(prog="bench_server.py --launch")
+    ap.add_argument("model", choices=MODELS[1:])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--log-level", default="warning")
+    ap.add_argument("--no-auth", action="store_true")
+    args = ap.parse_args(argv)
+    from memvault.cli.serve import DEFAULT_MAX_BODY, prepare_workers
+
+    # The options serve builds from its defaults (serve(): ``options``).
+    options = {
+        "db": args.db, "config": None, "no_auth": args.no_auth,
+        "max_body_bytes": DEFAULT_MAX_BODY, "rate_limit": 0.0, "rate_burst": None,
+        "cors_origins": [],
+    }  # fmt: skip
+    prepare_workers(options, args.workers)
+    if args.model == "uvicorn":
+        import uvicorn
+
+        uvicorn.run(
+            APP_FACTORY, factory=True, host=args.host, port=args.port, workers=args.workers,
+            log_level=args.log_level, access_log=False,
+        )  # fmt: skip
+        return
+    # uvicorn.workers.UvicornWorker is deprecated in favour of the uvicorn-worker package.
+    try:
+        import uvicorn_worker  # noqa: F401
+
+        worker_class = "uvicorn_worker.UvicornWorker"
+    except ImportError:
+        worker_class = "uvicorn.workers.UvicornWorker"
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    os.execv(
+        gunicorn,
+        [gunicorn, "--workers", str(args.workers), "--worker-class", worker_class,
+         "--bind", f"{args.host}:{args.port}", "--log-level", args.log_level,
+         "--graceful-timeout", "15", f"{APP_FACTORY}()"],
+    )  # fmt: skip
+
+
+def worker_pids(pid: int) -> list[int]:
+    """The server processes under supervisor ``pid``: its children, less multiprocessing's
+    resource tracker (not a worker)."""
+    out = []
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"resource_tracker" not in cmdline:
+            out.append(child)
+    return sorted(out)
+
+
+def _established_inodes() -> set[str]:
+    """Socket inodes of this machine's established TCP connections (/proc/net/tcp, tcp6)."""
+    out: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if len(fields) > 9 and fields[3] == "01":  # 01: ESTABLISHED
+                    out.add(fields[9])
+    return out
+
+
+def holds_connection(pid: int) -> bool:
+    """True if process ``pid`` holds an established TCP connection (it accepted one)."""
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:
+        return False
+    mine = {link[8:-1] for link in links if link.startswith("socket:[")}
+    return bool(mine & _established_inodes())
+
+
+async def _probe(host: str, port: int) -> tuple[asyncio.StreamWriter, bool]:
+    """A fresh connection that asks for /health (kept open, so whoever accepted it holds it)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        return writer, head.startswith(b"HTTP/1.1 200")
+    except (OSError, asyncio.IncompleteReadError, TimeoutError):
+        return writer, False
+
+
+async def kill_run(
+    srv: SpawnedServer,
+    level: int,
+    queries: list[str],
+    agents: list[str],
+    *,
+    duration: float,
+    kill_at: float,
+) -> dict[str, Any]:
+    """Search load for ``duration`` s; ``kill_at`` s in, ``kill -9`` one worker of ``srv``.
+
+    Reports the failed requests, how long failures went on after the kill, when the process
+    tree had ``workers`` workers again (a new pid), whether the server still answers a fresh
+    connection at the end, and the throughput before the kill and in the last quarter of the
+    run (keep-alive clients that reconnected after the kill may all sit on the survivor).
+    """
+    assert srv.pid is not None
+    headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
+    parsed = httpx.URL(srv.url)
+    host, port = parsed.host, parsed.port or 80
+    before_pids = worker_pids(srv.pid)
+    done: list[tuple[float, bool]] = []  # (end time since start, ok)
+    samples: list[str] = []
+    start = time.perf_counter()
+    deadline = start + duration
+    state: dict[str, Any] = {
+        "victim": None, "killed_at": None, "back_at": None, "serving_at": None,
+    }  # fmt: skip
+
+    async def client(seed: int) -> None:
+        rng = random.Random(seed)
+        conn = RawHttp(host, port, headers)
+        try:
+            while time.perf_counter() < deadline:
+                body = json.dumps(
+                    {"agent_id": rng.choice(agents), "query": pick_query(rng, queries), "limit": 10}
+                ).encode()
+                try:
+                    status, _ = await conn.post("/v1/search", body)
+                    ok = status == 200
+                    if not ok and len(samples) < 5:
+                        samples.append(f"HTTP {status}")
+                except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+                    ok = False
+                    if len(samples) < 5:
+                        samples.append(f"{type(exc).__name__}: {exc}"[:200])
+                done.append((time.perf_counter() - start, ok))
+                if not ok:
+                    # A refused connection fails at once: without a pause a dead server would
+                    # count as many failures as the loop can spin.
+                    await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
+    async def killer() -> None:
+        await asyncio.sleep(kill_at)
+        assert srv.pid is not None
+        victim = worker_pids(srv.pid)[0]
+        state["victim"] = victim
+        state["killed_at"] = time.perf_counter() - start
+        os.kill(victim, signal.SIGKILL)
+        while time.perf_counter() < deadline:
+            await asyncio.sleep(0.05)
+            if srv.proc is not None and srv.proc.poll() is not None:
+                return  # the whole server stopped
+            now = worker_pids(srv.pid)
+            if len(now) >= len(before_pids) and victim not in now:
+                state["back_at"] = time.perf_counter() - start
+                break
+        else:
+            return
+        # The new worker serves once it accepts a connection: fresh ones, kept open, until it
+        # holds one (the survivor may take many first; it is busy, the new one is not).
+        fresh = [p for p in worker_pids(srv.pid) if p not in before_pids]
+        probes: list[asyncio.StreamWriter] = []
+        try:
+            while fresh and time.perf_counter() < deadline:
+                with contextlib.suppress(OSError):
+                    writer, _ = await _probe(host, port)
+                    probes.append(writer)
+                if any(holds_connection(p) for p in fresh):
+                    state["serving_at"] = time.perf_counter() - start
+                    return
+                await asyncio.sleep(0.05)
+                if len(probes) > 64:  # never hold more than a few dozen idle connections
+                    probes.pop(0).close()
+        finally:
+            for writer in probes:
+                writer.close()
+
+    await asyncio.gather(killer(), *(client(1000 + i) for i in range(level)))
+    killed_at = state["killed_at"]
+    failed = [t for t, ok in done if not ok]
+    pre = [t for t, ok in done if ok and t < killed_at]
+    tail_from = duration * 0.75
+    tail = [t for t, ok in done if ok and t >= tail_from]
+    alive = srv.proc is not None and srv.proc.poll() is None
+    answers = False
+    if alive:
+        try:
+            with httpx.Client(base_url=srv.url, headers=headers, timeout=10) as c:
+                r = c.post("/v1/search", json={"agent_id": agents[0], "query": "on call"})
+                answers = r.status_code == 200
+        except httpx.HTTPError:
+            answers = False
+    return {
+        "concurrency": level,
+        "workers_before": len(before_pids),
+        "killed_at_s": round(killed_at, 2),
+        "requests": len(done),
+        "failed": len(failed),
+        "failures_end_s": round(max(failed) - killed_at, 2) if failed else None,
+        "worker_back_s": (
+            None if state["back_at"] is None else round(state["back_at"] - killed_at, 2)
+        ),
+        "new_worker_serving_s": (
+            None if state["serving_at"] is None else round(state["serving_at"] - killed_at, 2)
+        ),
+        "server_alive": alive,
+        "answers_at_end": answers,
+        "req_per_s_before": round(len(pre) / killed_at, 1) if killed_at else 0.0,
+        "req_per_s_tail": round(len(tail) / (duration - tail_from), 1),
+        "error_samples": samples,
+    }
+
+
+def _model_servers(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """One SpawnedServer per ``--models`` entry (``serve@REF`` from a worktree of REF)."""
+    servers: dict[str, SpawnedServer] = {}
+    for name in args.models:
+        model, _, ref = name.partition("@")
+        src = stack.enter_context(ref_worktree(ref)) if ref else None
+        servers[name] = SpawnedServer(
+            no_auth=args.no_auth, workers=args.workers, src=src, model=model
+        )
+    return servers
+
+
+def render_models(result: dict[str, Any]) -> str:
+    """The --models table: per model and level, medians over the rounds and their spread."""
+    lines = [
+        f"process models, {result['config']['workers']} workers, searched in turns "
+        f"({result['config']['rounds']} rounds each); load average at start "
+        f"{result['machine']['loadavg_start']}, at end {result['machine']['loadavg_end']}",
+        f"{'conc':>4}  {'model':<22} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} "
+        f"{'cpu ms/search':>13}  rounds: req/s | p99 ms",
+    ]
+    for row in result["models"]["levels"]:
+        for name in result["models"]["names"]:
+            r = row[name]
+            per = r["rounds"]
+            lines.append(
+                f"{row['concurrency']:>4}  {name:<22} {r['req_per_s']:>7.1f} {r['p50_ms']:>7.1f} "
+                f"{r['p99_ms']:>7.1f} {r['errors']:>6} "
+                f"{fmt_opt(r['server_cpu_ms_per_search'], '.2f'):>13}  "
+                + " ".join(f"{x:.0f}" for x in per["req_per_s"])
+                + " | "
+                + " ".join(f"{x:.0f}" for x in per["p99_ms"])
+            )
+    for name, k in result["models"].get("kill", {}).items():
+        lines.append(
+            f"kill -9 {name}: failed {k['failed']} of {k['requests']}, failures until "
+            f"+{fmt_opt(k['failures_end_s'], '.2f')} s, worker replaced after "
+            f"{fmt_opt(k['worker_back_s'], '.2f')} s, serving after "
+            f"{fmt_opt(k['new_worker_serving_s'], '.2f')} s, server alive {k['server_alive']}, "
+            f"answers at end {k['answers_at_end']}, req/s before {k['req_per_s_before']:.0f} / "
+            f"last quarter {k['req_per_s_tail']:.0f}"
+        )
+    return "\n".join(lines)
+
+
+def main_models(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
+    """``--models A,B,..``: one server per process model over identically filled stores,
+    searched in turns at each level; then, with ``--kill``, a worker of each killed under load."""
+    result["config"].update({"workers": args.workers, "rounds": args.rounds})
+    result["models"] = {"names": list(args.models), "levels": [], "kill": {}}
+    agents, queries = agent_ids(args.agents), query_pool(args.queries)
+    with contextlib.ExitStack() as stack:
+        servers = _model_servers(args, stack)
+        try:
+            for name, srv in servers.items():
+                print(f"starting {name} server, ingesting ...", file=sys.stderr, flush=True)
+                srv.start()
+                headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
+
+                async def fill(url: str = srv.url, h: dict[str, str] = headers) -> None:
+                    async with httpx.AsyncClient(
+                        base_url=url, headers=h, timeout=httpx.Timeout(120.0)
+                    ) as client:
+                        if args.memories:
+                            await ingest(client, args.memories, agents, None)
+                        if args.adds:
+                            await single_adds(client, args.adds, agents, None)
+
+                asyncio.run(fill())
+            for level in args.levels:
+                print(f"search at concurrency {level} ...", file=sys.stderr, flush=True)
+                result["models"]["levels"].append(
+                    asyncio.run(
+                        compare_level(
+                            servers, level, queries, agents, duration=args.duration,
+                            rounds=args.rounds, warmup=args.warmup,
+                        )
+                    )
+                )  # fmt: skip
+            if args.kill:
+                for name, srv in servers.items():
+                    print(f"kill -9 a worker of {name} under load ...", file=sys.stderr)
+                    result["models"]["kill"][name] = asyncio.run(
+                        kill_run(
+                            srv, args.kill_concurrency, queries, agents,
+                            duration=args.kill_duration, kill_at=args.kill_duration / 4,
+                        )
+                    )  # fmt: skip
+        finally:
+            for srv in servers.values():
+                srv.stop()
+    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    print(render_models(result))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, write ``--out``; returns the results."""
     args = parse_args(argv)
@@ -1205,6 +1597,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     }
     if args.compare:
         return main_compare(args, result)
+    if args.models:
+        return main_models(args, result)
     try:
         if spawned is not None:
             print("starting memvault serve ...", file=sys.stderr, flush=True)
@@ -1238,4 +1632,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--launch"]:
+        launch(sys.argv[2:])
+    else:
+        main()

@@ -24,7 +24,7 @@ from memvault.models import MemoryLevel
 if TYPE_CHECKING:
     from memvault.server.keys import KeyStore
 
-__all__ = ["app_factory", "bind_tcp", "build_app", "is_loopback", "register"]
+__all__ = ["app_factory", "bind_tcp", "build_app", "is_loopback", "prepare_workers", "register"]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
@@ -136,14 +136,22 @@ def serve(
         preflight.close()
     listener = bind_tcp(host, port)  # the port is taken now, or a clear error
     listener.listen(2048)
+    prepare_workers(options, workers)
+    raise typer.Exit(_supervise(workers, listener, log_level))
+
+
+def prepare_workers(options: dict[str, Any], workers: int) -> None:
+    """Set up this process's environment for ``workers`` server processes started from it.
+
+    The workers inherit it: :func:`app_factory` reads ``options`` from it, every worker counts
+    its metrics into one shared directory (so ``/metrics`` on any worker shows them all), and
+    each embeds with its share of the cores, not all of them.
+    """
     os.environ[_OPTIONS_ENV] = json.dumps(options)
-    # Every worker writes its metrics to one shared directory, so /metrics shows them all.
     from memvault.server.metrics import prepare_multiprocess
 
     prepare_multiprocess(workers)
-    # The workers share the cores: each embeds with its share of them, not all of them.
     os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
-    raise typer.Exit(_supervise(workers, listener, log_level))
 
 
 def _warn_without_mcp() -> None:
