@@ -306,6 +306,10 @@ class _Generator:
             self.need(imports, defaults, True)
             returns = f" -> {ast.unparse(fn.returns)}" if fn.returns else ""
             head = [f"    @{d}" for d in decorators]
+            if wrapper is not None and is_property:
+                # One blocking view per facade, as the async core keeps one engine.
+                head = ["    @cached_property"]
+                self.runtime.add("from functools import cached_property")
             signature = f"    def {fn.name}({ast.unparse(fn.args)}){returns}:"
             if "overload" in decorators:
                 lines += [*head, signature + " ...", ""]

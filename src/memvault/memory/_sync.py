@@ -8,6 +8,7 @@ private loop thread (:mod:`memvault.memory._sync_base`). This file is generated 
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from memvault.consolidation.service import ConsolidationStrategy
@@ -821,7 +822,7 @@ class Memory(MemoryBase):
         """
         return self._run(self._core.clear_working(task_id, agent_id=agent_id))
 
-    @property
+    @cached_property
     def learning(self) -> SyncLearning:
         """The learning layer: lessons, skill pool, approvals, org memory (opened on first use).
 
