@@ -43,8 +43,8 @@ endef
 export SPLIT_CORE
 
 $(DEMO_STAMP): $(BIN)/python pyproject.toml
-	@if [ -f $(STAMP) ]; then echo "the full set is installed: nothing to add for the demo"; else \
-		set -ex; \
+	if [ -f $(STAMP) ]; then echo "the full set is installed: nothing to add for the demo"; else \
+		set -e; \
 		$(BIN)/python -c "$$SPLIT_CORE" $(VENV)/core.txt $(VENV)/core-alone.txt $(DEMO_NO_DEPS); \
 		$(BIN)/python -m pip install --quiet -r $(VENV)/core.txt; \
 		$(BIN)/python -m pip install --quiet --no-deps -r $(VENV)/core-alone.txt -e . \
