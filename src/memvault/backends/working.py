@@ -15,9 +15,10 @@ the common path:
 
 * writes: a batch without WORKING requests goes straight to the durable store, with the
   planner's vectors (a plain composite would embed the batch again);
-* searches: when the agent holds no WORKING memory in process (the usual case) the durable
-  store answers alone, exactly as without the overlay; otherwise both are asked in parallel and
-  their candidates merged by score (one embedding model, checked at construction);
+* searches: until a WORKING memory is written through it (the usual case), the durable store
+  answers alone, with no count of the scratch store; once one was, an agent holding none still
+  gets the durable store alone, and otherwise both are asked in parallel and their candidates
+  merged by score (one embedding model, checked at construction);
 * imports (``import_``: restoring exported data) go to the durable store whole, WORKING
   entries included, since that data was stored already and must not vanish with the process;
 * the durable store's extra tables and methods (archive, restore, audit, consolidation marks,
@@ -68,6 +69,9 @@ class WorkingOverlay(CompositeBackend):
     ) -> None:
         super().__init__({_WORKING: scratch}, durable, preset=preset)
         self._scratch = scratch
+        # False until a WORKING memory is routed to the scratch store: until then every read is
+        # the durable store's alone, with no count of the scratch and no second agent check.
+        self._used = False
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes the overlay lacks: the durable store's extra methods
@@ -97,6 +101,13 @@ class WorkingOverlay(CompositeBackend):
         """The in-process store of WORKING memories."""
         return self._scratch
 
+    def route(self, category: MemoryCategory) -> MemoryStore:
+        """The child of ``category`` (every write is routed here: a WORKING one marks use)."""
+        child = super().route(category)
+        if child is self._scratch:
+            self._used = True
+        return child
+
     async def store_many(
         self,
         agent_id: str,
@@ -110,6 +121,7 @@ class WorkingOverlay(CompositeBackend):
             return await self._default.store_many(agent_id, requests, vectors=vectors)
         if all(r.category is _WORKING for r in requests):
             self._require_connected()
+            self._used = True
             return await self._scratch.store_many(agent_id, requests, vectors=vectors)
         return await super().store_many(agent_id, requests, vectors=vectors)
 
@@ -136,6 +148,17 @@ class WorkingOverlay(CompositeBackend):
         vector: Sequence[float] | Vectors | None = None,
     ) -> CandidateSet:
         """Candidates of both stores, or of the durable one alone when nothing is in process."""
+        if not self._used:  # the usual case: the durable store checks the agent id itself
+            return await self._default.search_candidates(
+                agent_id,
+                query,
+                pool=pool,
+                dense=dense,
+                neighbours=neighbours,
+                hops=hops,
+                terms=terms,
+                vector=vector,
+            )
         agent = check_agent(agent_id)
         self._require_connected()
         wants_working = query.categories is None or _WORKING in query.categories
