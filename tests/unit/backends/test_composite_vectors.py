@@ -7,13 +7,14 @@ that counts what it embeds.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from counting_embedder import CountingEmbedder
 from memvault import AsyncMemory
 from memvault.backends.composite import CompositeBackend
 from memvault.backends.inmemory import InMemoryBackend
@@ -23,21 +24,6 @@ from memvault.models import MemoryCategory, MemoryStoreRequest
 from memvault.protocols import Embedder
 
 AGENT = "dev-1"
-
-
-class CountingEmbedder:
-    """The real embedder, counting the passages it embeds."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.documents = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        self.documents += len(texts)
-        return self.inner.embed_documents(texts)
 
 
 @pytest.fixture
@@ -84,7 +70,7 @@ async def test_given_vectors_are_stored_as_is_without_embedding_again(
     raw = rng.normal(size=(len(requests), minilm.dimension)).astype(np.float32)
     vectors = list(raw / np.linalg.norm(raw, axis=1, keepdims=True))
     ids = await composite.store_many(AGENT, requests, vectors=vectors)
-    assert counting.documents == 0
+    assert counting.calls["texts"] == 0
     stored = await composite.export_vectors(ids)
     for mid, vec in zip(ids, vectors, strict=True):
         assert np.asarray(stored[mid]).tobytes() == np.asarray(vec, dtype=np.float32).tobytes()
@@ -101,7 +87,7 @@ async def test_without_vectors_each_text_is_embedded_once(
 ) -> None:
     requests = _requests(MemoryCategory.WORKING, MemoryCategory.SEMANTIC, MemoryCategory.EPISODIC)
     ids = await composite.store_many(AGENT, requests)
-    assert len(ids) == 3 and counting.documents == 3
+    assert len(ids) == 3 and counting.calls["texts"] == 3
 
 
 async def test_a_wrong_number_of_vectors_is_refused_before_anything_is_stored(
@@ -140,6 +126,6 @@ async def test_memory_add_many_over_a_composite_embeds_every_text_once(
         # The write planner embeds the batch for its duplicate check and hands the vectors on.
         ids = await mem.add_many(items, agent_id=AGENT, dedup=True)
         assert len(set(ids)) == 4
-        assert counting.documents == 4
+        assert counting.calls["texts"] == 4
         hits = await mem.search("Deploy fact 1 for the release train.", agent_id=AGENT)
         assert ids[1] in [h.id for h in hits]

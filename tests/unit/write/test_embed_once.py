@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from counting_embedder import CountingEmbedder
 from memvault import AsyncMemory
 from memvault.protocols import Embedder
-
-
-class CountingEmbedder:
-    """The real embedder, counting how many texts each method embeds."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.queries = 0
-        self.documents = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def embed_query(self, text: str) -> Any:
-        self.queries += 1
-        return self.inner.embed_query(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        self.documents += len(texts)
-        return self.inner.embed_documents(texts)
 
 
 async def test_add_many_with_dedup_embeds_every_text_once(tmp_path: Path, minilm: Embedder) -> None:
@@ -39,11 +18,11 @@ async def test_add_many_with_dedup_embeds_every_text_once(tmp_path: Path, minilm
         await mem.add_many(
             [{"content": f"Fact number {i} about the system."} for i in range(20)], agent_id="a"
         )
-        counting.queries = counting.documents = 0
+        counting.calls.clear()
         texts = [f"Another fact, number {i}, about deploys." for i in range(30)]
         ids = await mem.add_many([{"content": t} for t in texts], agent_id="a", dedup=True)
         assert len(set(ids)) == 30
-        assert counting.documents == 30 and counting.queries == 0
+        assert counting.calls["texts"] == 30 and counting.calls["query"] == 0
         # The duplicate check still finds what is already there.
         again = await mem.add_many([{"content": texts[3]}], agent_id="a", dedup=True)
         assert again == [ids[3]]

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from counting_embedder import CountingEmbedder
 from memvault import AsyncMemory
+from memvault.backends.factory import keep_working_in_process
 from memvault.backends.sqlite import _blas
 from memvault.backends.sqlite.backend import SQLiteBackend
 from memvault.backends.sqlite.vector_index import AgentIndex
 from memvault.config import MemoryOptionsConfig, MemvaultConfig
 from memvault.errors import MemoryError
-from memvault.models import MemoryCategory
+from memvault.models import CandidateSet, MemoryCategory
 from memvault.protocols import Embedder
 from memvault.write import WriteKind
 
@@ -36,69 +37,46 @@ FILLER = [
 ]
 
 
-class CountingEmbedder:
-    """The real embedder, counting calls and texts of each method."""
+class ProbedBackend(SQLiteBackend):
+    """The SQLite store, counting what a write asks of it (neighbour searches, vector exports,
+    audit and access records) and, between :meth:`start` and :meth:`stop`, the SQL statements
+    its connection runs (the store's ``trace`` hook)."""
 
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.calls: Counter[str] = Counter()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def embed_query(self, text: str) -> Any:
-        self.calls["query"] += 1
-        return self.inner.embed_query(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        self.calls["documents"] += 1
-        self.calls["texts"] += len(texts)
-        return self.inner.embed_documents(texts)
-
-
-class Probe:
-    """Counts what the SQLite store does: candidate searches, vector exports, SQL statements."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, backend: SQLiteBackend) -> None:
+    def __init__(self, path: Path, embedder: Any, **kwargs: Any) -> None:
+        super().__init__(path, embedder, trace=self._note, **kwargs)
         self.calls: Counter[str] = Counter()
         self.statements: list[str] = []
-        self._backend = backend
-        for name in ("_candidates_sync", "export_vectors", "record_audit", "record_access"):
-            self._count(monkeypatch, name)
+        self._recording = False
 
-    def _count(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-        original = getattr(SQLiteBackend, name)
-        calls = self.calls
+    async def search_candidates(self, *args: Any, **kwargs: Any) -> CandidateSet:
+        self.calls["search_candidates"] += 1
+        return await super().search_candidates(*args, **kwargs)
 
-        if name == "_candidates_sync":
+    async def export_vectors(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls["export_vectors"] += 1
+        return await super().export_vectors(*args, **kwargs)
 
-            def sync(*args: Any, **kwargs: Any) -> Any:
-                calls[name] += 1
-                return original(*args, **kwargs)
+    async def record_audit(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls["record_audit"] += 1
+        return await super().record_audit(*args, **kwargs)
 
-            monkeypatch.setattr(SQLiteBackend, name, sync)
-            return
+    async def record_access(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls["record_access"] += 1
+        return await super().record_access(*args, **kwargs)
 
-        async def wrapped(*args: Any, **kwargs: Any) -> Any:
-            calls[name] += 1
-            return await original(*args, **kwargs)
-
-        monkeypatch.setattr(SQLiteBackend, name, wrapped)
-
-    async def start(self) -> None:
+    def start(self) -> None:
         self.calls.clear()
         self.statements.clear()
-        # The trace callback is set on the store's own thread, where its connection lives.
-        await self._backend._run(lambda: self._backend._db.set_trace_callback(self._note))
+        self._recording = True
 
-    async def stop(self) -> None:
-        await self._backend._run(lambda: self._backend._db.set_trace_callback(None))
+    def stop(self) -> None:
+        self._recording = False
 
     def _note(self, sql: str) -> None:
-        if not sql.startswith("--"):  # FTS5's own statements, not ours
+        if self._recording and not sql.startswith("--"):  # FTS5's own statements, not ours
             self.statements.append(" ".join(sql.split()))
 
-    def count(self, prefix: str) -> int:
+    def sql_count(self, prefix: str) -> int:
         return sum(s.upper().startswith(prefix) for s in self.statements)
 
 
@@ -115,11 +93,24 @@ def counting(minilm: Embedder) -> CountingEmbedder:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, counting: CountingEmbedder) -> Any:
-    # The default configuration: dedup on, a 10,000-memory cap per agent.
-    mem = AsyncMemory(str(tmp_path / "cost.db"), embedder=counting)  # type: ignore[arg-type]
+def probe(tmp_path: Path, counting: CountingEmbedder) -> ProbedBackend:
+    # The store the default configuration opens: a 10,000-memory cap per agent.
+    cap = MemoryOptionsConfig().max_memories_per_agent
+    assert cap == 10_000
+    return ProbedBackend(tmp_path / "cost.db", counting, max_memories_per_agent=cap)
+
+
+@pytest.fixture
+async def store(probe: ProbedBackend, counting: CountingEmbedder) -> Any:
+    # The default configuration otherwise: dedup on, WORKING memories kept in process.
+    config = MemvaultConfig()
+    backend = keep_working_in_process(probe, config)
+    mem = AsyncMemory(backend=backend, config=config, embedder=counting)  # type: ignore[arg-type]
+    assert _durable(mem) is probe
     await mem.add_many([{"content": t} for t in FILLER], agent_id=AGENT, dedup=False)
     await mem.search("warm the index", agent_id=AGENT)
+    # A read waits for the search's access counts to be written, so that write is not counted.
+    assert await mem.count(agent_id=AGENT) == len(FILLER)
     try:
         yield mem
     finally:
@@ -127,20 +118,19 @@ async def store(tmp_path: Path, counting: CountingEmbedder) -> Any:
 
 
 async def test_single_add_embeds_once_searches_once_and_commits_once(
-    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+    store: AsyncMemory, counting: CountingEmbedder, probe: ProbedBackend
 ) -> None:
-    probe = Probe(monkeypatch, _durable(store))
     counting.calls.clear()
-    await probe.start()
+    probe.start()
     result = await store.write(
         "The search service moved to cluster 9 after the Thursday incident.", agent_id=AGENT
     )
-    await probe.stop()
+    probe.stop()
     assert result.decision.kind is WriteKind.ADD
     assert counting.calls == Counter({"documents": 1, "texts": 1})
-    assert probe.calls == Counter({"_candidates_sync": 1})
-    assert probe.count("BEGIN") == 1
-    assert probe.count("COMMIT") == 1
+    assert probe.calls == Counter({"search_candidates": 1})
+    assert probe.sql_count("BEGIN") == 1
+    assert probe.sql_count("COMMIT") == 1
     # Memory row, vector, static vector, FTS row and audit record, in the one transaction.
     inserts = [s.split("(")[0].strip() for s in probe.statements if s.startswith("INSERT")]
     assert inserts == [
@@ -158,24 +148,23 @@ async def test_single_add_embeds_once_searches_once_and_commits_once(
 
 
 async def test_duplicate_add_embeds_once_and_stores_nothing(
-    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+    store: AsyncMemory, counting: CountingEmbedder, probe: ProbedBackend
 ) -> None:
     listed = await store.list(agent_id=AGENT, limit=100)
     before = next(e for e in listed if e.content == FILLER[3])
-    probe = Probe(monkeypatch, _durable(store))
     counting.calls.clear()
-    await probe.start()
+    probe.start()
     result = await store.write(FILLER[3], agent_id=AGENT)
-    await probe.stop()
+    probe.stop()
     assert result.decision.kind is WriteKind.NOOP
     assert counting.calls == Counter({"documents": 1, "texts": 1})
-    assert probe.calls["_candidates_sync"] == 1
+    assert probe.calls["search_candidates"] == 1
     assert probe.calls["export_vectors"] == 0
     assert not [s for s in probe.statements if s.startswith("INSERT INTO memories ")]
     # The access bump and the memory.duplicate audit record commit together.
-    assert probe.count("BEGIN") == 1 and probe.count("COMMIT") == 1
-    assert probe.count("UPDATE MEMORIES SET ACCESS_COUNT") == 1
-    assert probe.count("INSERT INTO AUDIT") == 1
+    assert probe.sql_count("BEGIN") == 1 and probe.sql_count("COMMIT") == 1
+    assert probe.sql_count("UPDATE MEMORIES SET ACCESS_COUNT") == 1
+    assert probe.sql_count("INSERT INTO AUDIT") == 1
     assert await store.count(agent_id=AGENT) == len(FILLER)
     assert result.id == before.id
     confirmed = await store.get(before.id, agent_id=AGENT)
@@ -185,37 +174,35 @@ async def test_duplicate_add_embeds_once_and_stores_nothing(
 
 
 async def test_a_statement_gets_one_more_lexical_search_and_still_one_embedding(
-    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+    store: AsyncMemory, counting: CountingEmbedder, probe: ProbedBackend
 ) -> None:
     first = await store.write("Lucia prefers dark mode for the editor.", agent_id=AGENT)
-    probe = Probe(monkeypatch, _durable(store))
     counting.calls.clear()
-    await probe.start()
+    probe.start()
     second = await store.write("Lucia now prefers light mode for the editor.", agent_id=AGENT)
-    await probe.stop()
+    probe.stop()
     assert second.decision.kind is WriteKind.SUPERSEDE
     assert second.decision.old_id == first.id
     assert counting.calls == Counter({"documents": 1, "texts": 1})
     # The text's neighbours, plus the lexical search on the statement's subject and slot.
-    assert probe.calls["_candidates_sync"] == 2
-    assert probe.count("BEGIN") == 1 and probe.count("COMMIT") == 1
+    assert probe.calls["search_candidates"] == 2
+    assert probe.sql_count("BEGIN") == 1 and probe.sql_count("COMMIT") == 1
 
 
 async def test_add_many_with_dedup_searches_each_item_and_keeps_batch_order(
-    store: AsyncMemory, counting: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+    store: AsyncMemory, counting: CountingEmbedder, probe: ProbedBackend
 ) -> None:
-    probe = Probe(monkeypatch, _durable(store))
     texts = [
         f"Release {i} of the mobile app ships with offline maps for region {i}." for i in range(12)
     ]
     items = [{"content": t} for t in [*texts, texts[4], FILLER[0]]]
     counting.calls.clear()
-    await probe.start()
+    probe.start()
     ids = await store.add_many(items, agent_id=AGENT, dedup=True)
-    await probe.stop()
+    probe.stop()
     assert counting.calls == Counter({"documents": 1, "texts": len(items)})
-    assert probe.calls["_candidates_sync"] == len(items)
-    assert probe.count("BEGIN") == 2  # the batch; the confirmation with its audit record
+    assert probe.calls["search_candidates"] == len(items)
+    assert probe.sql_count("BEGIN") == 2  # the batch; the confirmation with its audit record
     assert len(set(ids[:12])) == 12
     assert ids[12] == ids[4]  # a repeat within the batch
     stored = {e.id: e.content for e in await store.list(agent_id=AGENT, limit=100)}

@@ -119,6 +119,10 @@ class SQLiteBackend(
     store: a missing directory (unless ``create_dirs=True``: the factory passes it for
     memvault's own directories such as ``~/.memvault``) and an existing file that is not a
     SQLite database both raise :class:`~memvault.errors.MemoryConfigError`.
+
+    ``trace``, when given, is called with the text of every SQL statement the store's
+    connection runs (:meth:`sqlite3.Connection.set_trace_callback`), on the thread that runs
+    it: for debugging, and for tests that count what an operation costs.
     """
 
     backend_name = "sqlite"
@@ -134,10 +138,12 @@ class SQLiteBackend(
         busy_timeout_ms: int = 10_000,
         entry_cache_size: int = 20_000,
         create_dirs: bool = False,
+        trace: Callable[[str], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
         self._create_dirs = create_dirs
+        self._trace = trace
         self._cache = _EntryCache(entry_cache_size)
         self._path = Path(path).expanduser()
         self._synchronous = synchronous.upper()
@@ -240,6 +246,8 @@ class SQLiteBackend(
 
     def _open(self) -> sqlite3.Connection:
         def prepare(conn: sqlite3.Connection) -> None:
+            if self._trace is not None:
+                conn.set_trace_callback(self._trace)
             conn.execute("PRAGMA foreign_keys = ON")
             check_foreign(conn, self._path, "memvault store")
             apply_migrations(conn, to_us(self._clock()))
