@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-import memvault.server.keys as keys_module
 from memvault.embeddings import HashingEmbedder
 from memvault.errors import (
     MemoryConfigError,
@@ -59,12 +58,15 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeS
     """A builder of fresh, empty key stores of one kind (closed after the test)."""
     built: list[KeyStore] = []
 
-    def make(clock: Callable[[], datetime] | None = None) -> KeyStore:
+    def make(
+        clock: Callable[[], datetime] | None = None, key_ids: Callable[[], str] | None = None
+    ) -> KeyStore:
         store: KeyStore
         if request.param == "sqlite":
-            store = SQLiteKeyStore(tmp_path / f"store{len(built)}.db", clock=clock)
+            path = tmp_path / f"store{len(built)}.db"
+            store = SQLiteKeyStore(path, clock=clock, key_ids=key_ids)
         else:
-            store = InMemoryKeyStore(clock=clock)
+            store = InMemoryKeyStore(clock=clock, key_ids=key_ids)
         built.append(store)
         return store
 
@@ -184,11 +186,12 @@ def test_concurrent_creation_from_threads(tmp_path: Path) -> None:
             s.close()
 
 
-def test_an_id_collision_is_retried(store: KeyStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_id_collision_is_retried(make_store: MakeStore) -> None:
+    ids = iter(["k_0000000000aa", "k_0000000000aa", "k_00000000beef"])
+    store = make_store(StepClock(), key_ids=lambda: next(ids))
     first, _ = store.create(name="first")
-    ids = iter([first.id, "k_00000000beef"])
-    monkeypatch.setattr(keys_module, "_new_key_id", lambda: next(ids))
-    second, secret = store.create(name="second")
+    assert first.id == "k_0000000000aa"
+    second, secret = store.create(name="second")  # the first id it is given is taken
     assert second.id == "k_00000000beef"
     assert store.authenticate(secret) == second
     assert [k.name for k in store.list()] == ["first", "second"]

@@ -12,6 +12,10 @@ PostgreSQL schema the URL selects, or in process for ``memory://``. Every key be
 tenant and may be pinned to one agent. The API is synchronous; the server calls it through
 :func:`asyncio.to_thread`, and every store is safe to use from several threads.
 
+Every store takes, keyword-only, a ``clock`` (the current UTC time, default the system clock)
+and ``key_ids`` (makes the id of each new key, default ``k_`` + 12 random hex digits; an id
+that is already taken is replaced by the next one it makes), so tests can fix both.
+
 Bad input (a blank name, an unknown scope, an invalid tenant or agent id, a malformed key id)
 raises :class:`~memvault.errors.MemoryValidationError` before any storage is touched. Storage
 failures raise :class:`~memvault.errors.MemoryStoreError` (writes),
@@ -320,8 +324,9 @@ def _scopes_text(scopes: Iterable[Scope]) -> str:
 class _KeyStoreBase:
     """Validation, secrets and hashing; subclasses store rows."""
 
-    def __init__(self, clock: Clock | None) -> None:
+    def __init__(self, clock: Clock | None, key_ids: Callable[[], str] | None) -> None:
         self._clock = clock or _utc_now
+        self._key_ids = key_ids or _new_key_id
 
     def _now(self) -> datetime:
         now = _check_time(self._clock(), "the key store's clock")
@@ -380,7 +385,7 @@ class _KeyStoreBase:
         clean_scopes = _check_scopes(scopes)
         clean_agent = _check_agent(agent_id)
         for _ in range(_ID_ATTEMPTS):
-            key_id = _new_key_id()
+            key_id = _check_key_id(self._key_ids())
             secret = _new_secret(key_id)
             key = ApiKey(
                 id=key_id,
@@ -449,8 +454,10 @@ class _KeyStoreBase:
 class InMemoryKeyStore(_KeyStoreBase):
     """Keys in a dict of this process (``memory://``): gone when the process ends."""
 
-    def __init__(self, *, clock: Clock | None = None) -> None:
-        super().__init__(clock)
+    def __init__(
+        self, *, clock: Clock | None = None, key_ids: Callable[[], str] | None = None
+    ) -> None:
+        super().__init__(clock, key_ids)
         self._rows: dict[str, tuple[ApiKey, str]] = {}  # insertion order is creation order
         self._lock = threading.Lock()
         self._closed = False
@@ -543,9 +550,14 @@ class SQLiteKeyStore(_KeyStoreBase):
     """
 
     def __init__(
-        self, path: str | Path, *, busy_timeout_ms: int = 10_000, clock: Clock | None = None
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 10_000,
+        clock: Clock | None = None,
+        key_ids: Callable[[], str] | None = None,
     ) -> None:
-        super().__init__(clock)
+        super().__init__(clock, key_ids)
         self._path = Path(path).expanduser()
         self._db = SQLiteSide(
             self._path, what="key store", busy_timeout_ms=busy_timeout_ms, prepare=self._prepare
@@ -654,8 +666,9 @@ class PostgresKeyStore(_KeyStoreBase):
         schema: str | None = None,
         connect_timeout: float = 10.0,
         clock: Clock | None = None,
+        key_ids: Callable[[], str] | None = None,
     ) -> None:
-        super().__init__(clock)
+        super().__init__(clock, key_ids)
         try:
             from memvault.backends.postgres._dsn import check_schema, parse_dsn
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
