@@ -1,3 +1,6 @@
+# mypy: disable-error-code="no-any-return"
+# The typed methods return ``await self._op(...)``, which decodes each answer to the method's
+# declared type through the operation table; mypy cannot follow that through ``Any``.
 """The remote client: :class:`RemoteAsyncMemory` speaks the REST API of ``memvault serve``.
 
 ``AsyncMemory("http://host:8765", api_key=...)`` returns one, and ``Memory(...)`` with a server URL
@@ -7,6 +10,12 @@ URL: every method keeps its signature, its return type and its errors. A respons
 :mod:`memvault.server.errors`) with the server's message; a server that cannot be reached, times
 out or answers something that is not memvault is a :class:`~memvault.errors.MemoryConnectionError`
 naming the URL. httpx's own exceptions never escape.
+
+Every typed method goes one way (:meth:`RemoteAsyncMemory._op`): its arguments become the
+operation's request model (:mod:`memvault.api.requests`, so the client checks them with the
+server's own model and limits), the model travels by the operation's :class:`~memvault.api.Http`
+entry (path parameters, query or body), and the answer is checked against the entry's response
+model and decoded into the method's return type.
 
 What the server decides for itself is not sent: its retrieval settings (a search may name one of
 its presets), its consolidation LLM and settings, its retention rules and consolidation
@@ -26,31 +35,30 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 from urllib.parse import quote
 
 import httpx
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from memvault._inputs import (
     CategoryLike,
     aware,
+    check_scope_id,
     check_update,
     conversation_turns,
     is_message,
     parse_category,
     publish_scope,
-    query_filters,
-    scope_metadata,
     server_url,
 )
 from memvault._inputs import categories as _categories
 from memvault._inputs import item_request as _item_request
 from memvault._inputs import load_export as _load_export
-from memvault._inputs import store_request as _request
 from memvault._version import __version__
 from memvault.agent.capture import TurnRecord
 from memvault.agent.working import WorkingMemory
+from memvault.api import responses as rs
 from memvault.api.operations import Operation, operation_table
 from memvault.config import MemvaultConfig
 from memvault.consolidation import ConsolidationConfig, ConsolidationResult, ConsolidationStrategy
@@ -70,7 +78,6 @@ from memvault.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
-from memvault.graph.forgetting import ForgettingReport
 from memvault.graph.models import RecallMode
 from memvault.injection.context import (
     CONTEXT_MIN_RELEVANCE,
@@ -78,6 +85,7 @@ from memvault.injection.context import (
     _check_request,
 )
 from memvault.learning.engine import LearningEngine
+from memvault.learning.forgetting import ForgettingReport
 from memvault.learning.models import (
     AgentProfile,
     ApprovalItem,
@@ -101,6 +109,7 @@ from memvault.models import (
     MemoryStoreRequest,
     ScoreBreakdown,
     StoreStats,
+    parse_filters,
 )
 from memvault.protocols import Embedder, LLMProvider, MemoryStore
 from memvault.retrieval.filters import MemoryFilterStrategy
@@ -121,13 +130,9 @@ API_KEY_ENV = "MEMVAULT_API_KEY"
 
 DEFAULT_TIMEOUT = 30.0
 
-# Wire limits of the REST bodies (memvault.server.schemas). Batches are cut to fit them; search
-# and context limits above the wire maximum ask for the maximum (the best hits come first).
-_BATCH_ITEMS = 1000
-_BATCH_BYTES = 3 * 1024 * 1024  # under the server's default 4 MiB body limit
-_SEARCH_LIMIT = 100
-_CONTEXT_LIMIT = 100
-_TOKEN_BUDGET = 200_000
+# Batches (add_many, archive, import_) are cut to the request model's item limit and to about
+# this many bytes, under the server's default 4 MiB body limit (a setting, not in the model).
+_BATCH_BYTES = 3 * 1024 * 1024
 
 _GET_RETRIES = 2
 _BACKOFF_SECONDS = 0.1
@@ -176,46 +181,6 @@ def _not_remote(what: str) -> MemoryCapabilityError:
     return MemoryCapabilityError(f"{what} is not available over HTTP")
 
 
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-def _store_body(request: MemoryStoreRequest, position: int | None = None) -> dict[str, Any]:
-    """The REST fields of one validated store request (``AddBody`` / ``AddManyItem``)."""
-    meta = request.metadata
-    unsent = [
-        name
-        for name, is_set in (
-            ("valid_from", request.valid_from is not None),
-            ("scope", request.scope is not MemoryScope.PRIVATE),
-        )
-        if is_set
-    ]
-    if unsent:
-        where = "" if position is None else f"item {position}: "
-        raise _not_remote(f"{where}setting {', '.join(unsent)} on a memory")
-    if meta.confidence != 1.0 and position is None:
-        raise _not_remote("setting confidence on a single add (use add_many)")
-    body: dict[str, Any] = {
-        "content": request.content,
-        "category": request.category.value,
-        "tags": list(meta.tags),
-        "metadata": dict(meta.extra),
-        "importance": meta.importance,
-    }
-    if meta.confidence != 1.0:
-        body["confidence"] = meta.confidence
-    optional = {
-        "created_at": _iso(request.created_at),
-        "expires_at": _iso(request.expires_at),
-        "supersedes": request.supersedes,
-        "label": meta.label,
-        "source": meta.source,
-    }
-    body.update({k: v for k, v in optional.items() if v is not None})
-    return body
-
-
 def _encode(body: Any) -> bytes:
     try:
         return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -239,6 +204,143 @@ def _chunks(items: Sequence[dict[str, Any]], limit: int) -> Iterator[builtins.li
         yield batch
 
 
+def _batch_item(request: MemoryStoreRequest, position: int) -> dict[str, Any]:
+    """The fields of one validated ``add_many`` item (``AddManyItem``)."""
+    unsent = [
+        name
+        for name, is_set in (
+            ("valid_from", request.valid_from is not None),
+            ("scope", request.scope is not MemoryScope.PRIVATE),
+        )
+        if is_set
+    ]
+    if unsent:
+        raise _not_remote(f"item {position}: setting {', '.join(unsent)} on a memory")
+    meta = request.metadata
+    item = {
+        "content": request.content,
+        "category": request.category.value,
+        "tags": list(meta.tags),
+        "metadata": dict(meta.extra),
+        "importance": meta.importance,
+        "confidence": None if meta.confidence == 1.0 else meta.confidence,
+        "created_at": None if request.created_at is None else request.created_at.isoformat(),
+        "expires_at": None if request.expires_at is None else request.expires_at.isoformat(),
+        "supersedes": request.supersedes,
+        "label": meta.label,
+        "source": meta.source,
+    }
+    return {k: v for k, v in item.items() if v is not None}
+
+
+def _strategy(value: ConsolidationStrategy | str | None) -> str | None:
+    """A consolidation strategy's name, refused with the embedded memory's message."""
+    if value is None:  # the server's configured strategy
+        return None
+    try:
+        return ConsolidationStrategy(value).value
+    except ValueError:
+        names = ", ".join(s.value for s in ConsolidationStrategy)
+        msg = f"unknown consolidation strategy {value!r} (choose from {names})"
+        raise MemoryValidationError(msg) from None
+
+
+# -- a method's arguments -> the operation's request model --------------------------------------
+
+# Where the server's maximum of a field caps a larger value instead of refusing it: ranked results
+# (the best come first, so the first N of a larger request are the same N).
+_CAPPED: dict[str, tuple[str, ...]] = {
+    "search": ("limit",),
+    "search_shared": ("limit",),
+    "context": ("limit", "token_budget"),
+}
+
+# The embedded memory's message for a blank query (the request model only refuses an empty one).
+_BLANK_QUERY = {"search": "search query is empty", "search_shared": "search query is empty"}
+
+
+def _types(annotation: Any) -> set[Any]:
+    """``annotation`` and every type inside it (``list[MemoryCategory] | None``: all three)."""
+    found = {annotation}
+    for arg in get_args(annotation):
+        found |= _types(arg)
+    return found
+
+
+def _maximum(model: type[BaseModel], name: str) -> int:
+    """The upper bound (``le`` or ``max_length``) the request model sets on field ``name``."""
+    for rule in model.model_fields[name].metadata:
+        for bound in (getattr(rule, "le", None), getattr(rule, "max_length", None)):
+            if isinstance(bound, int):
+                return bound
+    msg = f"{model.__name__}.{name} has no upper bound"
+    raise LookupError(msg)
+
+
+def _plain(value: Any) -> Any:
+    """Models, mappings and sequences inside an argument as JSON-like data."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (builtins.list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _argument(op: Operation, name: str, value: Any) -> Any:
+    """One argument, checked and converted as the embedded memory does (its messages)."""
+    if name in ("agent_id", "exclude_agent"):
+        return check_agent(value)
+    if name == "memory_id" and op.http is not None and name in op.http.path_params:
+        return check_id(value)
+    if name in ("user_id", "session_id", "run_id", "namespace"):
+        return check_scope_id(name, value)
+    if (
+        name == "query"
+        and op.name in _BLANK_QUERY
+        and not (isinstance(value, str) and value.strip())
+    ):
+        raise MemoryValidationError(_BLANK_QUERY[op.name])
+    if name == "filters":
+        parse_filters(value)
+    if name == "offset" and isinstance(value, int) and value < 0:
+        msg = "offset must be >= 0"
+        raise MemoryValidationError(msg)
+    if name == "tags" and isinstance(value, str):
+        msg = "tags must be a list of strings, not one string"
+        raise MemoryValidationError(msg)
+    field = op.request.model_fields.get(name)
+    types = set() if field is None else _types(field.annotation)
+    if MemoryCategory in types:
+        if builtins.list in {get_origin(t) for t in types}:
+            return sorted(c.value for c in _categories(value) or ())
+        return parse_category(value).value
+    if datetime in types:
+        return aware(value, name)
+    if name in _CAPPED.get(op.name, ()) and isinstance(value, int) and not isinstance(value, bool):
+        return min(value, _maximum(op.request, name))
+    return _plain(value)
+
+
+def _request(op: Operation, arguments: Mapping[str, Any]) -> BaseModel:
+    """The operation's request model from a method's arguments (None: the field's default).
+
+    Raises:
+        MemoryValidationError: an argument the embedded memory refuses, with its message, or
+            one the request model refuses, with the server's message for it.
+    """
+    fields = {k: _argument(op, k, v) for k, v in arguments.items() if v is not None}
+    try:
+        request: BaseModel = op.parse(fields)
+    except ValidationError as exc:
+        raise model_error(exc) from None
+    return request
+
+
+# -- the operation's answer -> the method's result -----------------------------------------------
+
+
 def _entry(data: Any) -> MemoryEntry:
     """A memory from its REST JSON (``MemoryEntry.to_json`` plus search scores)."""
     entry = MemoryEntry.from_json(data)
@@ -248,6 +350,59 @@ def _entry(data: Any) -> MemoryEntry:
     if data.get("score") is not None:
         update["score"] = ScoreBreakdown.model_validate(data["score"])
     return entry.model_copy(update=update) if update else entry
+
+
+# Answers whose Python type is not the response model's first field (see _answer).
+_RESULTS: dict[str, Callable[[Any], Any]] = {
+    "store": lambda d: WriteResult(
+        d["id"], WriteDecision.model_validate(d["detail"]), warnings=tuple(d["warnings"])
+    ),
+    "context": lambda d: MemoryContext(
+        entries=tuple(_entry(row) for row in d["entries"]),
+        text=d["text"],
+        tokens=d["tokens"],
+        role=d["role"],
+        messages=tuple(d["messages"]),
+    ),
+    "history": lambda d: MemoryHistory(
+        memory_id=d["memory_id"],
+        versions=tuple(_entry(v) for v in d["versions"]),
+        audit=tuple(AuditRecord.model_validate(r) for r in d["audit"]),
+    ),
+    "sweep": lambda d: RetentionReport(expired=d["expired"], evicted=d["evicted"]),
+    "working": WorkingMemory.from_json,
+    "archived": lambda d: [ArchivedEntry.model_validate(row) for row in d["archived"]],
+    "audit": lambda d: [AuditRecord.model_validate(row) for row in d["records"]],
+    "export": lambda d: d["memories"],  # export returns the JSON objects themselves
+}
+
+
+def _answer(op: Operation, data: Any) -> Any:
+    """The result of an operation's JSON answer, checked against its response model first.
+
+    A memory (``EntryOut``) becomes a :class:`MemoryEntry`; a domain model (``StoreStats``,
+    ``LearnReport``...) is the result itself; an envelope of :mod:`memvault.api.responses`
+    gives its first field (``{"ids": [...]}``: the ids), memories as :class:`MemoryEntry`.
+    ``_RESULTS`` decodes the answers of other shapes.
+
+    Raises:
+        ValueError, KeyError: the answer does not have the declared shape.
+    """
+    response = None if op.http is None else op.http.response
+    if response is None:
+        return data
+    parsed = response.model_validate(data)
+    special = _RESULTS.get(op.name)
+    if special is not None:
+        return special(data)
+    if response is rs.EntryOut:
+        return _entry(data)
+    if response.__module__ != rs.__name__:
+        return parsed
+    name, field = next(iter(response.model_fields.items()))
+    if field.annotation == builtins.list[rs.EntryOut]:
+        return [_entry(row) for row in data[name]]
+    return getattr(parsed, name)
 
 
 class RemoteAsyncMemory(AsyncMemory):
@@ -421,23 +576,33 @@ class RemoteAsyncMemory(AsyncMemory):
                 raise MemoryConnectionError(msg) from None
         raise self._error(resp, kind)
 
-    async def _send(self, operation: str | Operation, fields: Mapping[str, Any]) -> Any:
-        """Call one declared operation on the server; the decoded JSON of its answer.
-
-        The operation's declaration (:mod:`memvault.api.operations`) gives the method, the path
-        and whether it reads or writes; its input model checks ``fields`` here with the
-        server's own limits, so a bad value fails before anything is sent.
-        """
+    def _operation(self, operation: str | Operation) -> Operation:
+        """The declared operation (by name, or the declaration itself), if it has a route."""
         op = operation if isinstance(operation, Operation) else self._operations.get(operation)
         if op is None or op.http is None:
             name = operation.name if isinstance(operation, Operation) else operation
             msg = f"operation {name!r} is not offered over HTTP"
             raise MemoryCapabilityError(msg)
-        try:
-            request = op.parse(fields)
-        except ValidationError as exc:
-            raise model_error(exc) from None
+        return op
+
+    async def _op(self, operation: str, /, **arguments: Any) -> Any:
+        """Run one operation with a typed method's arguments; the method's result.
+
+        The arguments get the embedded memory's checks (:func:`_argument`), then the
+        operation's request model checks them with the server's own limits, so bad input fails
+        here, before anything is sent; the answer is checked against the operation's response
+        model and decoded (:func:`_answer`).
+        """
+        op = self._operation(operation)
+        data = await self._send(op, _request(op, arguments))
+        with self._decoding(_kind(op)):
+            return _answer(op, data)
+
+    async def _send(self, op: Operation, request: BaseModel) -> Any:
+        """Send a validated request by the operation's route; the decoded JSON of its answer."""
         http = op.http
+        if http is None:  # pragma: no cover - _operation admits routed operations only
+            raise _not_remote(f"operation {op.name!r}")
         in_path = http.path_params
         path = http.path.format(
             **{name: quote(str(getattr(request, name)), safe="") for name in in_path}
@@ -462,7 +627,12 @@ class RemoteAsyncMemory(AsyncMemory):
             MemoryCapabilityError: no such operation is offered over HTTP.
             MemoryValidationError: ``fields`` do not fit the operation's input.
         """
-        return await self._send(operation, fields)
+        op = self._operation(operation)
+        try:
+            request = op.parse(fields)
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        return await self._send(op, request)
 
     def _error(self, resp: httpx.Response, kind: Kind) -> MemoryError:
         """The memvault error of an error response (by its code, else by its status)."""
@@ -524,36 +694,26 @@ class RemoteAsyncMemory(AsyncMemory):
         The server sends its whole decision (kind, reason, duplicate_of, old_id, scores) and
         its advisories (``warnings``).
         """
-        agent = check_agent(agent_id)
-        request = _request(
-            content,
+        return await self._op(
+            "store",
+            content=content,
+            agent_id=agent_id,
             category=category,
             tags=tags,
-            metadata=scope_metadata(
-                metadata,
-                user_id=user_id,
-                session_id=session_id,
-                run_id=run_id,
-                namespace=namespace,
-            ),
+            metadata=metadata,
             created_at=created_at,
             expires_at=expires_at,
             supersedes=supersedes,
             label=label,
             source=source,
             importance=importance,
+            dedup=dedup,
+            admission=admission,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
-        body = {"agent_id": agent, **_store_body(request)}
-        if dedup is not None:
-            body["dedup"] = bool(dedup)
-        if admission:
-            body["admission"] = True
-        data = await self._send("store", body)
-        with self._decoding("write"):
-            mid = data["id"]
-            decision = WriteDecision.model_validate(data["detail"])
-            warnings = tuple(str(w) for w in data.get("warnings", ()))
-            return WriteResult(None if mid is None else str(mid), decision, warnings=warnings)
 
     async def add_messages(
         self,
@@ -574,31 +734,21 @@ class RemoteAsyncMemory(AsyncMemory):
 
         With ``infer=True`` the server extracts the facts with its own LLM (if it has one).
         """
-        agent = check_agent(agent_id)
-        conversation_turns(messages)  # the same checks and messages as an embedded store
-        if isinstance(tags, str):
-            msg = "tags must be a list of strings, not one string"
-            raise MemoryValidationError(msg)
-        sent = [
-            m.model_dump(exclude_none=True) if isinstance(m, ChatMessage) else dict(m)
-            for m in messages
-        ]
-        fields: dict[str, Any] = {
-            "agent_id": agent,
-            "messages": sent,
-            "infer": bool(infer),
-            "tags": list(tags),
-            "metadata": dict(metadata or {}),
-            "created_at": created_at,
-            "dedup": dedup,
-            "user_id": user_id,
-            "session_id": session_id,
-            "run_id": run_id,
-            "namespace": namespace,
-        }
-        data = await self._send("store_messages", fields)
-        with self._decoding("write"):
-            return [str(i) for i in data["ids"]]
+        conversation_turns(messages)  # the embedded store's checks and messages
+        return await self._op(
+            "store_messages",
+            messages=messages,
+            agent_id=agent_id,
+            infer=infer,
+            tags=tags,
+            metadata=metadata,
+            created_at=created_at,
+            dedup=dedup,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
+        )
 
     async def add_many(
         self,
@@ -612,33 +762,26 @@ class RemoteAsyncMemory(AsyncMemory):
         Every item is validated before anything is sent. The server stores each batch of up to
         1000 items in one transaction; a larger call is sent as several batches.
         """
-        agent = check_agent(agent_id)
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             msg = "items must be a list of dicts or MemoryStoreRequest objects"
             raise MemoryValidationError(msg)
         if items and all(is_message(item) for item in items):
-            return await self.add_messages(items, agent_id=agent, dedup=dedup)  # type: ignore[arg-type]
-        bodies = [_store_body(_item_request(item, i), i) for i, item in enumerate(items)]
+            return await self.add_messages(items, agent_id=agent_id, dedup=dedup)  # type: ignore[arg-type]
+        rows = [_batch_item(_item_request(item, i), i) for i, item in enumerate(items)]
         ids: builtins.list[str] = []
-        for batch in _chunks(bodies, _BATCH_ITEMS):
-            body: dict[str, Any] = {"agent_id": agent, "items": batch}
-            if dedup is not None:
-                body["dedup"] = bool(dedup)
-            data = await self._send("store_many", body)
-            with self._decoding("write"):
-                got = [str(i) for i in data["ids"]]
-                if len(got) != len(batch):
-                    msg = f"{len(got)} ids for {len(batch)} items"
-                    raise ValueError(msg)
+        limit = _maximum(self._operation("store_many").request, "items")
+        for batch in _chunks(rows, limit):
+            got = await self._op("store_many", items=batch, agent_id=agent_id, dedup=dedup)
+            if len(got) != len(batch):
+                msg = f"unexpected response from {self._url}: {len(got)} ids for {len(batch)} items"
+                raise MemoryStoreError(msg)
             ids.extend(got)
         return ids
 
     async def delete(self, memory_id: str, *, agent_id: str) -> bool:
         """Delete one memory; False if the agent has no memory with that id."""
-        agent = check_agent(agent_id)
-        mid = check_id(memory_id)
         try:
-            await self._send("delete", {"memory_id": mid, "agent_id": agent})
+            await self._op("delete", memory_id=memory_id, agent_id=agent_id)
         except MemoryNotFoundError:
             return False
         return True
@@ -648,25 +791,13 @@ class RemoteAsyncMemory(AsyncMemory):
 
         The server allows it to ``admin`` keys only.
         """
-        agent = check_agent(agent_id)
-        cat = None if category is None else parse_category(category)
-        params = {"agent_id": agent, "category": None if cat is None else cat.value}
-        data = await self._send("clear", params)
-        with self._decoding("write"):
-            return int(data["deleted"])
+        return await self._op("clear", agent_id=agent_id, category=category)
 
     # -- retention and archive ------------------------------------------------------------------
 
     async def sweep(self, *, agent_id: str | None = None) -> RetentionReport:
         """Have the server enforce its retention rules now (``POST /v1/sweep``, admin)."""
-        agent = None if agent_id is None else check_agent(agent_id)
-        body = {} if agent is None else {"agent_id": agent}
-        data = await self._send("sweep", body)
-        with self._decoding("write"):
-            return RetentionReport(
-                expired={str(k): str(v) for k, v in data["expired"].items()},
-                evicted={str(k): str(v) for k, v in data["evicted"].items()},
-            )
+        return await self._op("sweep", agent_id=agent_id)
 
     async def consolidate(
         self,
@@ -686,24 +817,18 @@ class RemoteAsyncMemory(AsyncMemory):
             MemoryCapabilityError: ``llm`` or ``config`` given (the server uses its own).
             MemoryValidationError: unknown strategy.
         """
-        agent = check_agent(agent_id)
-        body: dict[str, Any] = {"agent_id": agent, "dry_run": bool(dry_run)}
-        if min_age_days is not None:
-            body["min_age_days"] = float(min_age_days)
-        if strategy is not None:  # None: the server's configured strategy
-            try:
-                body["strategy"] = ConsolidationStrategy(strategy).value
-            except ValueError:
-                names = ", ".join(s.value for s in ConsolidationStrategy)
-                msg = f"unknown consolidation strategy {strategy!r} (choose from {names})"
-                raise MemoryValidationError(msg) from None
+        name = _strategy(strategy)
         if llm is not None:
             raise _not_remote("choosing the consolidation LLM (the server uses its own)")
         if config is not None:
             raise _not_remote("a consolidation config (the server uses its own)")
-        data = await self._send("consolidate", body)
-        with self._decoding("write"):
-            return ConsolidationResult.model_validate(data)
+        return await self._op(
+            "consolidate",
+            agent_id=agent_id,
+            strategy=name,
+            dry_run=dry_run,
+            min_age_days=min_age_days,
+        )
 
     async def consolidate_if_due(
         self,
@@ -724,29 +849,21 @@ class RemoteAsyncMemory(AsyncMemory):
         self, *, agent_id: str, limit: int = 100, offset: int = 0
     ) -> builtins.list[ArchivedEntry]:
         """The agent's archived memories, newest first (``GET /v1/archive``)."""
-        agent = check_agent(agent_id)
-        params = {"agent_id": agent, "limit": limit, "offset": offset}
-        data = await self._send("archived", params)
-        with self._decoding("read"):
-            return [ArchivedEntry.model_validate(row) for row in data["archived"]]
+        return await self._op("archived", agent_id=agent_id, limit=limit, offset=offset)
 
     async def archive(
         self, ids: Sequence[str], *, agent_id: str, reason: str = "archive"
     ) -> dict[str, str]:
         """Move memories to the archive (``POST /v1/archive``); original id -> archive id."""
-        agent = check_agent(agent_id)
         if isinstance(ids, str) or not isinstance(ids, Sequence):
             msg = "ids must be a list of memory ids"
             raise MemoryValidationError(msg)
         wanted = [check_id(i) for i in ids]
-        if not wanted:
-            return {}
         index: dict[str, str] = {}
-        for start in range(0, len(wanted), 1000):
-            body = {"agent_id": agent, "ids": wanted[start : start + 1000], "reason": reason}
-            data = await self._send("archive", body)
-            with self._decoding("write"):
-                index.update({str(k): str(v) for k, v in data["index"].items()})
+        step = _maximum(self._operation("archive").request, "ids")
+        for start in range(0, len(wanted), step):
+            part = wanted[start : start + step]
+            index.update(await self._op("archive", ids=part, agent_id=agent_id, reason=reason))
         return index
 
     async def restore(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
@@ -755,21 +872,13 @@ class RemoteAsyncMemory(AsyncMemory):
         Raises:
             MemoryNotFoundError: the agent has no archived memory with that id.
         """
-        agent = check_agent(agent_id)
-        mid = check_id(memory_id)
-        data = await self._send("restore", {"memory_id": mid, "agent_id": agent})
-        with self._decoding("write"):
-            return _entry(data)
+        return await self._op("restore", memory_id=memory_id, agent_id=agent_id)
 
     async def audit(
         self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 100
     ) -> builtins.list[AuditRecord]:
         """The newest audit records (of one agent and/or memory), oldest first (admin)."""
-        agent = None if agent_id is None else check_agent(agent_id)
-        params = {"agent_id": agent, "memory_id": memory_id, "limit": limit}
-        data = await self._send("audit", params)
-        with self._decoding("read"):
-            return [AuditRecord.model_validate(row) for row in data["records"]]
+        return await self._op("audit", agent_id=agent_id, memory_id=memory_id, limit=limit)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -803,57 +912,30 @@ class RemoteAsyncMemory(AsyncMemory):
         Raises:
             MemoryCapabilityError: ``preset`` is a ``RetrievalConfig`` object (name a preset).
         """
-        agent = check_agent(agent_id)
-        if not isinstance(query, str) or not query.strip():
-            msg = "search query is empty"
-            raise MemoryValidationError(msg)
-        q = self._query(
-            query,
+        if preset is not None and not isinstance(preset, str):
+            raise _not_remote("a retrieval config object (name one of the server's presets)")
+        return await self._op(
+            "search",
+            query=query,
+            agent_id=agent_id,
             limit=limit,
             categories=categories,
             tags=tags,
             since=since,
             until=until,
             as_of=as_of,
+            include_shared=include_shared,
             include_superseded=include_superseded,
             min_relevance=min_relevance,
+            preset=preset,
+            explain=explain,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
+            asked_at=asked_at,
         )
-        query_filters(  # the embedded store's checks and messages, before anything is sent
-            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
-        )
-        if preset is not None and not isinstance(preset, str):
-            raise _not_remote("a retrieval config object (name one of the server's presets)")
-        body: dict[str, Any] = {
-            "agent_id": agent,
-            "query": query,
-            "limit": min(q.limit, _SEARCH_LIMIT),
-            "include_shared": bool(include_shared),
-            "include_superseded": q.include_superseded,
-            "min_relevance": q.min_relevance,
-            "explain": bool(explain),
-            "preset": preset,
-            "filters": None if filters is None else dict(filters),
-            "user_id": user_id,
-            "session_id": session_id,
-            "run_id": run_id,
-            "namespace": namespace,
-        }
-        if q.categories is not None:
-            body["categories"] = sorted(c.value for c in q.categories)
-        if q.tags:
-            body["tags"] = list(q.tags)
-        asked = aware(asked_at, "asked_at")
-        for name, value in (
-            ("since", q.since),
-            ("until", q.until),
-            ("as_of", q.as_of),
-            ("asked_at", asked),
-        ):
-            if value is not None:
-                body[name] = value.isoformat()
-        data = await self._send("search", body)
-        with self._decoding("read"):
-            return [_entry(row) for row in data["results"]]
 
     async def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
         """One memory of the agent.
@@ -861,11 +943,7 @@ class RemoteAsyncMemory(AsyncMemory):
         Raises:
             MemoryNotFoundError: no such id for this agent (another agent's id looks the same).
         """
-        agent = check_agent(agent_id)
-        mid = check_id(memory_id)
-        data = await self._send("get", {"memory_id": mid, "agent_id": agent})
-        with self._decoding("read"):
-            return _entry(data)
+        return await self._op("get", memory_id=memory_id, agent_id=agent_id)
 
     async def update(
         self,
@@ -881,38 +959,23 @@ class RemoteAsyncMemory(AsyncMemory):
         expires_at: datetime | None = None,
     ) -> MemoryEntry:
         """Store a new version of a memory on the server (``PATCH /v1/memories/{id}``)."""
-        agent = check_agent(agent_id)
-        mid = check_id(memory_id)
-        if isinstance(tags, str):
-            msg = "tags must be a list of strings, not one string"
-            raise MemoryValidationError(msg)
         check_update(content, category, tags, metadata, label, importance, expires_at)
-        fields: dict[str, Any] = {
-            "memory_id": mid,
-            "agent_id": agent,
-            "content": content,
-            "category": None if category is None else parse_category(category).value,
-            "tags": None if tags is None else list(tags),
-            "metadata": None if metadata is None else dict(metadata),
-            "label": label,
-            "importance": importance,
-            "expires_at": expires_at,
-        }
-        data = await self._send("update", fields)
-        with self._decoding("write"):
-            return _entry(data)
+        return await self._op(
+            "update",
+            memory_id=memory_id,
+            agent_id=agent_id,
+            content=content,
+            category=category,
+            tags=tags,
+            metadata=metadata,
+            label=label,
+            importance=importance,
+            expires_at=expires_at,
+        )
 
     async def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
         """Every version of a memory with its audit (``GET /v1/memories/{id}/history``)."""
-        agent = check_agent(agent_id)
-        mid = check_id(memory_id)
-        data = await self._send("history", {"memory_id": mid, "agent_id": agent})
-        with self._decoding("read"):
-            return MemoryHistory(
-                memory_id=str(data["memory_id"]),
-                versions=tuple(_entry(v) for v in data["versions"]),
-                audit=tuple(AuditRecord.model_validate(r) for r in data["audit"]),
-            )
+        return await self._op("history", memory_id=memory_id, agent_id=agent_id)
 
     async def count(
         self,
@@ -926,23 +989,16 @@ class RemoteAsyncMemory(AsyncMemory):
         namespace: str | None = None,
     ) -> int:
         """Number of memories of the agent (of one category, passing the metadata filters)."""
-        agent = check_agent(agent_id)
-        query_filters(  # the embedded store's checks and messages, before anything is sent
-            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        return await self._op(
+            "count",
+            agent_id=agent_id,
+            category=category,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
-        cat = None if category is None else parse_category(category)
-        params = {
-            "agent_id": agent,
-            "category": None if cat is None else cat.value,
-            "filters": None if filters is None else dict(filters),
-            "user_id": user_id,
-            "session_id": session_id,
-            "run_id": run_id,
-            "namespace": namespace,
-        }
-        data = await self._send("count", params)
-        with self._decoding("read"):
-            return int(data["count"])
 
     async def list(
         self,
@@ -961,39 +1017,21 @@ class RemoteAsyncMemory(AsyncMemory):
         namespace: str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The agent's memories, newest first, filtered by category, label, tags, metadata."""
-        agent = check_agent(agent_id)
-        query_filters(  # the embedded store's checks and messages, before anything is sent
-            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
-        )
-        if offset < 0:
-            msg = "offset must be >= 0"
-            raise MemoryValidationError(msg)
-        q = self._query(
-            None,
-            limit=limit,
-            categories=category,
-            tags=tags,
+        return await self._op(
+            "list",
+            agent_id=agent_id,
+            category=category,
             label=label,
+            tags=tags,
+            limit=limit,
+            offset=offset,
             include_superseded=include_superseded,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
         )
-        cat = None if category is None else parse_category(category)
-        params: dict[str, Any] = {
-            "agent_id": agent,
-            "category": None if cat is None else cat.value,
-            "label": q.label,
-            "tags": list(q.tags) or None,
-            "limit": q.limit,
-            "offset": offset,
-            "include_superseded": q.include_superseded,
-            "filters": None if filters is None else dict(filters),
-            "user_id": user_id,
-            "session_id": session_id,
-            "run_id": run_id,
-            "namespace": namespace,
-        }
-        data = await self._send("list", params)
-        with self._decoding("read"):
-            return [_entry(row) for row in data["memories"]]
 
     async def context(
         self,
@@ -1037,6 +1075,7 @@ class RemoteAsyncMemory(AsyncMemory):
                 namespace=namespace,
                 asked_at=asked_at,
             )
+        # The embedded context's checks and messages (its configuration's names and limits).
         try:
             ContextInjectionConfig(
                 role=role, max_memories=limit, mmr_enabled=mmr, min_relevance=min_relevance
@@ -1044,44 +1083,23 @@ class RemoteAsyncMemory(AsyncMemory):
         except ValidationError as exc:
             raise model_error(exc) from None
         _check_request(agent_id, query, token_budget)
-        agent = check_agent(agent_id)
-        cats = _categories(categories)
-        body: dict[str, Any] = {
-            "agent_id": agent,
-            "query": query,
-            "token_budget": min(token_budget, _TOKEN_BUDGET),
-            "limit": min(limit, _CONTEXT_LIMIT),
-            "role": role,
-            "mmr": bool(mmr),
-            "min_relevance": float(min_relevance),
-        }
-        query_filters(
-            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        return await self._op(
+            "context",
+            query=query,
+            agent_id=agent_id,
+            token_budget=token_budget,
+            limit=limit,
+            categories=categories,
+            role=role,
+            mmr=mmr,
+            min_relevance=min_relevance,
+            filters=filters,
+            user_id=user_id,
+            session_id=session_id,
+            run_id=run_id,
+            namespace=namespace,
+            asked_at=asked_at,
         )
-        scoped = {
-            "filters": None if filters is None else dict(filters),
-            "user_id": user_id,
-            "session_id": session_id,
-            "run_id": run_id,
-            "namespace": namespace,
-        }
-        body.update({k: v for k, v in scoped.items() if v is not None})
-        if cats is not None:
-            body["categories"] = sorted(c.value for c in cats)
-        asked = aware(asked_at, "asked_at")
-        if asked is not None:
-            body["asked_at"] = asked.isoformat()
-        data = await self._send("context", body)
-        with self._decoding("read"):
-            return MemoryContext(
-                entries=tuple(_entry(row) for row in data["entries"]),
-                text=str(data["text"]),
-                tokens=int(data["tokens"]),
-                role=str(data["role"]),
-                messages=tuple(
-                    {str(k): str(v) for k, v in message.items()} for message in data["messages"]
-                ),
-            )
 
     async def search_and_ask(
         self,
@@ -1106,18 +1124,14 @@ class RemoteAsyncMemory(AsyncMemory):
                 llm=llm,
                 max_rounds=max_rounds,
             )
-        cats = _categories(categories)
-        body: dict[str, Any] = {
-            "agent_id": check_agent(agent_id),
-            "query": query,
-            "limit": limit,
-            "max_rounds": max_rounds,
-        }
-        if cats is not None:
-            body["categories"] = sorted(c.value for c in cats)
-        data = await self._send("search_and_ask", body)
-        with self._decoding("read"):
-            return [_entry(row) for row in data["results"]]
+        return await self._op(
+            "search_and_ask",
+            query=query,
+            agent_id=agent_id,
+            limit=limit,
+            categories=categories,
+            max_rounds=max_rounds,
+        )
 
     # -- automatic capture ------------------------------------------------------------------
 
@@ -1131,12 +1145,14 @@ class RemoteAsyncMemory(AsyncMemory):
         metadata: Mapping[str, Any] | None = None,
     ) -> str | None:
         """Capture a run's summary on the server (``POST /v1/episodes``); never raises."""
-        body: dict[str, Any] = {"agent_id": agent_id, "summary": summary, "category": category}
-        if trigger_type is not None:
-            body["trigger_type"] = trigger_type
-        if metadata is not None:
-            body["metadata"] = dict(metadata)
-        return await self._capture("capture_episode", body, agent_id)
+        return await self._capture(
+            "capture_episode",
+            summary=summary,
+            agent_id=agent_id,
+            trigger_type=trigger_type,
+            category=category,
+            metadata=metadata,
+        )
 
     async def capture_distillation(
         self,
@@ -1149,34 +1165,22 @@ class RemoteAsyncMemory(AsyncMemory):
         created_at: datetime | None = None,
     ) -> str | None:
         """Capture a task's trajectory on the server (``POST /v1/distillations``); never raises."""
-        try:
-            body: dict[str, Any] = {
-                "agent_id": agent_id,
-                "task_id": task_id,
-                "outcome": outcome,
-                "turns": [
-                    t.model_dump(mode="json") if isinstance(t, TurnRecord) else dict(t)
-                    for t in turns
-                ],
-            }
-        except (TypeError, ValueError) as exc:
-            logger.warning("distillation capture failed for agent %s: %s", agent_id, exc)
-            return None
-        if error is not None:
-            body["error"] = error
-        if created_at is not None:
-            body["created_at"] = _iso(created_at)
-        return await self._capture("capture_distillation", body, agent_id)
+        return await self._capture(
+            "capture_distillation",
+            agent_id=agent_id,
+            task_id=task_id,
+            outcome=outcome,
+            turns=turns,
+            error=error,
+            created_at=created_at,
+        )
 
-    async def _capture(self, operation: str, body: dict[str, Any], agent_id: str) -> str | None:
+    async def _capture(self, operation: str, /, **arguments: Any) -> str | None:
         # Capture never fails the agent's run, on any transport (as in memvault.agent.capture).
         try:
-            data = await self._send(operation, body)
-            with self._decoding("write"):
-                found = data["id"]
-                return None if found is None else str(found)
-        except MemoryError as exc:
-            logger.warning("%s failed for agent %s: %s", operation, agent_id, exc)
+            return await self._op(operation, **arguments)
+        except (MemoryError, TypeError, ValueError) as exc:
+            logger.warning("%s failed for agent %s: %s", operation, arguments["agent_id"], exc)
             return None
 
     # -- working memory: kept by the server -------------------------------------------------
@@ -1196,29 +1200,21 @@ class RemoteAsyncMemory(AsyncMemory):
         self, task_id: str, content: str, *, agent_id: str, token_budget: int | None = None
     ) -> str:
         """Add a note to the agent's working memory on the server (``POST /v1/working/...``)."""
-        body: dict[str, Any] = {
-            "task_id": task_id,
-            "agent_id": check_agent(agent_id),
-            "content": content,
-        }
-        if token_budget is not None:
-            body["token_budget"] = token_budget
-        data = await self._send("working_note", body)
-        with self._decoding("write"):
-            return str(data["id"])
+        return await self._op(
+            "working_note",
+            task_id=task_id,
+            content=content,
+            agent_id=agent_id,
+            token_budget=token_budget,
+        )
 
     async def working(self, task_id: str, *, agent_id: str) -> WorkingMemory:
         """A detached copy of the agent's working memory on the server for ``task_id``."""
-        data = await self._send("working", {"task_id": task_id, "agent_id": check_agent(agent_id)})
-        with self._decoding("read"):
-            return WorkingMemory.from_json(data)
+        return await self._op("working", task_id=task_id, agent_id=agent_id)
 
     async def clear_working(self, task_id: str, *, agent_id: str) -> int:
         """Forget the agent's working memory on the server for ``task_id``."""
-        fields = {"task_id": task_id, "agent_id": check_agent(agent_id)}
-        data = await self._send("clear_working", fields)
-        with self._decoding("write"):
-            return int(data["cleared"])
+        return await self._op("clear_working", task_id=task_id, agent_id=agent_id)
 
     # -- learning ---------------------------------------------------------------------------
 
@@ -1253,24 +1249,14 @@ class RemoteAsyncMemory(AsyncMemory):
         return
 
     async def _policies(self) -> builtins.list[str]:
-        data = await self._send("org_policies", {})
-        with self._decoding("read"):
-            return [str(f["content"]) for f in data["facts"]]
+        return [fact.content for fact in await self._op("org_policies")]
 
     async def learn_from(
         self, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str
     ) -> LearnReport:
         """Report a finished task to the server (``POST /v1/learn``); never raises."""
         try:
-            agent = check_agent(agent_id)
-            fields = (
-                outcome.model_dump(mode="json", exclude_none=True)
-                if isinstance(outcome, TaskOutcome)
-                else dict(outcome)
-            )
-            data = await self._send("learn_from", {**fields, "agent_id": agent})
-            with self._decoding("write"):
-                return LearnReport.model_validate(data)
+            return await self._op("learn_from", **{**_plain(outcome), "agent_id": agent_id})
         except Exception as exc:  # learn_from is non-critical on every transport
             logger.warning(
                 "memory.learn.failed",
@@ -1287,27 +1273,21 @@ class RemoteAsyncMemory(AsyncMemory):
         seniority: Seniority | str = Seniority.MID,
     ) -> AgentProfile:
         """Set an agent's profile on the server (``PUT /v1/profiles/{agent_id}``)."""
-        body = {
-            "agent_id": check_agent(agent_id),
-            "role": role,
-            "department": department,
-            "seniority": seniority,
-        }
-        data = await self._send("set_profile", body)
-        with self._decoding("write"):
-            return AgentProfile.model_validate(data)
+        return await self._op(
+            "set_profile",
+            agent_id=agent_id,
+            role=role,
+            department=department,
+            seniority=seniority,
+        )
 
     async def evolve(self, *, force: bool = False) -> EvolverReport:
         """Run one evolver cycle on the server (``POST /v1/evolve``, admin)."""
-        data = await self._send("evolve", {"force": bool(force)})
-        with self._decoding("write"):
-            return EvolverReport.model_validate(data)
+        return await self._op("evolve", force=force)
 
     async def prune_procedural(self, *, agent_id: str) -> PruneReport:
         """Prune the agent's lessons on the server (``POST /v1/procedural/prune``, admin)."""
-        data = await self._send("prune_procedural", {"agent_id": check_agent(agent_id)})
-        with self._decoding("write"):
-            return PruneReport.model_validate(data)
+        return await self._op("prune_procedural", agent_id=agent_id)
 
     # -- graph memory, tiered recall, forgetting (issue 18): embedded only ----------------------
 
@@ -1378,46 +1358,28 @@ class RemoteAsyncMemory(AsyncMemory):
         ``scope="org"`` appends an org fact of ``kind`` instead (the server checks the
         author's write access; see :meth:`AsyncMemory.publish`).
         """
-        agent = check_agent(agent_id)
-        wanted = publish_scope(scope)
-        request = _request(content, category=category, tags=tags, metadata=metadata)
-        body: dict[str, Any] = {
-            "agent_id": agent,
-            "content": request.content,
-            "category": request.category.value,
-            "tags": list(request.metadata.tags),
-            "metadata": dict(request.metadata.extra),
-            "scope": wanted.value,
-        }
-        if kind is not None:
-            body["kind"] = kind.value if isinstance(kind, OrgFactKind) else str(kind)
-        data = await self._send("publish", body)
-        with self._decoding("write"):
-            return str(data["id"])
+        return await self._op(
+            "publish",
+            content=content,
+            agent_id=agent_id,
+            category=category,
+            tags=tags,
+            metadata=metadata,
+            scope=publish_scope(scope).value,
+            kind=kind,
+        )
 
     async def search_shared(
         self, query: str, *, limit: int = 10, exclude_agent: str | None = None
     ) -> builtins.list[MemoryEntry]:
         """Search the tenant's shared knowledge, best first (at most 100 results)."""
-        exclude = None if exclude_agent is None else check_agent(exclude_agent)
-        if not isinstance(query, str) or not query.strip():
-            msg = "search query is empty"
-            raise MemoryValidationError(msg)
-        q = self._query(query, limit=limit)
-        body: dict[str, Any] = {"query": query, "limit": min(q.limit, _SEARCH_LIMIT)}
-        if exclude is not None:
-            body["exclude_agent"] = exclude
-        data = await self._send("search_shared", body)
-        with self._decoding("read"):
-            return [_entry(row).model_copy(update={"score": None}) for row in data["results"]]
+        return await self._op(
+            "search_shared", query=query, limit=limit, exclude_agent=exclude_agent
+        )
 
     async def retract(self, memory_id: str, *, agent_id: str) -> bool:
         """Retract shared knowledge ``agent_id`` published; False if it is not a live one."""
-        agent = check_agent(agent_id)
-        mid = check_id(memory_id)
-        data = await self._send("retract", {"memory_id": mid, "agent_id": agent})
-        with self._decoding("write"):
-            return bool(data["retracted"])
+        return await self._op("retract", memory_id=memory_id, agent_id=agent_id)
 
     # -- bulk -----------------------------------------------------------------------------------
 
@@ -1426,13 +1388,7 @@ class RemoteAsyncMemory(AsyncMemory):
     ) -> builtins.list[dict[str, Any]]:
         """Every memory (of one agent, or the tenant's: admin) as JSON objects; written to
         ``path`` (atomically) if given."""
-        agent = None if agent_id is None else check_agent(agent_id)
-        data = await self._send("export", {"agent_id": agent})
-        with self._decoding("read"):
-            rows = data["memories"]
-            if not isinstance(rows, builtins.list) or not all(isinstance(r, dict) for r in rows):
-                msg = "'memories' is not a list of objects"
-                raise TypeError(msg)
+        rows: builtins.list[dict[str, Any]] = await self._op("export", agent_id=agent_id)
         if path is not None:
             target = Path(path)
             tmp = target.with_name(target.name + ".tmp")
@@ -1462,9 +1418,8 @@ class RemoteAsyncMemory(AsyncMemory):
         if batch_size < 1:
             msg = "batch_size must be >= 1"
             raise MemoryValidationError(msg)
-        items = _load_export(source)
         rows: builtins.list[dict[str, Any]] = []
-        for i, item in enumerate(items):
+        for i, item in enumerate(_load_export(source)):
             try:
                 rows.append(MemoryEntry.from_json(dict(item), agent_id=agent).to_json())
             except (ValidationError, ValueError, KeyError, TypeError) as exc:
@@ -1475,27 +1430,18 @@ class RemoteAsyncMemory(AsyncMemory):
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
             for part in _chunks(batch, batch_size):
-                body: dict[str, Any] = {"items": part}
-                if agent is not None:
-                    body["agent_id"] = agent
-                data = await self._send("import", body)
-                with self._decoding("write"):
-                    added += int(data["added"])
+                added += await self._op("import", items=part, agent_id=agent)
             if on_progress is not None:
                 on_progress(start + len(batch), len(rows))
         return added
 
     async def stats(self) -> StoreStats:
         """Counts of the key's tenant store (not for agent keys)."""
-        data = await self._send("stats", {})
-        with self._decoding("read"):
-            return StoreStats.model_validate(data)
+        return await self._op("stats")
 
     async def agents(self) -> builtins.list[str]:
         """Agent ids that have memories (an agent key sees only itself)."""
-        data = await self._send("agents", {})
-        with self._decoding("read"):
-            return [str(a) for a in data["agents"]]
+        return await self._op("agents")
 
     async def close(self) -> None:
         """Close the HTTP client (idempotent); later calls raise MemoryConnectionError."""
