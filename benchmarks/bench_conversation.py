@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memvault.conversation.config import EmbeddingQueueConfig
+from memvault.config.conversation import EmbeddingQueueConfig
 from memvault.conversation.queue import EmbeddingQueue
 from memvault.conversation.sqlite import SQLiteConversationStore
 from memvault.embeddings import create_embedder

@@ -40,8 +40,8 @@ from ranking_lab import AGENT, Lab, _key, evaluate, show
 from memvault import AsyncMemory
 from memvault.bench._runner import bench_config
 from memvault.bench.metrics import recall_at_k
+from memvault.config.graph import GraphConfig, TieredRecallConfig
 from memvault.embeddings import default_embedder
-from memvault.graph.config import GraphConfig, TieredRecallConfig
 from memvault.retrieval.presets import get_preset
 
 

@@ -340,7 +340,7 @@ async def migrate_urls(
             msg = f"source store {directory} does not exist"
             raise MemoryConfigError(msg)
     if embedder is None:
-        from memvault._config_sources import build_embedder
+        from memvault.backends.embedder import build_embedder
 
         # The source's model when the configuration names none: a copy keeps its vectors.
         embedder = build_embedder(cfg, url=source_url)

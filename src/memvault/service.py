@@ -108,7 +108,7 @@ from memvault.models import (
 from memvault.protocols import Embedder, LLMProvider
 from memvault.retrieval.packing import MemoryContext
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
-from memvault.sessions.store import check_session_id
+from memvault.conversation.session_store import check_session_id
 from memvault.validation import check_agent, model_error
 from memvault.write.executor import WriteOutcome
 from memvault.write.retention import RetentionReport

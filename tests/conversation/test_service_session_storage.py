@@ -8,7 +8,7 @@ from memvault.config import load_config
 from memvault.conversation.factory import open_conversation_store
 from memvault.protocols import Embedder
 from memvault.service import Actor, MemoryService
-from memvault.sessions.models import ChatMessage
+from memvault.conversation.session_models import ChatMessage
 
 
 async def test_message_storage_appends_each_turn(tmp_path: Path, minilm: Embedder) -> None:
@@ -22,10 +22,11 @@ async def test_message_storage_appends_each_turn(tmp_path: Path, minilm: Embedde
             ChatMessage(role="user", content="Tabs or spaces?"),
             ChatMessage(role="assistant", content="Tabs."),
         ]
-        await service.save_session(dev, "t-1", turns, agent_id="dev-1")
+        session = {"session_id": "t-1", "agent_id": "dev-1"}
+        await service.call(dev, "save_session", {**session, "messages": turns})
         more = [*turns, ChatMessage(role="user", content="And line length?")]
-        await service.save_session(dev, "t-1", more, agent_id="dev-1")
-        record = await service.session(dev, "t-1", agent_id="dev-1")
+        await service.call(dev, "save_session", {**session, "messages": more})
+        record = await service.call(dev, "session", session)
         assert record is not None
         assert [m.content for m in record.messages][-1] == "And line length?"
     finally:

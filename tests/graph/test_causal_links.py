@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memvault import AsyncMemory
+from memvault.config.graph import GraphConfig
 from memvault.graph.causal import is_causal, link_for, propagate
-from memvault.graph.config import GraphConfig
 from memvault.graph.models import CAUSED, PRECEDED, EpisodeLink
 
 from .conftest import OpenMemory

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memvault._ids import utc_now
-from memvault.graph.config import ForgettingConfig, GraphConfig, SkillPromotionConfig
-from memvault.graph.forgetting import ContentFidelity, compress_text
+from memvault.config.graph import ForgettingConfig, GraphConfig, SkillPromotionConfig
+from memvault.learning.forgetting import ContentFidelity, compress_text
 from memvault.learning.models import ApprovalStatus
 from memvault.llm.scripted import ScriptedLLM
 

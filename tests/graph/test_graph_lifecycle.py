@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memvault import AsyncMemory
-from memvault.graph.config import GraphConfig
+from memvault.config.graph import GraphConfig
 
 from .conftest import OpenMemory
 

@@ -12,8 +12,8 @@ import pytest
 from memvault import AsyncMemory
 from memvault.backends.postgres import PostgresBackend
 from memvault.backends.sqlite import SQLiteBackend
+from memvault.config.graph import GraphConfig
 from memvault.errors import MemoryConfigError, MemoryValidationError
-from memvault.graph.config import GraphConfig
 from memvault.graph.extract import LLMExtractor, RuleExtractor
 from memvault.graph.models import CO_OCCURS
 from memvault.llm.errors import ProviderError

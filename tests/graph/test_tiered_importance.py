@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memvault.config import MemoryOptionsConfig
+from memvault.config.graph import GraphConfig, ImportanceConfig, TieredRecallConfig
 from memvault.errors import MemoryValidationError
-from memvault.graph.config import GraphConfig, ImportanceConfig, TieredRecallConfig
 from memvault.llm.errors import ProviderError
 from memvault.llm.scripted import ScriptedLLM
 from memvault.retrieval.tiered import RecallTier, classify_tier

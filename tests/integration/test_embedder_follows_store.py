@@ -56,7 +56,7 @@ def test_memory_url_follows_the_store_and_logs_it(
     store: Callable[[int], tuple[str, str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     url, mid = store(48)
-    with caplog.at_level(logging.INFO, logger="memvault._config_sources"):
+    with caplog.at_level(logging.INFO, logger="memvault.backends.embedder"):
         mem = Memory(url)
     with mem:
         assert mem.backend.embedder.model_id == "hashing-v1-48"
@@ -114,8 +114,9 @@ async def test_the_service_follows_each_tenant_store(isolated_env: Path) -> None
     try:
         acme = Actor.admin("root", tenant="acme")
         globex = Actor.admin("root", tenant="globex")
-        assert [e.id for e in await svc.search(acme, "build server", agent_id="a")] == [acme_id]
-        assert [e.id for e in await svc.search(globex, "build server", agent_id="a")] == [globex_id]
+        query = {"query": "build server", "agent_id": "a"}
+        assert [e.id for e in await svc.call(acme, "search", query)] == [acme_id]
+        assert [e.id for e in await svc.call(globex, "search", query)] == [globex_id]
         assert (await svc.memory("acme")).backend.embedder.model_id == "hashing-v1-48"
         assert (await svc.memory("globex")).backend.embedder.model_id == "hashing-v1-40"
     finally:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from memvault.cli import _common
 from memvault.cli.api import build_api_app
 from memvault.config import MemvaultConfig, load_config
-from memvault.conversation.config import CompactionConfig, EmbeddingQueueConfig
+from memvault.config.conversation import CompactionConfig, EmbeddingQueueConfig
 from memvault.llm.scripted import ScriptedLLM
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider

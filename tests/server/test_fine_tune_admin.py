@@ -18,7 +18,7 @@ import mcp_types as types
 import pytest
 from mcp.client import Client
 
-from memvault._config_sources import build_embedder
+from memvault.backends.embedder import build_embedder
 from memvault.config import MemvaultConfig, load_config
 from memvault.embeddings import MINILM_MODEL_ID
 from memvault.errors import FineTuneCancelledError, FineTuneDependencyError, MemoryConfigError

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 from memvault import AsyncMemory, Memory
-from memvault._config_sources import SourceKind, build_embedder, config_sources
 from memvault._ids import utc_now
+from memvault.backends.embedder import build_embedder
 from memvault.config import (
     MEMORY_URL,
     MemvaultConfig,
     load_config,
     normalize_section,
 )
+from memvault.config.sources import SourceKind, config_sources
 from memvault.consolidation import ConsolidationConfig
 from memvault.embeddings import HashingEmbedder, OpenAICompatibleEmbedder
 from memvault.errors import MemoryConfigError

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault._ids import utc_now
-from memvault.maintenance.triggers import consolidate_on
+from memvault.consolidation.triggers import consolidate_on
 from memvault.models import ConsolidationInterval, MemoryCategory, MemoryEntry
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Storage URLs split into backend kind and target (no backend imported).
 
 Kept apart from :mod:`memvault.backends.factory` so that modules the factory depends on (the
-embedder choice in :mod:`memvault._config_sources`, through
+embedder choice in :mod:`memvault.backends.embedder`, through
 :mod:`memvault.backends.recorded_model`) can parse URLs without importing it.
 """
 

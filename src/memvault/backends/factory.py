@@ -48,7 +48,7 @@ def open_backend(
     """A (not yet connected) backend for ``url``.
 
     Without ``embedder``: the one ``config`` names, or, naming none, the model the store at
-    ``url`` records (:func:`memvault._config_sources.build_embedder`), else the default.
+    ``url`` records (:func:`memvault.backends.embedder.build_embedder`), else the default.
 
     ``composite://`` builds a :class:`~memvault.backends.composite.CompositeBackend` from
     ``config.composite``; its children share one embedder (and ``kwargs``).
@@ -57,7 +57,7 @@ def open_backend(
     if embedder is None:
         # The ``embeddings`` section (an OpenAI-compatible endpoint) or the ``embedder`` spec;
         # naming neither, the model the store at ``url`` was built with (else the default).
-        from memvault._config_sources import build_embedder
+        from memvault.backends.embedder import build_embedder
 
         embedder = build_embedder(cfg, url=url)
     opts: dict[str, Any] = {

@@ -4,7 +4,7 @@ Every store records the model of its vectors (``store_meta.embedding_model`` in 
 PostgreSQL, the ``<prefix>_meta`` point in Qdrant and mem0) and refuses another one
 (:class:`~memvault.errors.EmbeddingModelChangedError`). :func:`recorded_model` reads that record
 without creating or changing anything, so that a caller who named no embedder can open the store
-with the model it was built with (:func:`memvault._config_sources.build_embedder`).
+with the model it was built with (:func:`memvault.backends.embedder.build_embedder`).
 """
 
 from __future__ import annotations

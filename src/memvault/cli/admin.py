@@ -71,7 +71,7 @@ def check(
 ) -> None:
     """Check the store: file integrity, full-text and vector indexes against the rows,
     archive/live exclusivity, audit coverage, embedding model. Exit status 1 on any finding."""
-    from memvault._config_sources import build_embedder
+    from memvault.backends.embedder import build_embedder
     from memvault.integrity import check_store
 
     url, cfg = _url()
@@ -91,7 +91,7 @@ def repair(
 ) -> None:
     """Rebuild every derived structure (full-text index, vectors, ANN index, statistics) from
     the stored rows. Safe to run any time; never drops a memory."""
-    from memvault._config_sources import build_embedder
+    from memvault.backends.embedder import build_embedder
     from memvault.integrity import repair_store
 
     url, cfg = _url()

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from memvault._config_sources import ConfigSources, config_sources
 from memvault.cli._common import JsonOption, emit_json, out, state
+from memvault.config.sources import ConfigSources, config_sources
 from memvault.errors import MemoryConfigError
 from memvault.models import MemoryLevel
 

@@ -14,8 +14,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli._common import JsonOption, emit_json, open_memory, out, progress_bar
-from memvault.embeddings.evaluation import (
+from memvault.bench.embedders import (
     DEFAULT_MAX_PASSAGES,
     DEFAULT_MAX_QUERIES,
     EvalSuite,
@@ -26,6 +25,7 @@ from memvault.embeddings.evaluation import (
     suite_from_locomo,
     suite_from_longmemeval,
 )
+from memvault.cli._common import JsonOption, emit_json, open_memory, out, progress_bar
 from memvault.errors import MemoryValidationError
 
 __all__ = ["embedders_app", "register"]

@@ -31,7 +31,7 @@ from memvault.sessions import (
     check_session_id,
     open_session_store,
 )
-from memvault.sessions.store import LATEST, check_agent_id
+from memvault.conversation.session_store import LATEST, check_agent_id
 
 if TYPE_CHECKING:
     from memvault.conversation.models import ConversationStats
@@ -311,9 +311,9 @@ def backfill(
     ] = 256,
 ) -> None:
     """Embed every stored conversation message that has no vector yet (with a progress bar)."""
-    from memvault._config_sources import build_embedder
+    from memvault.backends.embedder import build_embedder
     from memvault.cli._common import progress_bar
-    from memvault.conversation.config import EmbeddingQueueConfig
+    from memvault.config.conversation import EmbeddingQueueConfig
     from memvault.conversation.queue import EmbeddingQueue
 
     embedder = build_embedder(load_cli_config(), url=_store_url())

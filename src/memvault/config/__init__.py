@@ -96,16 +96,16 @@ from pydantic import (
     model_validator,
 )
 
-from memvault.conversation.config import ConversationConfig, ResponseCacheConfig
-from memvault.errors import MemoryConfigError
-from memvault.finetune.config import EmbeddingFineTuneConfig
-from memvault.graph.config import (
+from memvault.config.conversation import ConversationConfig, ResponseCacheConfig
+from memvault.config.finetune import EmbeddingFineTuneConfig
+from memvault.config.graph import (
     ForgettingConfig,
     GraphConfig,
     ImportanceConfig,
     TieredRecallConfig,
 )
-from memvault.maintenance.config import MaintenanceConfig
+from memvault.config.maintenance import MaintenanceConfig
+from memvault.errors import MemoryConfigError
 from memvault.models import (
     DEFAULT_MAX_CONTENT_CHARS,
     ConsolidationInterval,
@@ -476,7 +476,7 @@ class EmbeddingsConfig(BaseModel):
     :class:`~memvault.embeddings.OpenAICompatibleEmbedder`; memvault's own names (``minilm``,
     ``hashing``, ...) are accepted as providers too. The API key is read from the environment
     variable ``api_key_env`` (default ``OPENAI_API_KEY``) when the embedder is built
-    (:func:`memvault._config_sources.build_embedder`), never stored in the configuration.
+    (:func:`memvault.backends.embedder.build_embedder`), never stored in the configuration.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -14,13 +14,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
-from memvault.config import DEFAULT_OPENAI_EMBEDDING_MODEL, MemvaultConfig, _env_path, _load
-from memvault.errors import MemoryConnectionError
+from memvault.config import MemvaultConfig, _env_path, _load
 from memvault.models import MemoryLevel
-from memvault.protocols import Embedder
 
 __all__ = [
     "ConfigSources",

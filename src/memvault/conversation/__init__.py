@@ -9,7 +9,7 @@
 * :mod:`~memvault.conversation.queue`: batched background embedding and start-up backfill.
 
 The stores, compaction and queue are imported on first use: :mod:`memvault.config` imports
-the pure settings of this package (``memvault.conversation.config``), so importing the package
+the pure settings of this package (``memvault.config.conversation``), so importing the package
 must not pull in storage (which imports the config back). PostgreSQL support is imported on
 first use too (psycopg stays an optional extra).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from memvault.conversation.config import (
+from memvault.config.conversation import (
     CompactionConfig,
     ConversationConfig,
     EmbeddingQueueConfig,

@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memvault.conversation.config import CompactionConfig
+from memvault.config.conversation import CompactionConfig
 from memvault.conversation.models import StoredMessage, estimate_tokens
 from memvault.conversation.store import SQLConversationStore
 from memvault.llm import complete_json

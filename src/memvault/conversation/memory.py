@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.config.conversation import ConversationConfig
 from memvault.conversation.compaction import CompactionReport, Compactor, ContextPressure
-from memvault.conversation.config import ConversationConfig
 from memvault.conversation.models import (
     ConversationInfo,
     ConversationStats,
@@ -33,7 +33,7 @@ from memvault.conversation.store import MessageHit, SQLConversationStore
 from memvault.errors import MemoryNotFoundError
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider
-from memvault.sessions.store import MessageLike
+from memvault.conversation.session_store import MessageLike
 
 __all__ = ["ContextWindow", "ConversationMemory", "ConversationStatus", "SyncConversations"]
 

@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from memvault.conversation.config import EmbeddingQueueConfig
+from memvault.config.conversation import EmbeddingQueueConfig
 from memvault.conversation.models import MessageMetadata, StoredMessage
 from memvault.conversation.store import SQLConversationStore
 from memvault.errors import MemoryError
 from memvault.protocols import Embedder
-from memvault.sessions.store import MessageLike
+from memvault.conversation.session_store import MessageLike
 
 __all__ = ["EmbeddingQueue", "QueueStats", "live_queues"]
 

@@ -1,8 +1,8 @@
 """Open the session store for a memvault storage URL.
 
 The factory is the one place that knows every driver: it sits above
-:mod:`memvault.sessions.store` (protocol, validators, in-process store) and the drivers that
-build on it (:mod:`memvault.sessions.sqlite`, :mod:`memvault.sessions.postgres`), so none of
+:mod:`memvault.conversation.session_store` (protocol, validators, in-process store) and the drivers that
+build on it (:mod:`memvault.conversation.session_sqlite`, :mod:`memvault.conversation.session_postgres`), so none of
 them imports it back. ``PostgresSessionStore`` is imported on first use, so psycopg stays an
 optional extra.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memvault.errors import MemoryConfigError
-from memvault.sessions.store import InMemorySessionStore, SessionStore
+from memvault.conversation.session_store import InMemorySessionStore, SessionStore
 
 __all__ = ["open_session_store"]
 
@@ -50,11 +50,11 @@ def open_session_store(
     if kind == "memory":
         return InMemorySessionStore()
     if kind == "sqlite":
-        from memvault.sessions.sqlite import SQLiteSessionStore
+        from memvault.conversation.session_sqlite import SQLiteSessionStore
 
         return SQLiteSessionStore(Path(target).expanduser())
     if kind == "postgresql":
-        from memvault.sessions.postgres import PostgresSessionStore
+        from memvault.conversation.session_postgres import PostgresSessionStore
 
         return PostgresSessionStore(target, schema=schema)
     msg = f"sessions cannot be stored in {url!r}: use a file path, sqlite://, postgresql:// or memory://"

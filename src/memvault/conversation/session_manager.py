@@ -22,11 +22,11 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from memvault.consolidation.triggers import consolidate_on
 from memvault.errors import MemoryError
-from memvault.maintenance.triggers import consolidate_on
 from memvault.models import ChatMessage, ConsolidationInterval
-from memvault.sessions.models import SessionConfig
-from memvault.sessions.store import (
+from memvault.conversation.session_models import SessionConfig
+from memvault.conversation.session_store import (
     MessageLike,
     SessionStore,
     check_agent_id,

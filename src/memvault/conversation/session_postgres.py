@@ -27,8 +27,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MemoryConfigError(_msg) from exc
 
 from memvault.backends.postgres._dsn import check_schema, parse_dsn
-from memvault.sessions.models import SessionRecord
-from memvault.sessions.store import (
+from memvault.conversation.session_models import SessionRecord
+from memvault.conversation.session_store import (
     Clock,
     MessageLike,
     check_agent_id,

@@ -22,8 +22,8 @@ from typing import Any
 
 from memvault._sidetables import SQLiteSide, from_us, to_us
 from memvault.backends.sqlite._connect import immediate, prepare_side_table
-from memvault.sessions.models import SessionRecord
-from memvault.sessions.store import (
+from memvault.conversation.session_models import SessionRecord
+from memvault.conversation.session_store import (
     Clock,
     MessageLike,
     check_agent_id,

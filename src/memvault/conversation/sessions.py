@@ -4,7 +4,7 @@
 agent view of its conversation. ``save`` appends what is new instead of rewriting a snapshot
 (:meth:`SQLConversationStore.replace_history`), so resume, trim and the ``SessionManager`` work
 unchanged while every turn stays in the log. ``prune`` deletes or archives by the configured
-mode (see :class:`~memvault.conversation.config.ConversationConfig`); ``delete`` and ``clear``
+mode (see :class:`~memvault.config.conversation.ConversationConfig`); ``delete`` and ``clear``
 are explicit requests and delete.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from memvault.conversation.models import ConversationInfo
 from memvault.conversation.store import SQLConversationStore
 from memvault.errors import MemoryValidationError
-from memvault.sessions.models import SessionRecord
-from memvault.sessions.store import MessageLike, check_agent_id
+from memvault.conversation.session_models import SessionRecord
+from memvault.conversation.session_store import MessageLike, check_agent_id
 
 __all__ = ["ConversationSessionStore"]
 

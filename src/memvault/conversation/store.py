@@ -56,7 +56,7 @@ from memvault.conversation.models import (
 from memvault.errors import MemoryConnectionError, MemoryError, MemoryValidationError
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder
-from memvault.sessions.store import (
+from memvault.conversation.session_store import (
     MessageLike,
     check_agent_id,
     check_keep,

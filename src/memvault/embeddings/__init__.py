@@ -14,7 +14,7 @@
 paraphrase-MiniLM-L3-v2, so every store in a process shares a single copy of each model;
 :func:`create_embedder` turns a configuration string into an embedder. A store that records its
 model opens with that model when none is configured
-(:func:`memvault._config_sources.build_embedder`), so a store built with another model (or
+(:func:`memvault.backends.embedder.build_embedder`), so a store built with another model (or
 under a future default) is never locked out. Importing this package is cheap: models load on
 first use.
 """

@@ -9,18 +9,18 @@ see it: parent-directory segments, backslashes and Windows drive letters are rej
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StringConstraints,
     field_validator,
     model_validator,
 )
+
+from memvault.config.finetune import EmbeddingFineTuneConfig, NotBlank, check_safe_path
 
 __all__ = [
     "DEFAULT_EPOCHS",
@@ -56,25 +56,6 @@ pretrained encoder weights, and 1e-5 would leave it at its identity start after 
 DEFAULT_QUERY_MAX_TOKENS = 128
 DEFAULT_PASSAGE_MAX_TOKENS = 512
 
-NotBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-
-_DRIVE_RE = re.compile(r"^[A-Za-z]:")
-
-
-def check_safe_path(value: str, field: str) -> str:
-    """Reject ``..`` segments, backslashes and drive letters (they could escape a mount).
-
-    Raises:
-        ValueError: the path is unsafe (pydantic turns it into a validation error).
-    """
-    if "\\" in value:
-        raise ValueError(f"{field} must not contain backslashes (Windows-style paths)")
-    if _DRIVE_RE.match(value):
-        raise ValueError(f"{field} must not start with a drive letter")
-    if ".." in value.split("/"):
-        raise ValueError(f"{field} must not contain '..' segments")
-    return value
-
 
 class Stage(StrEnum):
     """The five pipeline stages, in order."""
@@ -108,44 +89,6 @@ class StageStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     SKIPPED = "skipped"
-
-
-class EmbeddingFineTuneConfig(BaseModel):
-    """``memory.fine_tune``: where checkpoints live and which one serves (disabled by default).
-
-    ``checkpoint_path`` is the checkpoint registry: runs write their checkpoints under it and
-    deploys record the active one there, so an embedder configured as
-    ``finetuned:<checkpoint_path>`` follows deploys and rollbacks. When ``enabled`` is true,
-    ``checkpoint_path`` and ``base_model`` are required.
-    """
-
-    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
-
-    enabled: bool = False
-    checkpoint_path: NotBlank | None = None
-    base_model: NotBlank | None = None
-    training_data_dir: NotBlank | None = None
-    runner: Literal["in-process", "subprocess"] = "in-process"
-
-    @field_validator("checkpoint_path", "training_data_dir")
-    @classmethod
-    def _safe(cls, value: str | None, info: object) -> str | None:
-        name = getattr(info, "field_name", "path")
-        return None if value is None else check_safe_path(value, name)
-
-    @model_validator(mode="after")
-    def _required_when_enabled(self) -> EmbeddingFineTuneConfig:
-        if self.enabled and (self.checkpoint_path is None or self.base_model is None):
-            missing = [n for n in ("checkpoint_path", "base_model") if getattr(self, n) is None]
-            raise ValueError(f"fine_tune.enabled needs {' and '.join(missing)}")
-        return self
-
-    @property
-    def embedder_spec(self) -> str | None:
-        """The embedder spec to use instead of ``memory.embedder`` (None when disabled)."""
-        if not self.enabled or self.checkpoint_path is None:
-            return None
-        return f"finetuned:{self.checkpoint_path}"
 
 
 class FineTunePlan(BaseModel):

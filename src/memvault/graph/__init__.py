@@ -1,14 +1,16 @@
 """Graph memory and the other Zeph memory features of seed 004.
 
-* :mod:`memvault.graph.config`: the ``graph``, ``tiered_recall``, ``forgetting`` and
-  ``importance`` sections (pure settings; imported by :mod:`memvault.config`);
+* :mod:`memvault.config.graph`: the ``graph``, ``tiered_recall``, ``forgetting`` and
+  ``importance`` sections (with the other section models of :mod:`memvault.config`);
 * :mod:`memvault.graph.extract`: entity and typed-edge extraction (rules, or an LLM);
 * :mod:`memvault.graph.store`: the side tables (SQLite, PostgreSQL, in process);
 * :mod:`memvault.graph.recall`: BFS and spreading activation;
 * :mod:`memvault.graph.causal`: EM-Graph causal and temporal links between memories;
 * :mod:`memvault.graph.memory`: :class:`GraphMemory`, the graph of one store;
-* :mod:`memvault.graph.forgetting`: optical forgetting (Full / Compressed / SummaryOnly);
-* :mod:`memvault.graph.promotion`: dense graph regions proposed as skills.
+
+Optical forgetting (:mod:`memvault.learning.forgetting`) and the promotion of dense regions to
+skills (:mod:`memvault.learning.promotion`) drive the approval queue, so they live in
+:mod:`memvault.learning`, above the graph.
 
 This module imports nothing itself, so the configuration can import the settings without the
 rest; the public names resolve on first access.
@@ -19,7 +21,6 @@ from __future__ import annotations
 from memvault._lazy import lazy_attributes
 
 __all__ = [
-    "ContentFidelity",
     "EpisodeLink",
     "GraphConfig",
     "GraphEdge",
@@ -32,9 +33,8 @@ __all__ = [
 ]
 
 _WHERE = {
-    "ContentFidelity": "memvault.graph.forgetting",
     "EpisodeLink": "memvault.graph.models",
-    "GraphConfig": "memvault.graph.config",
+    "GraphConfig": "memvault.config.graph",
     "GraphEdge": "memvault.graph.models",
     "GraphEntity": "memvault.graph.models",
     "GraphMemory": "memvault.graph.memory",

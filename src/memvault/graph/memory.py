@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from memvault.config.graph import GraphConfig
 from memvault.graph.causal import is_causal, link_for, propagate
-from memvault.graph.config import GraphConfig
 from memvault.graph.extract import Extractor, RuleExtractor, entity_key
 from memvault.graph.models import EpisodeLink, GraphEdge, GraphEntity, GraphRecall, RecallMode
 from memvault.graph.recall import bfs, score_memories, specificity, spread

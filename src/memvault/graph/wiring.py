@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memvault._ids import utc_now
+from memvault.config.graph import ImportanceConfig
 from memvault.errors import MemoryError
-from memvault.graph.config import ImportanceConfig
 from memvault.graph.memory import GraphMemory
 from memvault.models import MemoryEntry, MemoryQuery, MemoryStoreRequest
 from memvault.protocols import MemoryStore

@@ -18,7 +18,7 @@ from memvault.errors import MemoryConfigError
 from memvault.memory import AsyncMemory
 from memvault.models import ChatMessage, ToolDefinition
 from memvault.sessions import SessionStore, open_session_store
-from memvault.sessions.store import check_agent_id, check_session_id
+from memvault.conversation.session_store import check_agent_id, check_session_id
 
 __all__ = [
     "LoopThread",

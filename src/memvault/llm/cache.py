@@ -125,7 +125,7 @@ class CachingLLM:
     def from_config(
         cls, provider: LLMProvider, config: Any, *, embedder: Embedder | None = None
     ) -> CachingLLM:
-        """A cache with the settings of a :class:`~memvault.conversation.config.
+        """A cache with the settings of a :class:`~memvault.config.conversation.
         ResponseCacheConfig` (``[response_cache]``)."""
         return cls(
             provider,

@@ -5,8 +5,8 @@
 times and the one-runner lease live in the store (:mod:`memvault.maintenance.state`).
 :func:`consolidate_on` is the ``after_session`` / ``after_autonomous`` trigger.
 
-The names load lazily: ``memvault.config`` imports :mod:`memvault.maintenance.config`, and the
-scheduler sits above the memory itself, so importing it here eagerly would be a cycle.
+The names load lazily: the scheduler sits above the memory itself and loads it, which a
+caller asking only for :class:`MaintenanceConfig` should not pay for.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memvault._lazy import lazy_attributes
-from memvault.maintenance.config import MaintenanceConfig
+from memvault.config.maintenance import MaintenanceConfig
 
 if TYPE_CHECKING:
+    from memvault.consolidation.triggers import consolidate_on
     from memvault.maintenance.scheduler import (
         ConsolidationRun,
         EvolverRun,
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         SQLiteMaintenanceState,
         open_maintenance_state,
     )
-    from memvault.maintenance.triggers import consolidate_on
 
 __all__ = [
     "ConsolidationRun",

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from memvault._ids import utc_now
+from memvault.config.maintenance import MaintenanceConfig
 from memvault.consolidation.schedule import PERIODIC_INTERVALS, is_due
 from memvault.errors import MemoryCapabilityError
-from memvault.maintenance.config import MaintenanceConfig
 from memvault.maintenance.state import MaintenanceState, open_maintenance_state
 from memvault.models import ConsolidationInterval
 

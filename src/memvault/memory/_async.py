@@ -88,7 +88,7 @@ if TYPE_CHECKING:
     from memvault.agent.working import WorkingMemory
     from memvault.consolidation import ConsolidationConfig, ConsolidationResult
     from memvault.conversation.memory import ConversationMemory
-    from memvault.graph.forgetting import ForgettingReport
+    from memvault.learning.forgetting import ForgettingReport
     from memvault.graph.memory import GraphMemory
     from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
     from memvault.injection.self_editing import SelfEditingMemoryStrategy
@@ -1651,7 +1651,7 @@ class AsyncMemory:
         (``restore`` brings it back). ``agent_id`` None: every agent. Does nothing while
         ``forgetting.enabled`` is false.
         """
-        from memvault.graph.forgetting import optical_forgetting
+        from memvault.learning.forgetting import optical_forgetting
         from memvault.learning.models import is_pool_id
 
         cfg = self._config.forgetting
@@ -1672,7 +1672,7 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: graph memory is off.
         """
-        from memvault.graph.promotion import promote_skills
+        from memvault.learning.promotion import promote_skills
 
         agent = check_agent(agent_id)
         return await promote_skills(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from memvault.agent.working import WorkingMemory
     from memvault.config import InjectionStrategyName, MemvaultConfig
     from memvault.consolidation import ConsolidationConfig, ConsolidationResult
-    from memvault.graph.forgetting import ForgettingReport
+    from memvault.learning.forgetting import ForgettingReport
     from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
     from memvault.injection.self_editing import SelfEditingMemoryStrategy
     from memvault.injection.tool_based import ToolBasedInjectionStrategy

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memvault.sessions.factory import open_session_store
-from memvault.sessions.manager import SessionManager, conversation_start
-from memvault.sessions.models import SessionConfig, SessionRecord
-from memvault.sessions.sqlite import SQLiteSessionStore
-from memvault.sessions.store import (
+from memvault.conversation.session_factory import open_session_store
+from memvault.conversation.session_manager import SessionManager, conversation_start
+from memvault.conversation.session_models import SessionConfig, SessionRecord
+from memvault.conversation.session_sqlite import SQLiteSessionStore
+from memvault.conversation.session_store import (
     InMemorySessionStore,
     MessageLike,
     SessionStore,
@@ -22,7 +22,7 @@ from memvault.sessions.store import (
 )
 
 if TYPE_CHECKING:
-    from memvault.sessions.postgres import PostgresSessionStore
+    from memvault.conversation.session_postgres import PostgresSessionStore
 
 __all__ = [
     "InMemorySessionStore",
@@ -41,7 +41,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "PostgresSessionStore":
-        from memvault.sessions.postgres import PostgresSessionStore
+        from memvault.conversation.session_postgres import PostgresSessionStore
 
         return PostgresSessionStore
     msg = f"module {__name__!r} has no attribute {name!r}"

@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memvault.embeddings import HashingEmbedder
-from memvault.embeddings.evaluation import (
+from memvault.bench.embedders import (
     CategoryTask,
     EvalQuery,
     EvalSuite,
@@ -24,6 +23,7 @@ from memvault.embeddings.evaluation import (
     suite_from_locomo,
     suite_from_longmemeval,
 )
+from memvault.embeddings import HashingEmbedder
 from memvault.errors import MemoryValidationError
 from memvault.models import MemoryCategory
 from memvault.protocols import Embedder

@@ -57,7 +57,7 @@ async def make_store(
         elif kind == "memory":
             store = InMemorySessionStore(clock=clock)
         else:
-            from memvault.sessions.postgres import PostgresSessionStore
+            from memvault.conversation.session_postgres import PostgresSessionStore
 
             url = request.getfixturevalue("postgres_url")
             store = PostgresSessionStore(url, schema=schemas(), clock=clock)

@@ -12,7 +12,7 @@ from memvault.embeddings import HashingEmbedder
 from memvault.errors import MemoryConfigError, MemoryConnectionError
 from memvault.models import ChatMessage
 from memvault.sessions import open_session_store
-from memvault.sessions.postgres import PostgresSessionStore
+from memvault.conversation.session_postgres import PostgresSessionStore
 
 pytestmark = pytest.mark.postgres
 

@@ -20,8 +20,8 @@ import logging
 from collections import defaultdict
 
 from memvault._ids import new_id, utc_now
+from memvault.config.graph import SkillPromotionConfig
 from memvault.errors import MemoryNotFoundError
-from memvault.graph.config import SkillPromotionConfig
 from memvault.graph.memory import GraphMemory
 from memvault.injection.memory_api import MemoryAPI
 from memvault.learning.engine import LearningEngine

@@ -22,8 +22,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from memvault.config.graph import ForgettingConfig
 from memvault.errors import MemoryError
-from memvault.graph.config import ForgettingConfig
 from memvault.injection.memory_api import MemoryAPI
 from memvault.models import ChatMessage, MemoryCategory, MemoryEntry
 from memvault.protocols import LLMProvider
