@@ -72,7 +72,8 @@ async def fill(url: str, count: int) -> float:
                 }
                 for n in range(start, min(count, start + 500))
             ]
-            await service.store_many(admin, items, agent_id="bench", dedup=False)
+            batch = {"items": items, "agent_id": "bench", "dedup": False}
+            await service.call(admin, "store_many", batch)
     finally:
         await service.close()
     return time.perf_counter() - started

@@ -21,16 +21,15 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from memvault._actor import acting_as
-from memvault._inputs import CategoryLike
-from memvault.agent.working import WorkingMemory
+from memvault.api import requests as rq
 from memvault.api.auth import (
     DEFAULT_TENANT,
     Actor,
@@ -41,7 +40,8 @@ from memvault.api.auth import (
     parse_scopes,
     scope_rank,
 )
-from memvault.api.operations import Operation, get_operation
+from memvault.api.operations import Host, Operation, get_operation
+from memvault.api.policy import Audit, Call, check_scope
 from memvault.api.requests import Request
 from memvault.backends.factory import (
     check_tenant,
@@ -51,7 +51,6 @@ from memvault.backends.factory import (
     working_routed,
 )
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
-from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.conversation.compaction import CompactionReport
 from memvault.conversation.memory import ContextWindow, ConversationMemory, ConversationStatus
 from memvault.conversation.models import (
@@ -70,48 +69,18 @@ from memvault.errors import (
 from memvault.finetune.config import (
     ActiveEmbedderSnapshot,
     CheckpointRecord,
-    FineTunePlan,
     FineTuneRun,
     FineTuneStatus,
     PreflightResult,
 )
 from memvault.finetune.manager import FineTuneManager
-from memvault.injection.context import CONTEXT_MIN_RELEVANCE
-from memvault.learning.engine import PooledSkill
 from memvault.learning.factory import open_learning_store
-from memvault.learning.models import (
-    AgentProfile,
-    ApprovalItem,
-    ApprovalStatus,
-    EvolverReport,
-    LearnReport,
-    OrgFact,
-    OrgFactAuthor,
-    OrgFactKind,
-    OrgFactWriteRequest,
-    OrgMemoryQuery,
-    PruneReport,
-    Seniority,
-    TaskOutcome,
-    is_pool_id,
-)
 from memvault.memory import AsyncMemory
-from memvault.models import (
-    ArchivedEntry,
-    AuditRecord,
-    ChatMessage,
-    MemoryEntry,
-    MemoryHistory,
-    MemoryScope,
-    StoreStats,
-)
+from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider
-from memvault.retrieval.packing import MemoryContext
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
-from memvault.conversation.session_store import check_session_id
-from memvault.validation import check_agent, model_error
-from memvault.write.executor import WriteOutcome
-from memvault.write.retention import RetentionReport
+from memvault.sessions.store import check_session_id
+from memvault.validation import model_error
 
 LLM_URL_ENV = "MEMVAULT_LLM_BASE_URL"
 """The OpenAI-compatible base URL of the LLM a service uses when it was given none."""
@@ -249,281 +218,73 @@ class MemoryService:
         for memory in memories:
             await memory.close()
 
-    # -- authorisation --------------------------------------------------------------------------
-
-    @staticmethod
-    def _check(actor: Actor, scope: Scope, agent_id: str | None) -> str | None:
-        """The validated agent id the actor may reach with ``scope``.
-
-        ``agent_id=None`` means the whole tenant, which agent actors never reach.
-        """
-        if not actor.allows(scope):
-            msg = f"{actor.label} lacks the {scope.value!r} scope"
-            raise MemoryPermissionError(msg)
-        if agent_id is None:
-            if actor.kind is ActorKind.AGENT:
-                msg = f"{actor.label} may only use its own memories (give agent_id)"
-                raise MemoryPermissionError(msg)
-            return None
-        agent = check_agent(agent_id)
-        if actor.kind is ActorKind.AGENT and (agent != actor.name or is_pool_id(agent)):
-            # Skill pools (_org, _role:*, _dept:*) are written through approvals and org
-            # memory's write rules only, never by an agent key named after one.
-            msg = f"{actor.label} may not use the memories of agent {agent!r}"
-            raise MemoryPermissionError(msg)
-        return agent
-
-    def _agent(self, actor: Actor, scope: Scope, agent_id: str) -> str:
-        agent = self._check(actor, scope, agent_id)
-        assert agent is not None  # _check returns the id it was given
-        return agent
-
     # -- the operation table --------------------------------------------------------------------
+
+    @property
+    def llm(self) -> LLMProvider | None:
+        """The LLM this service was given (consolidation uses it; None: none given)."""
+        return self._llm
 
     async def call(
         self,
         actor: Actor,
         operation: Operation | str,
         request: Request | Mapping[str, Any],
+        **local: Any,
     ) -> Any:
         """Run one declared operation (:mod:`memvault.api.operations`) for ``actor``.
 
-        ``request`` is the operation's input model or plain data for it. The declared scope is
-        checked first; the implementation (the service method the operation names) authorises
-        the agent and tenant as when it is called directly. REST, MCP and the CLI's ``api``
-        group call every operation through here.
+        ``request`` is the operation's input model or plain data for it (validated by the
+        model, so every interface has the same limits). The declared scope is checked first,
+        then the declared policy (:mod:`memvault.api.policy`), which validates the agent id
+        once; then the implementation runs on the tenant's memory, audited as the operation
+        declares. REST, MCP, the dashboard and the CLI call every operation through here.
+
+        ``local`` are extra keywords for an ``impl`` that only in-process callers can give
+        (the CLI's progress callback, a file for an export to write); no interface passes any.
 
         Raises:
             MemoryValidationError: unknown operation or invalid input.
-            MemoryPermissionError: the actor lacks the operation's scope (or the agent).
+            MemoryPermissionError: the actor lacks the operation's scope, or its policy refuses
+                the call (another agent's memories, tenant-wide for an agent key, ...).
         """
         op = get_operation(operation) if isinstance(operation, str) else operation
-        if not actor.allows(op.scope):
-            msg = f"{actor.label} lacks the {op.scope.value!r} scope"
-            raise MemoryPermissionError(msg)
+        check_scope(actor, op.scope)
         if not isinstance(request, op.request):
             try:
                 request = op.parse(cast("Mapping[str, Any]", request))
             except ValidationError as exc:
                 raise model_error(exc) from None
-        if op.invoke is not None:
-            return await op.invoke(self, actor, request)
-        method = getattr(self, op.implementation)
-        return await method(actor, **op.arguments(request))
-
-    # -- memories -------------------------------------------------------------------------------
-
-    async def store(
-        self,
-        actor: Actor,
-        content: str,
-        *,
-        agent_id: str,
-        category: CategoryLike = "semantic",
-        tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        created_at: datetime | None = None,
-        expires_at: datetime | None = None,
-        supersedes: str | None = None,
-        label: str | None = None,
-        source: str | None = None,
-        importance: float | None = None,
-        dedup: bool | None = None,
-        admission: bool = False,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        namespace: str | None = None,
-    ) -> WriteOutcome:
-        """Store one memory through the write path (dedup, supersession, caps, admission)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
+        agent = op.policy.authorise(actor, op.scope, getattr(request, "agent_id", None))
+        call = Call(actor, agent)
+        if op.impl is None:
+            assert op.invoke is not None  # Operation requires one of the two
+            invoke = op.invoke
+            if getattr(Host, invoke.__name__, None) is invoke:
+                # Host's method is the declaration (its body is "..."): run this service's own.
+                invoke = getattr(type(self), invoke.__name__)
+            why = getattr(request, "reason", None) if op.audit is Audit.REASON else None
+            with _audited(op.audit, actor, why):
+                return await invoke(self, call, request)
+        args = op.arguments(request)
+        why = args.pop("reason", None) if op.audit is Audit.REASON else None
+        if agent is not None and "agent_id" in args:
+            args["agent_id"] = agent  # the id the policy validated
         memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.write(
-                content,
-                agent_id=agent,
-                user_id=user_id,
-                session_id=session_id,
-                run_id=run_id,
-                namespace=namespace,
-                category=category,
-                tags=tags,
-                metadata=metadata,
-                created_at=created_at,
-                expires_at=expires_at,
-                supersedes=supersedes,
-                label=label,
-                source=source,
-                importance=importance,
-                dedup=dedup,
-                admission=admission,
-            )
+        # Looked up on the instance, so that a subclass's override runs (the remote client is
+        # an AsyncMemory whose methods send requests): op.impl(memory) would bypass it.
+        method = getattr(memory, op.impl.__name__)
+        with _audited(op.audit, actor, why):
+            return await method(**args, **local)
 
-    async def store_many(
-        self,
-        actor: Actor,
-        items: Sequence[Mapping[str, Any]],
-        *,
-        agent_id: str,
-        dedup: bool | None = None,
-    ) -> builtins.list[str]:
-        """Store many memories in one batch; ids in input order."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.add_many(items, agent_id=agent, dedup=dedup)
+    def ask_llm(self) -> LLMProvider | None:
+        """The LLM of Search-and-Ask and compaction summaries.
 
-    async def store_messages(
-        self,
-        actor: Actor,
-        messages: Sequence[ChatMessage | Mapping[str, Any]],
-        *,
-        agent_id: str,
-        infer: bool = False,
-        tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        created_at: datetime | None = None,
-        dedup: bool | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        namespace: str | None = None,
-    ) -> builtins.list[str]:
-        """Remember a conversation: its turns, or (``infer``) the facts the LLM extracts."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.add_messages(
-                messages,
-                agent_id=agent,
-                infer=infer,
-                tags=tags,
-                metadata=metadata,
-                created_at=created_at,
-                dedup=dedup,
-                user_id=user_id,
-                session_id=session_id,
-                run_id=run_id,
-                namespace=namespace,
-            )
-
-    async def search(
-        self,
-        actor: Actor,
-        query: str,
-        *,
-        agent_id: str,
-        limit: int = 10,
-        categories: Iterable[CategoryLike] | None = None,
-        tags: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        as_of: datetime | None = None,
-        include_shared: bool = False,
-        include_superseded: bool = False,
-        min_relevance: float = 0.0,
-        explain: bool = False,
-        preset: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        namespace: str | None = None,
-        asked_at: datetime | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """Hybrid search of the agent's memories (and the shared knowledge), best first."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.search(
-            query,
-            agent_id=agent,
-            limit=limit,
-            categories=None if categories is None else list(categories),
-            tags=tags,
-            since=since,
-            until=until,
-            as_of=as_of,
-            include_shared=include_shared,
-            include_superseded=include_superseded,
-            min_relevance=min_relevance,
-            explain=explain,
-            preset=preset,
-            filters=filters,
-            user_id=user_id,
-            session_id=session_id,
-            run_id=run_id,
-            namespace=namespace,
-            asked_at=asked_at,
-        )
-
-    async def context(
-        self,
-        actor: Actor,
-        query: str,
-        *,
-        agent_id: str,
-        token_budget: int = 800,
-        limit: int = 20,
-        categories: Iterable[CategoryLike] | None = None,
-        role: Literal["system", "user"] = "system",
-        mmr: bool = False,
-        min_relevance: float = CONTEXT_MIN_RELEVANCE,
-        filters: Mapping[str, Any] | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        namespace: str | None = None,
-        asked_at: datetime | None = None,
-    ) -> MemoryContext:
-        """Relevant memories packed into ``token_budget`` tokens for a prompt."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.context(
-            query,
-            agent_id=agent,
-            token_budget=token_budget,
-            limit=limit,
-            categories=None if categories is None else list(categories),
-            role=role,
-            mmr=mmr,
-            min_relevance=min_relevance,
-            filters=filters,
-            user_id=user_id,
-            session_id=session_id,
-            run_id=run_id,
-            namespace=namespace,
-            asked_at=asked_at,
-        )
-
-    async def search_and_ask(
-        self,
-        actor: Actor,
-        query: str,
-        *,
-        agent_id: str,
-        limit: int = 5,
-        categories: Iterable[CategoryLike] | None = None,
-        max_rounds: int = 2,
-    ) -> builtins.list[MemoryEntry]:
-        """Search-and-Ask over the agent's memories with the server's LLM.
-
-        The LLM is the service's (``MemoryService(llm=...)``), else the memory's, else an
-        OpenAI-compatible one named by ``MEMVAULT_LLM_BASE_URL`` and ``MEMVAULT_LLM_MODEL``
-        (the variables every LLM option of the CLI reads). With none, the first search alone
-        is the answer (the deterministic fallback).
+        The service's (``MemoryService(llm=...)``), else an OpenAI-compatible one named by
+        ``MEMVAULT_LLM_BASE_URL`` and ``MEMVAULT_LLM_MODEL`` (the variables every LLM option
+        of the CLI reads); None without either (Search-and-Ask then answers with its first
+        search, and the memory's own LLM, if any, summarises).
         """
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.search_and_ask(
-            query,
-            agent_id=agent,
-            limit=limit,
-            categories=None if categories is None else list(categories),
-            llm=self._ask_llm(),
-            max_rounds=max_rounds,
-        )
-
-    def _ask_llm(self) -> LLMProvider | None:
         if self._llm is not None:
             return self._llm
         if self._env_llm is None and os.environ.get(LLM_URL_ENV):
@@ -533,441 +294,31 @@ class MemoryService:
             self._env_llm = OpenAICompatibleLLM(os.environ[LLM_URL_ENV], model)
         return self._env_llm
 
-    # -- automatic capture and working memory -----------------------------------------------
-
-    async def capture_episode(
-        self,
-        actor: Actor,
-        summary: str,
-        *,
-        agent_id: str,
-        trigger_type: str | None = None,
-        category: str = "autonomous_run",
-        metadata: Mapping[str, Any] | None = None,
-    ) -> str | None:
-        """Capture a run's summary as an episode (see :meth:`AsyncMemory.capture_episode`)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.capture_episode(
-                summary,
-                agent_id=agent,
-                trigger_type=trigger_type,
-                category=category,
-                metadata=metadata,
-            )
-
-    async def capture_distillation(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        task_id: str,
-        outcome: str,
-        turns: Sequence[Any] = (),
-        error: str | None = None,
-        created_at: datetime | None = None,
-    ) -> str | None:
-        """Capture a task's trajectory (see :meth:`AsyncMemory.capture_distillation`)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        plain = [t.model_dump() if hasattr(t, "model_dump") else dict(t) for t in turns]
-        with acting_as(actor.label):
-            return await memory.capture_distillation(
-                agent_id=agent,
-                task_id=task_id,
-                outcome=outcome,
-                turns=plain,
-                error=error,
-                created_at=created_at,
-            )
-
-    async def working_note(
-        self,
-        actor: Actor,
-        task_id: str,
-        content: str,
-        *,
-        agent_id: str,
-        token_budget: int | None = None,
-    ) -> str:
-        """Add a note to the agent's working memory for a task (in the server's process)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.working_note(
-            task_id, content, agent_id=agent, token_budget=token_budget
-        )
-
-    async def working(self, actor: Actor, task_id: str, *, agent_id: str) -> WorkingMemory:
-        """The agent's working memory for a task."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.working(task_id, agent_id=agent)
-
-    async def clear_working(self, actor: Actor, task_id: str, *, agent_id: str) -> int:
-        """Forget the agent's working memory for a task; how many notes it held."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.clear_working(task_id, agent_id=agent)
-
-    async def get(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryEntry:
-        """One memory of the agent (MemoryNotFoundError when absent or another agent's)."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.get(memory_id, agent_id=agent)
-
-    async def delete(
-        self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None
-    ) -> bool:
-        """Delete one memory, audited under the actor (and ``reason``); False if absent."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label, why):
-            return await memory.delete(memory_id, agent_id=agent)
-
-    async def update(
-        self,
-        actor: Actor,
-        memory_id: str,
-        *,
-        agent_id: str,
-        content: str | None = None,
-        category: CategoryLike | None = None,
-        tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        label: str | None = None,
-        importance: float | None = None,
-        expires_at: datetime | None = None,
-        reason: str | None = None,
-    ) -> MemoryEntry:
-        """Store a new version of a memory (the old one is kept, superseded); audited."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label, why):
-            return await memory.update(
-                memory_id,
-                agent_id=agent,
-                content=content,
-                category=category,
-                tags=tags,
-                metadata=metadata,
-                label=label,
-                importance=importance,
-                expires_at=expires_at,
-            )
-
-    async def history(self, actor: Actor, memory_id: str, *, agent_id: str) -> MemoryHistory:
-        """Every version of a memory, oldest first, with its audit records."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.history(memory_id, agent_id=agent)
-
-    async def list(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        category: CategoryLike | None = None,
-        label: str | None = None,
-        tags: Sequence[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        include_superseded: bool = False,
-        filters: Mapping[str, Any] | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        namespace: str | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """The agent's memories, newest first."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.list(
-            agent_id=agent,
-            category=category,
-            label=label,
-            tags=tags,
-            limit=limit,
-            offset=offset,
-            include_superseded=include_superseded,
-            filters=filters,
-            user_id=user_id,
-            session_id=session_id,
-            run_id=run_id,
-            namespace=namespace,
-        )
-
-    async def count(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        category: CategoryLike | None = None,
-        filters: Mapping[str, Any] | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        namespace: str | None = None,
-    ) -> int:
-        """How many memories the agent has (of one category, passing the metadata filters)."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.count(
-            agent_id=agent,
-            category=category,
-            filters=filters,
-            user_id=user_id,
-            session_id=session_id,
-            run_id=run_id,
-            namespace=namespace,
-        )
-
-    async def clear(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        category: CategoryLike | None = None,
-        reason: str | None = None,
-    ) -> int:
-        """Delete every memory of the agent (or one category); needs ``admin``; audited."""
-        agent = self._agent(actor, Scope.ADMIN, agent_id)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label, why):
-            return await memory.clear(agent_id=agent, category=category)
-
-    async def export(
-        self, actor: Actor, *, agent_id: str | None = None, path: str | Path | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """Every memory of one agent (``read``) or of the whole tenant (``admin``) as JSON.
-
-        ``path`` (local callers only, e.g. the CLI) also writes the JSON file atomically.
-        """
-        if agent_id is None:
-            self._check(actor, Scope.ADMIN, None)
-            agent = None
-        else:
-            agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.export(path, agent_id=agent)
-
-    async def import_(
-        self,
-        actor: Actor,
-        source: str | Path | Sequence[Mapping[str, Any]],
-        *,
-        agent_id: str | None = None,
-        on_progress: Callable[[int, int], None] | None = None,
-    ) -> int:
-        """Import exported memories (idempotent); needs ``admin``. Returns how many were added.
-
-        ``source`` is the parsed JSON array, or (local callers only) an export file's path.
-        """
-        agent = self._check(actor, Scope.ADMIN, agent_id)
-        if isinstance(source, bytes) or not isinstance(source, (str, Path, Sequence)):
-            msg = "import expects a list of exported memories"
-            raise MemoryValidationError(msg)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.import_(source, agent_id=agent, on_progress=on_progress)
-
-    async def stats(self, actor: Actor) -> StoreStats:
-        """Counts of the tenant's store (not for agent actors)."""
-        self._check(actor, Scope.READ, None)
-        memory = await self.memory(actor.tenant)
-        return await memory.stats()
-
-    async def agents(self, actor: Actor) -> builtins.list[str]:
-        """Agent ids with memories; an agent actor sees only itself."""
-        if actor.kind is ActorKind.AGENT:
-            self._check(actor, Scope.READ, actor.name)
-            return [actor.name]
-        self._check(actor, Scope.READ, None)
-        memory = await self.memory(actor.tenant)
-        return await memory.agents()
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def consolidate(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        strategy: ConsolidationStrategy | str | None = None,
-        dry_run: bool = False,
-        reason: str | None = None,
-        min_age_days: float | None = None,
-    ) -> ConsolidationResult:
-        """Consolidate the agent's memories (originals archived); needs ``admin``.
-
-        ``strategy`` None follows the configuration (see :meth:`AsyncMemory.consolidate`), as
-        does ``min_age_days`` None (``consolidation.min_age_days``).
-        """
-        agent = self._agent(actor, Scope.ADMIN, agent_id)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label, why):
-            return await memory.consolidate(
-                agent_id=agent,
-                strategy=strategy,
-                llm=self._llm,
-                dry_run=dry_run,
-                min_age_days=min_age_days,
-            )
-
-    async def sweep(self, actor: Actor, *, agent_id: str | None = None) -> RetentionReport:
-        """Enforce retention now (expired and over-cap entries go to the archive)."""
-        agent = self._check(actor, Scope.ADMIN, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.sweep(agent_id=agent)
-
-    async def archived(
-        self, actor: Actor, *, agent_id: str, limit: int = 100, offset: int = 0
-    ) -> builtins.list[ArchivedEntry]:
-        """The agent's archived memories, newest first."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.archived(agent_id=agent, limit=limit, offset=offset)
-
-    async def archive(
-        self,
-        actor: Actor,
-        ids: Sequence[str],
-        *,
-        agent_id: str,
-        reason: str = "archive",
-    ) -> dict[str, str]:
-        """Move the agent's memories to the archive (restorable); original id -> archive id."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        if isinstance(ids, str) or not isinstance(ids, Sequence):
-            msg = "ids must be a list of memory ids"
-            raise MemoryValidationError(msg)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.archive(ids, agent_id=agent, reason=reason)
-
-    async def restore(
-        self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None
-    ) -> MemoryEntry:
-        """Bring an archived memory back under its original id (audited)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label, why):
-            return await memory.restore(memory_id, agent_id=agent)
-
-    async def audit(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str | None = None,
-        memory_id: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[AuditRecord]:
-        """Audit records (of one agent and/or memory), oldest first; needs ``admin``."""
-        agent = self._check(actor, Scope.ADMIN, agent_id)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            msg = "limit must be an integer between 1 and 10000"
-            raise MemoryValidationError(msg)
-        memory = await self.memory(actor.tenant)
-        return await memory.audit(agent_id=agent, memory_id=memory_id, limit=limit)
-
-    # -- shared knowledge -----------------------------------------------------------------------
-
-    async def publish(
-        self,
-        actor: Actor,
-        content: str,
-        *,
-        agent_id: str,
-        category: CategoryLike = "semantic",
-        tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        scope: MemoryScope | str = MemoryScope.SHARED,
-        kind: OrgFactKind | str | None = None,
-    ) -> str:
-        """Publish shared knowledge authored by ``agent_id``; returns its id (audited).
-
-        ``scope="org"`` appends an org fact authored by the agent ``agent_id`` (agent keys:
-        only themselves), checked against ``org_memory.write_access`` by that agent's
-        seniority, so no agent key can write a policy this way; humans write policies with
-        :meth:`org_write`.
-        """
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.publish(
-                content,
-                agent_id=agent,
-                category=category,
-                tags=tags,
-                metadata=metadata,
-                scope=scope,
-                kind=kind,
-            )
-
-    async def search_shared(
-        self, actor: Actor, query: str, *, limit: int = 10, exclude_agent: str | None = None
-    ) -> builtins.list[MemoryEntry]:
-        """Search the tenant's shared knowledge (every author), best first."""
-        self._check(actor, Scope.READ, actor.name if actor.kind is ActorKind.AGENT else None)
-        memory = await self.memory(actor.tenant)
-        return await memory.search_shared(query, limit=limit, exclude_agent=exclude_agent)
-
-    async def retract(
-        self, actor: Actor, memory_id: str, *, agent_id: str, reason: str | None = None
-    ) -> bool:
-        """Retract shared knowledge the agent published (kept, hidden, audited)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label, why):
-            return await memory.retract(memory_id, agent_id=agent)
-
     # -- sessions -------------------------------------------------------------------------------
 
-    async def save_session(
-        self,
-        actor: Actor,
-        session_id: str,
-        messages: Sequence[ChatMessage],
-        *,
-        agent_id: str,
-    ) -> SessionRecord:
+    async def save_session(self, call: Call, req: rq.SessionBody) -> SessionRecord:
         """Create or replace one session's message history (system messages are kept out)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        sid = check_session_id(session_id)
-        store = await self._sessions_of(actor.tenant)
-        kept = [m for m in messages if m.role != "system"]
-        return await store.save(agent, sid, kept)
+        sid = check_session_id(req.session_id)
+        store = await self._sessions_of(call.tenant)
+        kept = [m for m in req.messages if m.role != "system"]
+        return await store.save(call.agent_id, sid, kept)
 
-    async def sessions(
-        self, actor: Actor, *, agent_id: str, limit: int | None = None
-    ) -> builtins.list[SessionRecord]:
+    async def sessions(self, call: Call, req: rq.SessionsParams) -> builtins.list[SessionRecord]:
         """The agent's sessions, most recently saved first."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        store = await self._sessions_of(actor.tenant)
-        return await store.list(agent, limit=limit)
+        store = await self._sessions_of(call.tenant)
+        return await store.list(call.agent_id, limit=req.limit)
 
-    async def session(
-        self, actor: Actor, session_id: str | None = None, *, agent_id: str
-    ) -> SessionRecord | None:
-        """One session of the agent (the latest when ``session_id`` is None), or None."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        store = await self._sessions_of(actor.tenant)
-        if session_id is None:
-            return await store.latest(agent)
-        return await store.get(agent, check_session_id(session_id))
+    async def session(self, call: Call, req: rq.SessionParams) -> SessionRecord | None:
+        """One session of the agent (``latest``: the most recent one), or None."""
+        store = await self._sessions_of(call.tenant)
+        if req.session_id == "latest":
+            return await store.latest(call.agent_id)
+        return await store.get(call.agent_id, check_session_id(req.session_id))
 
-    async def delete_session(self, actor: Actor, session_id: str, *, agent_id: str) -> bool:
+    async def delete_session(self, call: Call, req: rq.DeleteSessionParams) -> bool:
         """Delete one session of the agent; False if it has none with that id."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        store = await self._sessions_of(actor.tenant)
-        return await store.delete(agent, check_session_id(session_id))
+        store = await self._sessions_of(call.tenant)
+        return await store.delete(call.agent_id, check_session_id(req.session_id))
 
     # -- conversations (seed 004's message store) ---------------------------------------------
 
@@ -1002,7 +353,7 @@ class MemoryService:
             store,
             config=self._config.conversation,
             embedder=memory.backend.embedder,
-            llm=self._ask_llm() or memory.llm,
+            llm=self.ask_llm() or memory.llm,
             owns_store=not shared,
         )
         async with self._lock:
@@ -1040,42 +391,26 @@ class MemoryService:
         return info
 
     async def conversation_append(
-        self,
-        actor: Actor,
-        session_id: str,
-        messages: Sequence[ChatMessage | Mapping[str, Any]],
-        *,
-        agent_id: str,
+        self, call: Call, req: rq.ConversationAppendBody
     ) -> ConversationPage:
         """Append turns to the session's conversation (created on the first append).
 
-        Each item is a chat message (``role``, ``content``, ``name``) with optional
-        ``agent_visible``, ``user_visible`` and ``focus_pinned`` (seed 004's
-        ``MessageMetadata``). Everything is stored in one transaction before this returns;
-        with the embedding queue on, vectors follow in the background.
+        Each turn is a chat message with who may see it (``agent_visible``, ``user_visible``,
+        ``focus_pinned``: seed 004's ``MessageMetadata``). Everything is stored in one
+        transaction before this returns; with the embedding queue on, vectors follow in the
+        background.
         """
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        sid = check_session_id(session_id)
-        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-            msg = "messages must be a list of messages"
-            raise MemoryValidationError(msg)
-        chats: builtins.list[ChatMessage] = []
-        metas: builtins.list[MessageMetadata] = []
-        keys = ("agent_visible", "user_visible", "focus_pinned")
-        for i, item in enumerate(messages):
-            if isinstance(item, ChatMessage):
-                chats.append(item)
-                metas.append(MessageMetadata())
-                continue
-            if not isinstance(item, Mapping):
-                msg = f"message {i} must be an object with role and content"
-                raise MemoryValidationError(msg)
-            try:
-                metas.append(MessageMetadata(**{k: item[k] for k in keys if k in item}))
-                chats.append(ChatMessage(**{k: v for k, v in item.items() if k not in keys}))
-            except ValidationError as exc:
-                raise model_error(exc) from None
-        conversations = await self._conversations_of(actor.tenant)
+        agent = call.agent_id
+        sid = check_session_id(req.session_id)
+        keys = {"agent_visible", "user_visible", "focus_pinned"}
+        try:
+            chats = [
+                ChatMessage(**m.model_dump(exclude=keys, exclude_none=True)) for m in req.messages
+            ]
+            metas = [MessageMetadata(**m.model_dump(include=keys)) for m in req.messages]
+        except ValidationError as exc:
+            raise model_error(exc) from None
+        conversations = await self._conversations_of(call.tenant)
         stored = await conversations.append(sid, chats, agent_id=agent, metadata=metas)
         info = await self._conversation_info(conversations, agent, sid)
         return ConversationPage(
@@ -1088,16 +423,9 @@ class MemoryService:
         )
 
     async def conversation_messages(
-        self,
-        actor: Actor,
-        session_id: str,
-        *,
-        agent_id: str,
-        view: str = "agent",
-        limit: int = 100,
-        offset: int = 0,
+        self, call: Call, req: rq.ConversationMessagesParams
     ) -> ConversationPage:
-        """A page of the session's messages as ``view`` reads them, oldest first.
+        """A page of the session's messages as ``req.view`` reads them, oldest first.
 
         Agent actors read the ``agent`` view only (never a message with
         ``agent_visible=False``); ``user`` is for human and admin actors, ``all`` (every row,
@@ -1107,11 +435,10 @@ class MemoryService:
             MemoryNotFoundError: the agent has no conversation ``session_id``.
             MemoryPermissionError: the view is not the actor's to read.
         """
-        agent = self._agent(actor, Scope.READ, agent_id)
-        sid = check_session_id(session_id)
-        seen = self._visible(actor, view)
-        _check_page(limit, offset)
-        conversations = await self._conversations_of(actor.tenant)
+        agent = call.agent_id
+        sid = check_session_id(req.session_id)
+        seen = self._visible(call.actor, req.view)
+        conversations = await self._conversations_of(call.tenant)
         info = await self._conversation_info(conversations, agent, sid)
         found = await conversations.messages(sid, agent_id=agent, view=seen)
         return ConversationPage(
@@ -1120,57 +447,46 @@ class MemoryService:
             agent_id=agent,
             view=seen,
             total=len(found),
-            offset=offset,
-            messages=tuple(found[offset : offset + limit]),
+            offset=req.offset,
+            messages=tuple(found[req.offset : req.offset + req.limit]),
         )
 
     async def conversations(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        limit: int = 20,
-        offset: int = 0,
-        include_archived: bool = False,
+        self, call: Call, req: rq.ConversationsParams
     ) -> builtins.list[ConversationInfo]:
         """A page of the agent's conversations, latest append first."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        _check_page(limit, offset)
-        conversations = await self._conversations_of(actor.tenant)
+        conversations = await self._conversations_of(call.tenant)
         found = await conversations.conversations(
-            agent_id=agent, limit=offset + limit, include_archived=include_archived
+            agent_id=call.agent_id,
+            limit=req.offset + req.limit,
+            include_archived=req.include_archived,
         )
-        return found[offset:]
+        return found[req.offset :]
 
     async def conversation_context(
-        self, actor: Actor, session_id: str, *, agent_id: str, include_messages: bool = True
+        self, call: Call, req: rq.ConversationContextParams
     ) -> ContextWindow:
         """The session's context window: pressure, compaction state and the agent view."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        sid = check_session_id(session_id)
-        conversations = await self._conversations_of(actor.tenant)
-        return await conversations.window(sid, agent_id=agent, include_messages=include_messages)
+        sid = check_session_id(req.session_id)
+        conversations = await self._conversations_of(call.tenant)
+        return await conversations.window(
+            sid, agent_id=call.agent_id, include_messages=req.include_messages
+        )
 
-    async def conversation_compact(
-        self, actor: Actor, session_id: str, *, agent_id: str, summariser: str = "llm"
-    ) -> CompactionReport:
+    async def conversation_compact(self, call: Call, req: rq.CompactBody) -> CompactionReport:
         """Relieve the session's context pressure now (soft: mark pairs; hard: summarise).
 
         ``summariser="llm"`` needs the server's LLM (``MemoryService(llm=...)``, the memory's,
         or ``MEMVAULT_LLM_BASE_URL``); ``"extractive"`` uses the deterministic extractor.
 
         Raises:
-            MemoryValidationError: ``llm`` asked for and the server has no LLM, or an unknown
-                summariser.
+            MemoryValidationError: ``llm`` asked for and the server has no LLM.
             MemoryNotFoundError: the agent has no conversation ``session_id``.
         """
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        sid = check_session_id(session_id)
-        if summariser not in ("llm", "extractive"):
-            msg = f"summariser must be 'llm' or 'extractive', got {summariser!r}"
-            raise MemoryValidationError(msg)
-        conversations = await self._conversations_of(actor.tenant)
-        if summariser == "llm" and conversations.llm is None:
+        agent = call.agent_id
+        sid = check_session_id(req.session_id)
+        conversations = await self._conversations_of(call.tenant)
+        if req.summariser == "llm" and conversations.llm is None:
             msg = (
                 "compaction with summariser 'llm' needs an LLM and this server has none "
                 f"(set {LLM_URL_ENV}, or ask for summariser 'extractive')"
@@ -1178,206 +494,41 @@ class MemoryService:
             raise MemoryValidationError(msg)
         await self._conversation_info(conversations, agent, sid)
         return await conversations.compact(
-            sid, agent_id=agent, extractive=summariser == "extractive"
+            sid, agent_id=agent, extractive=req.summariser == "extractive"
         )
 
-    async def conversation_status(self, actor: Actor) -> ConversationStatus:
+    async def conversation_status(
+        self, call: Call, _req: rq.ConversationStatusParams
+    ) -> ConversationStatus:
         """The tenant's conversation counts and embedding queue (not for agent actors)."""
-        self._check(actor, Scope.READ, None)
-        conversations = await self._conversations_of(actor.tenant)
+        conversations = await self._conversations_of(call.tenant)
         return await conversations.status()
 
-    async def conversation_backfill(self, actor: Actor) -> tuple[int, int]:
+    async def conversation_backfill(
+        self, call: Call, _req: rq.ConversationBackfillBody
+    ) -> tuple[int, int]:
         """Embed every stored message without a vector now (admin).
 
         Returns how many were embedded and how many still have none (0 unless the store has
         no embedder or rows arrived meanwhile).
         """
-        self._check(actor, Scope.ADMIN, None)
-        conversations = await self._conversations_of(actor.tenant)
+        conversations = await self._conversations_of(call.tenant)
         embedded = await conversations.backfill()
         return embedded, await conversations.store.count_unembedded()
-
-    # -- learning -------------------------------------------------------------------------------
-
-    @staticmethod
-    def _human(actor: Actor, what: str) -> None:
-        """Refuse agent actors: ``what`` is for humans and admins only."""
-        if actor.kind is ActorKind.AGENT:
-            msg = f"{actor.label} may not {what}: only human and admin callers may"
-            raise MemoryPermissionError(msg)
-
-    async def learn_from(
-        self, actor: Actor, outcome: TaskOutcome | Mapping[str, Any], *, agent_id: str
-    ) -> LearnReport:
-        """Learn from one finished task of the agent (see :meth:`AsyncMemory.learn_from`)."""
-        agent = self._agent(actor, Scope.WRITE, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.learn_from(outcome, agent_id=agent)
-
-    async def set_profile(
-        self,
-        actor: Actor,
-        *,
-        agent_id: str,
-        role: str | None = None,
-        department: str | None = None,
-        seniority: Seniority | str = Seniority.MID,
-    ) -> AgentProfile:
-        """Set an agent's role, department and seniority (humans and admins only)."""
-        self._check(actor, Scope.WRITE, None)
-        memory = await self.memory(actor.tenant)
-        return await memory.set_profile(
-            agent_id, role=role, department=department, seniority=seniority
-        )
-
-    async def profile(self, actor: Actor, *, agent_id: str) -> AgentProfile:
-        """One agent's profile (a default one when none was set)."""
-        agent = self._agent(actor, Scope.READ, agent_id)
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.get_profile(agent)
-
-    async def profiles(self, actor: Actor) -> builtins.list[AgentProfile]:
-        """Every agent profile of the tenant (not for agent actors)."""
-        self._check(actor, Scope.READ, None)
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.profiles.list()
-
-    async def approvals(
-        self, actor: Actor, *, status: ApprovalStatus | str | None = None, limit: int = 100
-    ) -> builtins.list[ApprovalItem]:
-        """The approval queue, newest first (read-only for every caller)."""
-        if not actor.allows(Scope.READ):
-            msg = f"{actor.label} lacks the 'read' scope"
-            raise MemoryPermissionError(msg)
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.approvals(status=status, limit=limit)
-
-    async def approval(self, actor: Actor, item_id: str) -> ApprovalItem:
-        """One approval item."""
-        if not actor.allows(Scope.READ):
-            msg = f"{actor.label} lacks the 'read' scope"
-            raise MemoryPermissionError(msg)
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.approval(item_id)
-
-    async def approve(
-        self, actor: Actor, item_id: str, *, reason: str | None = None
-    ) -> ApprovalItem:
-        """Approve a queued proposal and apply it; human and admin actors only (audited)."""
-        self._human(actor, "approve proposals")
-        self._check(actor, Scope.WRITE, None)
-        why = check_reason(reason)
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.approve(item_id, actor=actor.label, reason=why)
-
-    async def reject(
-        self, actor: Actor, item_id: str, *, reason: str | None = None
-    ) -> ApprovalItem:
-        """Reject a queued proposal (kept for the record); human and admin actors only."""
-        self._human(actor, "reject proposals")
-        self._check(actor, Scope.WRITE, None)
-        why = check_reason(reason, required=True)
-        assert why is not None  # required=True never returns None
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.reject(item_id, actor=actor.label, reason=why)
-
-    async def evolve(self, actor: Actor, *, force: bool = True) -> EvolverReport:
-        """Run one skill-evolver cycle for the tenant (admin)."""
-        self._check(actor, Scope.ADMIN, None)
-        memory = await self.memory(actor.tenant)
-        return await memory.evolve(force=force)
-
-    async def prune_procedural(self, actor: Actor, *, agent_id: str) -> PruneReport:
-        """Prune the agent's procedural lessons into the archive (admin)."""
-        agent = self._agent(actor, Scope.ADMIN, agent_id)
-        memory = await self.memory(actor.tenant)
-        with acting_as(actor.label):
-            return await memory.prune_procedural(agent_id=agent)
-
-    async def org_policies(self, actor: Actor) -> builtins.list[OrgFact]:
-        """The organisation's core policies."""
-        if not actor.allows(Scope.READ):
-            msg = f"{actor.label} lacks the 'read' scope"
-            raise MemoryPermissionError(msg)
-        memory = await self.memory(actor.tenant)
-        return builtins.list(await memory.learning.org.list_policies())
-
-    async def org_search(
-        self,
-        actor: Actor,
-        query: str,
-        *,
-        kinds: Sequence[OrgFactKind] | None = None,
-        limit: int | None = None,
-    ) -> builtins.list[OrgFact]:
-        """Search the organisation's extended knowledge."""
-        if not actor.allows(Scope.READ):
-            msg = f"{actor.label} lacks the 'read' scope"
-            raise MemoryPermissionError(msg)
-        try:
-            q = OrgMemoryQuery(text=query, kinds=None if not kinds else tuple(kinds), limit=limit)
-        except ValidationError as exc:
-            raise model_error(exc) from None
-        memory = await self.memory(actor.tenant)
-        return builtins.list(await memory.learning.org.query(q))
-
-    async def org_write(
-        self,
-        actor: Actor,
-        *,
-        kind: OrgFactKind | str,
-        content: str,
-        tags: Sequence[str] = (),
-        supersedes: str | None = None,
-        agent_id: str | None = None,
-    ) -> str:
-        """Append an org fact; write access by kind (policies: humans; ADRs: senior+)."""
-        memory = await self.memory(actor.tenant)
-        if actor.kind is ActorKind.AGENT or agent_id is not None:
-            agent = self._agent(actor, Scope.WRITE, agent_id or actor.name)
-            profile = await memory.learning.get_profile(agent)
-            author = OrgFactAuthor(kind="agent", name=agent, seniority=profile.seniority)
-        else:
-            self._check(actor, Scope.WRITE, None)
-            author = OrgFactAuthor(kind="human", name=actor.name)
-        try:
-            request = OrgFactWriteRequest(
-                kind=OrgFactKind(kind), content=content, tags=tuple(tags), supersedes=supersedes
-            )
-        except ValidationError as exc:
-            raise model_error(exc) from None
-        except ValueError:
-            names = ", ".join(k.value for k in OrgFactKind)
-            msg = f"unknown org fact kind {kind!r} (choose from {names})"
-            raise MemoryValidationError(msg) from None
-        return await memory.learning.org.write(request, author=author)
-
-    async def skills(
-        self, actor: Actor, *, include_superseded: bool = False
-    ) -> builtins.list[PooledSkill]:
-        """The org skill pool with application counts."""
-        if not actor.allows(Scope.READ):
-            msg = f"{actor.label} lacks the 'read' scope"
-            raise MemoryPermissionError(msg)
-        memory = await self.memory(actor.tenant)
-        return await memory.learning.skills(include_superseded=include_superseded)
 
     # -- embedder fine-tuning (admin) --------------------------------------------------------------
 
     async def _fine_tuner(self, actor: Actor) -> FineTuneManager:
-        """The tenant's fine-tune manager, after checking the actor is an admin.
+        """The tenant's fine-tune manager (the caller is an authorised admin).
 
         The default tenant uses ``fine_tune.checkpoint_path`` itself (the registry the configured
         embedder follows); another tenant its own registry under ``tenants/<name>`` there, so
         tenants never see or roll back each other's runs.
 
         Raises:
-            MemoryPermissionError: the actor lacks the admin scope.
             MemoryCapabilityError: fine-tuning is disabled or has no checkpoint registry.
         """
-        self._check(actor, Scope.ADMIN, None)
+        # The operations' policy (tenant-wide, admin scope) authorised the actor already.
         settings = self._config.fine_tune
         if not settings.enabled or settings.checkpoint_path is None:
             msg = (
@@ -1410,88 +561,84 @@ class MemoryService:
         )
         return self._fine_tuners.setdefault(tenant, manager)
 
-    async def start_fine_tune(self, actor: Actor, plan: FineTunePlan) -> FineTuneRun:
-        """Start a fine-tune run of ``plan`` and return it at once (poll the status).
+    async def fine_tune_start(self, call: Call, req: rq.FineTuneBody) -> FineTuneRun:
+        """Start a fine-tune run of the plan and return it at once (poll the status).
 
         Raises:
             MemoryConflictError: a run is still going.
             MemoryValidationError: the plan fails preflight (the message lists why).
             FineTuneDependencyError: the plan's trainer needs ML packages that are missing.
         """
-        manager = await self._fine_tuner(actor)
-        return await manager.start(plan, actor=actor.label)
+        manager = await self._fine_tuner(call.actor)
+        return await manager.start(req.plan(), actor=call.actor.label)
 
-    async def resume_fine_tune(self, actor: Actor, run_id: str) -> FineTuneRun:
+    async def fine_tune_resume(self, call: Call, req: rq.FineTuneResumeParams) -> FineTuneRun:
         """Resume a failed or cancelled run from its first unfinished stage (returns at once)."""
-        manager = await self._fine_tuner(actor)
-        return await manager.resume(run_id, actor=actor.label)
+        manager = await self._fine_tuner(call.actor)
+        return await manager.resume(req.run_id, actor=call.actor.label)
 
-    async def get_fine_tune_status(self, actor: Actor, run_id: str | None = None) -> FineTuneStatus:
+    async def fine_tune_status(self, call: Call, req: rq.FineTuneStatusParams) -> FineTuneStatus:
         """A run's status: ``run_id``'s, else the active run's, else the latest run's."""
-        manager = await self._fine_tuner(actor)
-        return await manager.status(run_id)
+        manager = await self._fine_tuner(call.actor)
+        return await manager.status(req.run_id)
 
-    async def cancel_fine_tune(
-        self, actor: Actor, *, confirm: bool = False, reason: str | None = None
-    ) -> str | None:
-        """Cancel the active run (destructive: ``confirm=True`` and a reason; audited).
+    async def fine_tune_cancel(self, call: Call, req: rq.FineTuneCancelBody) -> str | None:
+        """Cancel the active run (destructive: ``confirm`` and a reason; audited).
 
         Returns the cancelled run's id, or None when no run was active.
         """
-        manager = await self._fine_tuner(actor)
-        return await manager.cancel(actor=actor.label, confirm=confirm, reason=reason)
+        manager = await self._fine_tuner(call.actor)
+        return await manager.cancel(actor=call.actor.label, confirm=req.confirm, reason=req.reason)
 
-    async def run_fine_tune_preflight(self, actor: Actor, plan: FineTunePlan) -> PreflightResult:
+    async def fine_tune_preflight(self, call: Call, req: rq.FineTuneBody) -> PreflightResult:
         """Check a plan against this server's environment without starting anything."""
-        manager = await self._fine_tuner(actor)
-        return await manager.preflight(plan)
+        manager = await self._fine_tuner(call.actor)
+        return await manager.preflight(req.plan())
 
-    async def list_fine_tune_runs(
-        self, actor: Actor, *, limit: int = 20, offset: int = 0
+    async def fine_tune_runs(
+        self, call: Call, req: rq.FineTuneRunsParams
     ) -> tuple[tuple[FineTuneRun, ...], int]:
         """A page of runs, newest first, and the total number of runs."""
-        manager = await self._fine_tuner(actor)
-        return await manager.list_runs(limit=limit, offset=offset)
+        manager = await self._fine_tuner(call.actor)
+        return await manager.list_runs(limit=req.limit, offset=req.offset)
 
-    async def list_fine_tune_checkpoints(self, actor: Actor) -> tuple[CheckpointRecord, ...]:
+    async def fine_tune_checkpoints(
+        self, call: Call, _req: rq.NoParams
+    ) -> tuple[CheckpointRecord, ...]:
         """Every checkpoint of the tenant's registry, newest first (the active one marked)."""
-        manager = await self._fine_tuner(actor)
+        manager = await self._fine_tuner(call.actor)
         return await manager.list_checkpoints()
 
-    async def get_active_embedder(self, actor: Actor) -> ActiveEmbedderSnapshot:
+    async def active_embedder(self, call: Call, _req: rq.NoParams) -> ActiveEmbedderSnapshot:
         """Which embedder the tenant's registry serves now (the base model until a deploy)."""
-        manager = await self._fine_tuner(actor)
+        manager = await self._fine_tuner(call.actor)
         return await manager.get_active_embedder()
 
-    async def rollback_checkpoint(
-        self,
-        actor: Actor,
-        checkpoint_id: str,
-        *,
-        confirm: bool = False,
-        reason: str | None = None,
+    async def checkpoint_rollback(
+        self, call: Call, req: rq.CheckpointRollbackBody
     ) -> CheckpointRecord:
         """Make ``checkpoint_id`` (``"base"``: the base model) the active embedder again.
 
-        Destructive: needs ``confirm=True`` and a non-blank reason, and is audited under the
-        actor (the registry's ``audit.jsonl``). The store's embeddings were made by the previous
+        Destructive: needs ``confirm`` and a non-blank reason, and is audited under the actor
+        (the registry's ``audit.jsonl``). The store's embeddings were made by the previous
         model, so ``memvault reindex`` follows a rollback, as it follows a deploy.
 
         Raises:
             MemoryValidationError: no confirmation or no reason.
             MemoryNotFoundError: no such checkpoint.
         """
-        manager = await self._fine_tuner(actor)
+        manager = await self._fine_tuner(call.actor)
         return await manager.rollback_checkpoint(
-            checkpoint_id, actor=actor.label, confirm=confirm, reason=reason
+            req.checkpoint_id, actor=call.actor.label, confirm=req.confirm, reason=req.reason
         )
 
 
-def _check_page(limit: int, offset: int) -> None:
-    """A page's ``limit`` (1-1000) and ``offset`` (0 or more), as the wire models say."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        msg = "limit must be an integer between 1 and 1000"
-        raise MemoryValidationError(msg)
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        msg = "offset must be a non-negative integer"
-        raise MemoryValidationError(msg)
+@contextmanager
+def _audited(audit: Audit, actor: Actor, reason: str | None) -> Iterator[None]:
+    """The audit context an operation declares (``none``: the implementation's own)."""
+    if audit is Audit.NONE:
+        yield
+        return
+    why = check_reason(reason) if audit is Audit.REASON else None
+    with acting_as(actor.label, why):
+        yield

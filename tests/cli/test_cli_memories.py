@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from memvault.api.requests import SearchBody
+
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 # (content, type) of a small but realistic agent memory; each query below paraphrases one of
@@ -144,6 +146,19 @@ def test_search_limit_and_type_filter(run, db, seeded) -> None:
     ).json()
     assert {h["category"] for h in procedural} == {"procedural"}
     assert len(procedural) == 2
+
+
+def test_search_limit_is_the_rest_limit(run, db, seeded) -> None:
+    # The command builds SearchBody, so its --limit allows exactly what POST /v1/search does.
+    top = SearchBody.model_json_schema()["properties"]["limit"]["maximum"]
+    assert top == 100
+    ok = run("--db", db, "search", "how do we do things", "-a", "u", "--limit", str(top), "--json")
+    assert ok.code == 0, ok.err
+    assert len(ok.json()) == len(seeded)
+    over = run("--db", db, "search", "how do we do things", "-a", "u", "--limit", str(top + 1))
+    assert over.code == 2
+    assert len(over.err_lines) == 1 and "--limit" in over.err_lines[0], over.err
+    assert str(top) in over.err_lines[0]
 
 
 def test_search_tag_filter_requires_the_tag(run, db) -> None:

@@ -8,7 +8,7 @@ from memvault.config import load_config
 from memvault.conversation.factory import open_conversation_store
 from memvault.protocols import Embedder
 from memvault.service import Actor, MemoryService
-from memvault.conversation.session_models import ChatMessage
+from memvault.sessions.models import ChatMessage
 
 
 async def test_message_storage_appends_each_turn(tmp_path: Path, minilm: Embedder) -> None:

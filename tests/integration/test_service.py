@@ -55,61 +55,75 @@ async def service(
 
 
 async def test_agents_reach_only_their_own_memories(service: MemoryService) -> None:
-    out = await service.store(DEV1, "dev-1 keeps the deploy token in vault", agent_id="dev-1")
+    secret = {"content": "dev-1 keeps the deploy token in vault", "agent_id": "dev-1"}
+    out = await service.call(DEV1, "store", secret)
     assert out.id is not None
+    theirs = {"memory_id": out.id, "agent_id": "dev-1"}
     with pytest.raises(MemoryPermissionError, match="agent:dev-2"):
-        await service.get(DEV2, out.id, agent_id="dev-1")
+        await service.call(DEV2, "get", theirs)
     with pytest.raises(MemoryPermissionError):
-        await service.search(DEV2, "deploy token", agent_id="dev-1")
+        await service.call(DEV2, "search", {"query": "deploy token", "agent_id": "dev-1"})
     with pytest.raises(MemoryPermissionError):
-        await service.store(DEV2, "forged", agent_id="dev-1")
+        await service.call(DEV2, "store", {"content": "forged", "agent_id": "dev-1"})
     with pytest.raises(MemoryPermissionError):
-        await service.delete(DEV2, out.id, agent_id="dev-1")
+        await service.call(DEV2, "delete", theirs)
     # Under its own id, dev-2 finds nothing and cannot name dev-1's memory.
-    assert await service.search(DEV2, "deploy token", agent_id="dev-2") == []
+    assert await service.call(DEV2, "search", {"query": "deploy token", "agent_id": "dev-2"}) == []
     with pytest.raises(MemoryNotFoundError):
-        await service.get(DEV2, out.id, agent_id="dev-2")
+        await service.call(DEV2, "get", {"memory_id": out.id, "agent_id": "dev-2"})
     # Whole-tenant reads are not for agents.
-    for call in (service.stats(DEV1), service.export(DEV1), service.audit(DEV1)):
+    for name in ("stats", "export", "audit"):
         with pytest.raises(MemoryPermissionError):
-            await call
-    assert await service.agents(DEV1) == ["dev-1"]
+            await service.call(DEV1, name, {})
+    assert await service.call(DEV1, "agents", {}) == ["dev-1"]
     # A human operator of the tenant reaches every agent.
-    hits = await service.search(Actor.human("alice"), "deploy token", agent_id="dev-1")
+    found = {"query": "deploy token", "agent_id": "dev-1"}
+    hits = await service.call(Actor.human("alice"), "search", found)
     assert [h.id for h in hits] == [out.id]
 
 
 async def test_scopes_gate_operations(service: MemoryService) -> None:
-    await service.store(ADMIN, "the on-call rota changes on Mondays", agent_id="dev-1")
-    assert await service.count(READER, agent_id="dev-1") == 1
+    rota = {"content": "the on-call rota changes on Mondays", "agent_id": "dev-1"}
+    await service.call(ADMIN, "store", rota)
+    assert await service.call(READER, "count", {"agent_id": "dev-1"}) == 1
     with pytest.raises(MemoryPermissionError, match="'write'"):
-        await service.store(READER, "nope", agent_id="dev-1")
+        await service.call(READER, "store", {"content": "nope", "agent_id": "dev-1"})
     with pytest.raises(MemoryPermissionError, match="'admin'"):
-        await service.clear(Actor.human("bob"), agent_id="dev-1")
+        await service.call(Actor.human("bob"), "clear", {"agent_id": "dev-1"})
     with pytest.raises(MemoryPermissionError, match="'admin'"):
-        await service.consolidate(DEV1, agent_id="dev-1")
+        await service.call(DEV1, "consolidate", {"agent_id": "dev-1"})
     # An agent key with the admin scope administers its own memories only.
     dev1_admin = Actor.agent("dev-1", scopes=["admin"])
     assert dev1_admin.allows(Scope.READ) and dev1_admin.allows(Scope.WRITE)
-    assert await service.clear(dev1_admin, agent_id="dev-1", reason="reset") == 1
+    cleared = {"agent_id": "dev-1", "reason": "reset"}
+    assert await service.call(dev1_admin, "clear", cleared) == 1
     with pytest.raises(MemoryPermissionError):
-        await service.clear(dev1_admin, agent_id="dev-2")
+        await service.call(dev1_admin, "clear", {"agent_id": "dev-2"})
 
 
 async def test_destructive_operations_are_audited_with_actor_and_reason(
     service: MemoryService,
 ) -> None:
-    keep = await service.store(DEV1, "Prefers tabs over spaces", agent_id="dev-1")
-    drop = await service.store(DEV1, "The printer on floor 3 is broken", agent_id="dev-1")
+    keep = await service.call(
+        DEV1, "store", {"content": "Prefers tabs over spaces", "agent_id": "dev-1"}
+    )
+    drop = await service.call(
+        DEV1, "store", {"content": "The printer on floor 3 is broken", "agent_id": "dev-1"}
+    )
     assert keep.id and drop.id
-    assert await service.delete(ADMIN, drop.id, agent_id="dev-1", reason="user request")
-    assert not await service.delete(ADMIN, drop.id, agent_id="dev-1", reason="again")
-    shared = await service.publish(DEV1, "Standup is at 9:30", agent_id="dev-1")
-    assert await service.retract(DEV1, shared, agent_id="dev-1", reason="moved to 10:00")
+    dropped = {"memory_id": drop.id, "agent_id": "dev-1"}
+    assert await service.call(ADMIN, "delete", {**dropped, "reason": "user request"})
+    assert not await service.call(ADMIN, "delete", {**dropped, "reason": "again"})
+    shared = await service.call(
+        DEV1, "publish", {"content": "Standup is at 9:30", "agent_id": "dev-1"}
+    )
+    retracted = {"memory_id": shared, "agent_id": "dev-1", "reason": "moved to 10:00"}
+    assert await service.call(DEV1, "retract", retracted)
     with pytest.raises(MemoryValidationError, match="reason"):
-        await service.delete(ADMIN, keep.id, agent_id="dev-1", reason="x" * 501)
+        kept = {"memory_id": keep.id, "agent_id": "dev-1", "reason": "x" * 501}
+        await service.call(ADMIN, "delete", kept)
 
-    records = await service.audit(ADMIN, agent_id="dev-1")
+    records = await service.call(ADMIN, "audit", {"agent_id": "dev-1"})
     by_action = {(r.action, r.memory_id): r for r in records}
     deleted = by_action[("memory.delete", drop.id)]
     assert deleted.actor == "admin:ops"
@@ -117,9 +131,9 @@ async def test_destructive_operations_are_audited_with_actor_and_reason(
     stored = by_action[("memory.store", keep.id)]
     assert stored.actor == "agent:dev-1"
     assert "stated_reason" not in stored.details
-    retracted = by_action[("shared.retract", shared)]
-    assert retracted.actor == "agent:dev-1"
-    assert retracted.details["stated_reason"] == "moved to 10:00"
+    retract = by_action[("shared.retract", shared)]
+    assert retract.actor == "agent:dev-1"
+    assert retract.details["stated_reason"] == "moved to 10:00"
     # Only one delete record: the second delete found nothing.
     assert sum(r.action == "memory.delete" for r in records) == 1
 
@@ -127,16 +141,22 @@ async def test_destructive_operations_are_audited_with_actor_and_reason(
 async def test_tenants_are_separate_stores(service: MemoryService) -> None:
     acme = Actor.admin("root", tenant="acme")
     globex = Actor.admin("root", tenant="globex")
-    a = await service.store(acme, "Acme's launch code is 1111", agent_id="dev-1")
-    g = await service.store(globex, "Globex's launch code is 2222", agent_id="dev-1")
-    await service.publish(acme, "Acme ships on Tuesdays", agent_id="dev-1")
+    a = await service.call(
+        acme, "store", {"content": "Acme's launch code is 1111", "agent_id": "dev-1"}
+    )
+    g = await service.call(
+        globex, "store", {"content": "Globex's launch code is 2222", "agent_id": "dev-1"}
+    )
+    await service.call(acme, "publish", {"content": "Acme ships on Tuesdays", "agent_id": "dev-1"})
     assert a.id and g.id
-    assert [e.id for e in await service.search(acme, "launch code", agent_id="dev-1")] == [a.id]
-    assert [e.id for e in await service.search(globex, "launch code", agent_id="dev-1")] == [g.id]
-    assert await service.search_shared(globex, "when does Acme ship?") == []
-    assert await service.count(ADMIN, agent_id="dev-1") == 0  # the default tenant is empty
+    query = {"query": "launch code", "agent_id": "dev-1"}
+    assert [e.id for e in await service.call(acme, "search", query)] == [a.id]
+    assert [e.id for e in await service.call(globex, "search", query)] == [g.id]
+    assert await service.call(globex, "search_shared", {"query": "when does Acme ship?"}) == []
+    # The default tenant is empty.
+    assert await service.call(ADMIN, "count", {"agent_id": "dev-1"}) == 0
     with pytest.raises(MemoryNotFoundError):
-        await service.get(globex, a.id, agent_id="dev-1")
+        await service.call(globex, "get", {"memory_id": a.id, "agent_id": "dev-1"})
     acme_memory = await service.memory("acme")
     assert acme_memory is await service.memory("acme")
     assert acme_memory.location != (await service.memory("globex")).location
@@ -148,38 +168,41 @@ async def test_sessions_through_the_service(service: MemoryService) -> None:
         ChatMessage(role="user", content="What is our deploy day?"),
         ChatMessage(role="assistant", content="Tuesday."),
     ]
-    saved = await service.save_session(DEV1, "00000000000a", msgs, agent_id="dev-1")
+    sid = "00000000000a"
+    saved = await service.call(
+        DEV1, "save_session", {"session_id": sid, "agent_id": "dev-1", "messages": msgs}
+    )
     assert saved.message_count == 2
-    latest = await service.session(DEV1, agent_id="dev-1")
+    latest = await service.call(DEV1, "session", {"session_id": "latest", "agent_id": "dev-1"})
     assert latest is not None and [m.role for m in latest.messages] == ["user", "assistant"]
     with pytest.raises(MemoryPermissionError):
-        await service.session(DEV2, agent_id="dev-1")
-    assert await service.session(DEV2, agent_id="dev-2") is None
+        await service.call(DEV2, "session", {"session_id": "latest", "agent_id": "dev-1"})
+    assert (
+        await service.call(DEV2, "session", {"session_id": "latest", "agent_id": "dev-2"}) is None
+    )
     with pytest.raises(MemoryValidationError):
-        await service.session(DEV1, "../etc", agent_id="dev-1")
-    assert await service.delete_session(DEV1, "00000000000a", agent_id="dev-1")
-    assert await service.sessions(DEV1, agent_id="dev-1") == []
+        await service.call(DEV1, "session", {"session_id": "../etc", "agent_id": "dev-1"})
+    assert await service.call(DEV1, "delete_session", {"session_id": sid, "agent_id": "dev-1"})
+    assert await service.call(DEV1, "sessions", {"agent_id": "dev-1"}) == []
 
 
 async def test_export_import_and_context(service: MemoryService) -> None:
-    await service.store_many(
-        DEV1,
-        [{"content": "Service A is owned by team red"}, {"content": "Service B by team blue"}],
-        agent_id="dev-1",
-    )
-    ctx = await service.context(DEV1, "who owns service A?", agent_id="dev-1", token_budget=120)
+    items = [{"content": "Service A is owned by team red"}, {"content": "Service B by team blue"}]
+    await service.call(DEV1, "store_many", {"items": items, "agent_id": "dev-1"})
+    asked = {"query": "who owns service A?", "agent_id": "dev-1", "token_budget": 120}
+    ctx = await service.call(DEV1, "context", asked)
     assert "team red" in ctx.text
-    mine = await service.export(DEV1, agent_id="dev-1")
+    mine = await service.call(DEV1, "export", {"agent_id": "dev-1"})
     assert len(mine) == 2
     with pytest.raises(MemoryPermissionError):
-        await service.import_(DEV1, mine, agent_id="dev-1")
+        await service.call(DEV1, "import", {"items": mine, "agent_id": "dev-1"})
     # Ids are kept, so importing into the same store adds nothing; another tenant gets copies.
-    assert await service.import_(ADMIN, mine) == 0
+    assert await service.call(ADMIN, "import", {"items": mine}) == 0
     acme = Actor.admin("root", tenant="acme")
-    assert await service.import_(acme, mine, agent_id="dev-3") == 2
-    assert await service.count(acme, agent_id="dev-3") == 2
+    assert await service.call(acme, "import", {"items": mine, "agent_id": "dev-3"}) == 2
+    assert await service.call(acme, "count", {"agent_id": "dev-3"}) == 2
     with pytest.raises(MemoryValidationError):
-        await service.import_(ADMIN, "not a list")  # type: ignore[arg-type]
+        await service.call(ADMIN, "import", {"items": "not a list"})
 
 
 def test_actor_construction_validates() -> None:
@@ -203,7 +226,7 @@ async def test_single_memory_service_has_one_tenant(tmp_path: Path, minilm: Embe
 
     async with AsyncMemory(str(tmp_path / "one.db"), embedder=minilm) as mem:
         svc = MemoryService.for_memory(mem)
-        await svc.store(DEV1, "one tenant only", agent_id="dev-1")
+        await svc.call(DEV1, "store", {"content": "one tenant only", "agent_id": "dev-1"})
         assert await mem.count(agent_id="dev-1") == 1
         with pytest.raises(MemoryPermissionError, match="tenant"):
-            await svc.count(Actor.agent("dev-1", tenant="acme"), agent_id="dev-1")
+            await svc.call(Actor.agent("dev-1", tenant="acme"), "count", {"agent_id": "dev-1"})

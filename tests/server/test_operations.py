@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from memvault.api import requests as rq
 from memvault.api.auth import Actor, Scope
-from memvault.api.operations import OPERATIONS, Http, Operation, Tool, get_operation
+from memvault.api.operations import OPERATIONS, Host, Http, Operation, Tool, get_operation
+from memvault.api.policy import AGENT, Audit, Call, Reach
 from memvault.cli.api import build_api_app
 from memvault.config import load_config
 from memvault.errors import MemoryPermissionError, MemoryValidationError
@@ -46,13 +47,26 @@ def test_every_operation_is_declared_once_with_docs_and_an_implementation() -> N
     for op in OPERATIONS:
         assert op.doc.strip() and op.request.__doc__, op.name
         assert get_operation(op.name) is op
-        method = getattr(MemoryService, op.implementation, None)
-        assert method is not None and inspect.iscoroutinefunction(method), op.name
-        # The keywords the table passes are parameters of the implementation.
-        params = inspect.signature(method).parameters
-        example = {n: [] if n in ("items", "messages") else "x" for n in op.request.model_fields}
-        arguments = op.arguments(op.request.model_construct(**example))
-        assert set(arguments) <= set(params), (op.name, set(arguments) - set(params))
+        if op.impl is None:
+            assert op.invoke is not None and inspect.iscoroutinefunction(op.invoke), op.name
+            if hasattr(Host, op.invoke.__name__):  # a method of the service's
+                assert getattr(Host, op.invoke.__name__) is op.invoke, op.name
+                implemented = getattr(MemoryService, op.invoke.__name__)
+                assert inspect.iscoroutinefunction(implemented), op.name
+        else:
+            assert getattr(AsyncMemory, op.impl.__name__) is op.impl, op.name
+            # The keywords the table passes are parameters of the implementation (an audit
+            # reason is the service's, not the memory's).
+            params = inspect.signature(op.impl).parameters
+            fields = op.request.model_fields
+            example = {n: [] if n in ("items", "messages", "turns") else "x" for n in fields}
+            arguments = set(op.arguments(op.request.model_construct(**example)))
+            if op.audit is Audit.REASON:
+                arguments.discard("reason")
+            assert arguments <= set(params), (op.name, arguments - set(params))
+        if op.policy is AGENT:
+            # Agent-bound: the request names the agent, and must.
+            assert op.request.model_fields["agent_id"].is_required(), op.name
         if op.http is not None:
             assert set(op.http.path_params) <= set(op.request.model_fields), op.name
         if op.tool is not None and op.tool.fields is not None:
@@ -102,6 +116,34 @@ async def test_service_call_enforces_the_declared_scope(tmp_path: Path, minilm: 
         await service.close()
 
 
+async def test_service_call_enforces_the_declared_policy(tmp_path: Path, minilm: Embedder) -> None:
+    service = MemoryService(load_config(url=str(tmp_path / "s.db")), embedder=minilm)
+    agent = Actor.agent("dev-1", scopes=["read", "write", "admin"])
+    refused = {
+        Reach.AGENT: "may not use the memories of agent 'dev-2'",
+        Reach.AGENT_OR_TENANT: "may not use the memories of agent 'dev-2'",
+        Reach.SELF: "may not use the memories of agent 'dev-2'",
+        Reach.TENANT: "may only use its own memories",
+        Reach.HUMANS: "only human and admin callers may",
+    }
+    checked = set()
+    try:
+        for op in OPERATIONS:
+            # Another agent's id (where the request has one); unvalidated, so only the
+            # policy can refuse it.
+            fields = {"agent_id": "dev-2"} if "agent_id" in op.request.model_fields else {}
+            if op.policy.reach is Reach.ANY or (op.policy.reach is Reach.SELF and not fields):
+                continue
+            with pytest.raises(MemoryPermissionError, match=refused[op.policy.reach]):
+                await service.call(agent, op, op.request.model_construct(**fields))
+            checked.add(op.policy.reach)
+        assert checked == set(refused)
+        # Refused before any store was opened.
+        assert service._memories == {}
+    finally:
+        await service.close()
+
+
 # -- a toy operation, declared here and nowhere else ------------------------------------------
 
 
@@ -113,8 +155,9 @@ class EchoBody(rq.Request):
     times: int = Field(default=1, ge=1, le=3, description="How many times.")
 
 
-async def _echo(service: MemoryService, actor: Actor, req: EchoBody) -> dict[str, Any]:
-    count = await service.count(actor, agent_id=req.agent_id)
+async def _echo(service: Host, call: Call, req: EchoBody) -> dict[str, Any]:
+    memory = await service.memory(call.tenant)
+    count = await memory.count(agent_id=call.agent_id)
     return {"echo": " ".join([req.word] * req.times), "memories": count}
 
 
@@ -134,7 +177,8 @@ TABLE = (*OPERATIONS, ECHO)
 @pytest.fixture
 async def toy_service(tmp_path: Path, minilm: Embedder) -> AsyncIterator[MemoryService]:
     service = MemoryService(load_config(url=str(tmp_path / "toy.db")), embedder=minilm)
-    await service.store(Actor.admin(), "The deploy window is Tuesday.", agent_id="dev-1")
+    stored = {"content": "The deploy window is Tuesday.", "agent_id": "dev-1"}
+    await service.call(Actor.admin(), "store", stored)
     yield service
     await service.close()
 

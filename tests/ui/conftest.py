@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from live_server import run_app
+from memvault.api import requests as rq
 from memvault.api.auth import Actor
 from memvault.config import load_config
 from memvault.learning.models import (
@@ -103,57 +104,72 @@ async def seed(service: MemoryService) -> dict[str, str]:
         ("procedural", "When a flaky test fails twice, quarantine it and open an issue.", ["ci"]),
     ]
     for n, (category, text, tags) in enumerate(topics * 3):
-        out = await service.store(
-            admin,
-            f"{text} (note {n})",
-            agent_id="dev-1",
-            category=category,
-            tags=tags,
-            created_at=T0 + timedelta(days=n % 12, hours=n),
-            dedup=False,
-        )
+        note = {
+            "content": f"{text} (note {n})",
+            "agent_id": "dev-1",
+            "category": category,
+            "tags": tags,
+            "created_at": T0 + timedelta(days=n % 12, hours=n),
+            "dedup": False,
+        }
+        out = await service.call(admin, "store", note)
         assert out.id is not None
         ids.setdefault(f"{category}", out.id)
-    xss = await service.store(admin, XSS, agent_id="dev-1", tags=["xss"], dedup=False)
+    xss = await service.call(
+        admin, "store", {"content": XSS, "agent_id": "dev-1", "tags": ["xss"], "dedup": False}
+    )
     assert xss.id is not None
     ids["xss"] = xss.id
-    first = await service.store(
-        admin, "The on-call rotation changes every Monday.", agent_id="dev-1", dedup=False
+    first = await service.call(
+        admin,
+        "store",
+        {
+            "content": "The on-call rotation changes every Monday.",
+            "agent_id": "dev-1",
+            "dedup": False,
+        },
     )
     assert first.id is not None
-    newer = await service.update(
-        admin,
-        first.id,
-        agent_id="dev-1",
-        content="The on-call rotation changes every Tuesday.",
-        reason="schedule moved",
-    )
+    change = {
+        "memory_id": first.id,
+        "agent_id": "dev-1",
+        "content": "The on-call rotation changes every Tuesday.",
+        "reason": "schedule moved",
+    }
+    newer = await service.call(admin, "update", change)
     ids["chain_old"], ids["chain_new"] = first.id, newer.id
-    gone = await service.store(
-        admin, "Legacy FTP server credentials are kept in the old wiki.", agent_id="dev-1"
+    gone = await service.call(
+        admin,
+        "store",
+        {"content": "Legacy FTP server credentials are kept in the old wiki.", "agent_id": "dev-1"},
     )
     assert gone.id is not None
-    await service.archive(admin, [gone.id], agent_id="dev-1", reason="outdated")
+    archived = {"ids": [gone.id], "agent_id": "dev-1", "reason": "outdated"}
+    await service.call(admin, "archive", archived)
     ids["archived"] = gone.id
-    other = await service.store(admin, "dev-2 private note about payroll.", agent_id="dev-2")
+    other = await service.call(
+        admin, "store", {"content": "dev-2 private note about payroll.", "agent_id": "dev-2"}
+    )
     assert other.id is not None
     ids["dev2"] = other.id
-    acme_note = await service.store(acme, "acme secret roadmap for Q3.", agent_id="dev-1")
+    acme_note = await service.call(
+        acme, "store", {"content": "acme secret roadmap for Q3.", "agent_id": "dev-1"}
+    )
     assert acme_note.id is not None
     ids["acme"] = acme_note.id
-    await service.save_session(
-        admin,
-        "s-1",
-        [
+    session = rq.SessionBody(
+        session_id="s-1",
+        agent_id="dev-1",
+        messages=[
             ChatMessage(role="user", content="How do we deploy?"),
             ChatMessage(role="assistant", content=f"Through the pipeline. {XSS}"),
         ],
-        agent_id="dev-1",
     )
-    await service.publish(
-        admin, "All services log in JSON to stdout.", agent_id="dev-1", tags=["logging"]
-    )
-    await service.org_write(admin, kind="policy", content="Never store customer card numbers.")
+    await service.call(admin, "save_session", session)
+    shared = {"content": "All services log in JSON to stdout.", "agent_id": "dev-1"}
+    await service.call(admin, "publish", {**shared, "tags": ["logging"]})
+    policy = {"kind": "policy", "content": "Never store customer card numbers."}
+    await service.call(admin, "org_write", policy)
     memory = await service.memory()
     for n, (name, discovery) in enumerate(
         [

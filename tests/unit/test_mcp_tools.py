@@ -276,7 +276,8 @@ async def test_store_search_recall_and_list_as_an_agent(service: MemoryService) 
 
 
 async def test_an_agent_cannot_reach_another_agents_memories(service: MemoryService) -> None:
-    theirs = await service.store(ADMIN, "dev-2 keeps its secrets here", agent_id="dev-2")
+    secret = {"content": "dev-2 keeps its secrets here", "agent_id": "dev-2"}
+    theirs = await service.call(ADMIN, "store", secret)
     assert theirs.id is not None
     calls: list[tuple[str, dict[str, Any]]] = [
         ("store_memory", {"content": "x", "agent_id": "dev-2"}),
@@ -298,7 +299,7 @@ async def test_an_agent_cannot_reach_another_agents_memories(service: MemoryServ
         # Its own id does not reach the other agent's memory either.
         missing = error(await client.call_tool("recall_memory", {"memory_id": theirs.id}))
         assert missing.startswith("not_found: ")
-    assert len(await service.list(ADMIN, agent_id="dev-2")) == 1
+    assert len(await service.call(ADMIN, "list", {"agent_id": "dev-2"})) == 1
 
 
 async def test_a_human_caller_must_name_the_agent(service: MemoryService) -> None:
@@ -311,7 +312,7 @@ async def test_a_human_caller_must_name_the_agent(service: MemoryService) -> Non
         )
         listed = ok(await client.call_tool("list_memories", {"agent_id": "dev-7"}))
     assert [m["id"] for m in listed["memories"]] == [stored["id"]]
-    audit = await service.audit(ADMIN, memory_id=stored["id"])
+    audit = await service.call(ADMIN, "audit", {"memory_id": stored["id"]})
     assert [(r.action, r.actor) for r in audit] == [("memory.store", "human:alice")]
 
 
@@ -324,7 +325,8 @@ async def test_a_read_only_caller_cannot_write(service: MemoryService) -> None:
 
 
 async def test_delete_needs_confirm_and_a_reason_and_is_audited(service: MemoryService) -> None:
-    stored = await service.store(DEV1, "The staging cluster is called kestrel.", agent_id="dev-1")
+    kestrel = {"content": "The staging cluster is called kestrel.", "agent_id": "dev-1"}
+    stored = await service.call(DEV1, "store", kestrel)
     memory_id = stored.id
     assert memory_id is not None
     async with connect(service, DEV1) as client:
@@ -340,7 +342,8 @@ async def test_delete_needs_confirm_and_a_reason_and_is_audited(service: MemoryS
             message = error(await client.call_tool("delete_memory", args))
             assert message.startswith("validation_error: "), message
             assert expected in message, message
-        assert (await service.get(DEV1, memory_id, agent_id="dev-1")).id == memory_id
+        kept = await service.call(DEV1, "get", {"memory_id": memory_id, "agent_id": "dev-1"})
+        assert kept.id == memory_id
 
         deleted = ok(
             await client.call_tool(
@@ -357,7 +360,7 @@ async def test_delete_needs_confirm_and_a_reason_and_is_audited(service: MemoryS
         assert gone.startswith("not_found: ")
         missing = error(await client.call_tool("recall_memory", {"memory_id": memory_id}))
         assert missing.startswith("not_found: ")
-    records = await service.audit(ADMIN, memory_id=memory_id)
+    records = await service.call(ADMIN, "audit", {"memory_id": memory_id})
     deletes = [r for r in records if r.action == "memory.delete"]
     assert len(deletes) == 1
     assert deletes[0].actor == "agent:dev-1"
@@ -397,7 +400,7 @@ async def test_publish_and_search_shared(service: MemoryService) -> None:
             )
         )
         assert excluded["results"] == []
-    records = await service.audit(ADMIN, memory_id=published["id"])
+    records = await service.call(ADMIN, "audit", {"memory_id": published["id"]})
     assert ("shared.publish", "agent:dev-1") in {(r.action, r.actor) for r in records}
 
 
@@ -427,7 +430,7 @@ async def test_invalid_arguments_are_tool_errors(
     assert message.startswith("validation_error: "), message
     assert expected in message, message
     assert "Traceback" not in message
-    assert await service.count(DEV1, agent_id="dev-1") == 0
+    assert await service.call(DEV1, "count", {"agent_id": "dev-1"}) == 0
 
 
 async def test_an_unknown_tool_is_a_tool_error(service: MemoryService) -> None:
@@ -627,7 +630,7 @@ async def test_the_http_endpoint_takes_the_actor_from_the_asgi_scope(
                 "permission_denied: this MCP request has no authenticated caller "
                 "(send a valid API key)"
             )
-    records = await service.audit(ADMIN, memory_id=stored["id"])
+    records = await service.call(ADMIN, "audit", {"memory_id": stored["id"]})
     assert [(r.action, r.actor) for r in records] == [("memory.store", "agent:dev-1")]
 
 

@@ -13,8 +13,10 @@ driven by this table instead of restating each operation:
 * the remote client (:mod:`memvault.remote`) sends each call to the operation's method and path.
 
 :meth:`memvault.service.MemoryService.call` runs an operation for an actor: it checks the
-declared scope, then calls the implementation (the service method named ``method``, or
-``invoke``). Adding an operation is one entry here plus its implementation.
+declared scope and policy (:mod:`memvault.api.policy`) once, then calls the implementation: an
+:class:`~memvault.memory.AsyncMemory` method (``impl``) with the request's fields, or a typed
+function (``invoke``) for an operation with logic of its own. Adding an operation is one entry
+here plus its implementation.
 """
 
 from __future__ import annotations
@@ -22,17 +24,29 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from memvault.api import requests as rq
 from memvault.api import responses as rs
-from memvault.api.auth import Actor, Scope
+from memvault.api.auth import Scope, check_reason
+from memvault.api.policy import (
+    AGENT,
+    AGENT_OR_TENANT,
+    ANY,
+    SELF,
+    TENANT,
+    Audit,
+    Call,
+    Policy,
+    Reach,
+    humans_only,
+)
 from memvault.consolidation import ConsolidationResult
 from memvault.conversation.compaction import CompactionReport
 from memvault.conversation.memory import ContextWindow, ConversationStatus
-from memvault.conversation.models import ConversationPage
+from memvault.conversation.models import ConversationInfo, ConversationPage
 from memvault.errors import MemoryNotFoundError, MemoryValidationError
 from memvault.finetune.config import (
     ActiveEmbedderSnapshot,
@@ -46,13 +60,27 @@ from memvault.learning.models import (
     ApprovalItem,
     EvolverReport,
     LearnReport,
+    OrgFact,
+    OrgFactAuthor,
+    OrgFactWriteRequest,
+    OrgMemoryQuery,
     PruneReport,
 )
+from memvault.memory import AsyncMemory
 from memvault.models import MemoryEntry, StoreStats
+from memvault.validation import model_error
+
+if TYPE_CHECKING:
+    from memvault.learning.engine import PooledSkill
+    from memvault.protocols import LLMProvider
+    from memvault.sessions import SessionRecord
 
 __all__ = [
     "OPERATIONS",
+    "Host",
     "Http",
+    "Impl",
+    "Invoke",
     "Operation",
     "Tool",
     "get_operation",
@@ -63,8 +91,131 @@ __all__ = [
 Render = Callable[[Any, Any], Any]
 """``render(result, request) -> JSON``: what every interface sends back."""
 
-Invoke = Callable[[Any, Actor, Any], Awaitable[Any]]
-"""``invoke(service, actor, request)``: the implementation, when it is not a service method."""
+Impl = Callable[..., Awaitable[Any]]
+"""An :class:`AsyncMemory` method: ``impl(memory, **op.arguments(request))``."""
+
+Invoke = Callable[["Host", Call, Any], Awaitable[Any]]
+"""``invoke(service, call, request)``: an implementation with logic of its own."""
+
+
+class Host(Protocol):
+    """What the service (:class:`memvault.service.MemoryService`) offers implementations.
+
+    The operations whose logic lives in the service (sessions, conversations, fine-tuning) name
+    its methods here (``invoke=Host.save_session``), so the table stays below the service while
+    mypy checks each method against the declaration and go-to-definition finds it.
+    """
+
+    @property
+    def llm(self) -> LLMProvider | None:
+        """The LLM the service was given (consolidation)."""
+        ...
+
+    def ask_llm(self) -> LLMProvider | None:
+        """The LLM Search-and-Ask and compaction use (given, else from the environment)."""
+        ...
+
+    async def memory(self, tenant: str = ...) -> AsyncMemory:
+        """The tenant's memory, opened on first use."""
+        ...
+
+    async def sessions(self, call: Call, req: rq.SessionsParams) -> list[SessionRecord]:
+        """The agent's sessions, most recently saved first."""
+        ...
+
+    async def session(self, call: Call, req: rq.SessionParams) -> SessionRecord | None:
+        """One session of the agent (``latest``: the most recent), or None."""
+        ...
+
+    async def save_session(self, call: Call, req: rq.SessionBody) -> SessionRecord:
+        """Create or replace one session's message history."""
+        ...
+
+    async def delete_session(self, call: Call, req: rq.DeleteSessionParams) -> bool:
+        """Delete one session of the agent; False if it has none with that id."""
+        ...
+
+    async def conversation_append(
+        self, call: Call, req: rq.ConversationAppendBody
+    ) -> ConversationPage:
+        """Append turns to the session's conversation."""
+        ...
+
+    async def conversation_messages(
+        self, call: Call, req: rq.ConversationMessagesParams
+    ) -> ConversationPage:
+        """A page of the session's messages as the view (the actor may read) reads them."""
+        ...
+
+    async def conversations(
+        self, call: Call, req: rq.ConversationsParams
+    ) -> list[ConversationInfo]:
+        """A page of the agent's conversations, latest append first."""
+        ...
+
+    async def conversation_context(
+        self, call: Call, req: rq.ConversationContextParams
+    ) -> ContextWindow:
+        """The session's context window."""
+        ...
+
+    async def conversation_compact(self, call: Call, req: rq.CompactBody) -> CompactionReport:
+        """Relieve the session's context pressure now."""
+        ...
+
+    async def conversation_status(
+        self, call: Call, req: rq.ConversationStatusParams
+    ) -> ConversationStatus:
+        """The tenant's conversation counts and embedding queue."""
+        ...
+
+    async def conversation_backfill(
+        self, call: Call, req: rq.ConversationBackfillBody
+    ) -> tuple[int, int]:
+        """Embed every stored message without a vector now: (embedded, still without)."""
+        ...
+
+    async def fine_tune_start(self, call: Call, req: rq.FineTuneBody) -> FineTuneRun:
+        """Start a fine-tune run and return it at once."""
+        ...
+
+    async def fine_tune_preflight(self, call: Call, req: rq.FineTuneBody) -> PreflightResult:
+        """Check a plan against the server without starting anything."""
+        ...
+
+    async def fine_tune_resume(self, call: Call, req: rq.FineTuneResumeParams) -> FineTuneRun:
+        """Resume a failed or cancelled run."""
+        ...
+
+    async def fine_tune_status(self, call: Call, req: rq.FineTuneStatusParams) -> FineTuneStatus:
+        """A run's status (default: the active run, else the latest)."""
+        ...
+
+    async def fine_tune_runs(
+        self, call: Call, req: rq.FineTuneRunsParams
+    ) -> tuple[tuple[FineTuneRun, ...], int]:
+        """A page of runs, newest first, and the total."""
+        ...
+
+    async def fine_tune_cancel(self, call: Call, req: rq.FineTuneCancelBody) -> str | None:
+        """Cancel the active run; its id, or None when none was active."""
+        ...
+
+    async def fine_tune_checkpoints(
+        self, call: Call, req: rq.NoParams
+    ) -> tuple[CheckpointRecord, ...]:
+        """Every checkpoint of the tenant's registry, newest first."""
+        ...
+
+    async def active_embedder(self, call: Call, req: rq.NoParams) -> ActiveEmbedderSnapshot:
+        """Which embedder the tenant's registry serves now."""
+        ...
+
+    async def checkpoint_rollback(
+        self, call: Call, req: rq.CheckpointRollbackBody
+    ) -> CheckpointRecord:
+        """Make a checkpoint (``base``: the base model) the active embedder again."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,24 +275,41 @@ def _fields(request: BaseModel) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """One public operation: its name, input, scope, documentation and interfaces."""
+    """One public operation: its name, input, scope, policy, implementation and interfaces.
+
+    ``policy`` (:mod:`memvault.api.policy`; default :data:`~memvault.api.policy.AGENT`) says
+    whose memories the call reaches, ``audit`` how its audit records name the caller. The
+    implementation is ``impl``, an :class:`AsyncMemory` method called with the keywords
+    ``arguments(request)`` gives (their ``agent_id`` the validated one), or ``invoke``, a typed
+    function ``invoke(service, call, request)`` for operations with logic of their own.
+    """
 
     name: str
     request: type[rq.Request]
     scope: Scope
     doc: str
     render: Render
-    method: str | None = None
     http: Http | None = None
     tool: Tool | None = None
     cli: bool = True
     arguments: Callable[[Any], dict[str, Any]] = _fields
+    impl: Impl | None = None
     invoke: Invoke | None = None
+    policy: Policy = AGENT
+    audit: Audit = Audit.NONE
 
-    @property
-    def implementation(self) -> str:
-        """The name of the service method that implements the operation."""
-        return self.method or self.name
+    def __post_init__(self) -> None:
+        if (self.impl is None) == (self.invoke is None):
+            msg = f"operation {self.name!r} needs exactly one of impl and invoke"
+            raise MemoryValidationError(msg)
+        # The service calls impl by name on the tenant's memory (so overrides run): it must be
+        # the AsyncMemory method of that name.
+        if (
+            self.impl is not None
+            and getattr(AsyncMemory, self.impl.__name__, None) is not self.impl
+        ):
+            msg = f"operation {self.name!r}: impl must be a method of AsyncMemory"
+            raise MemoryValidationError(msg)
 
     @property
     def kind(self) -> str:
@@ -254,7 +422,7 @@ def _tool_deleted(done: bool, req: Any) -> dict[str, Any]:
     return {"id": req.memory_id, "deleted": True}
 
 
-# -- argument mappings (input model -> service keywords) ---------------------------------------
+# -- argument mappings (input model -> implementation keywords) ------------------------------
 
 
 def _store_many_args(req: rq.AddManyBody) -> dict[str, Any]:
@@ -274,25 +442,19 @@ def _learn_args(req: rq.LearnBody) -> dict[str, Any]:
     return {"outcome": outcome, "agent_id": req.agent_id}
 
 
-def _org_search_args(req: rq.OrgSearchBody) -> dict[str, Any]:
-    return {"query": req.query, "kinds": req.kinds, "limit": req.limit}
-
-
-def _skills(skills: Any, _req: Any) -> dict[str, Any]:
-    return {"skills": [s.to_json() for s in skills]}
-
-
 def _import_args(req: rq.ImportBody) -> dict[str, Any]:
     return {"source": req.items, "agent_id": req.agent_id}
 
 
-def _session_args(req: rq.SessionParams) -> dict[str, Any]:
-    sid = None if req.session_id == "latest" else req.session_id
-    return {"session_id": sid, "agent_id": req.agent_id}
+def _distillation_args(req: rq.DistillationBody) -> dict[str, Any]:
+    # Plain turns: capture_distillation reads them as mappings.
+    args = _fields(req)
+    args["turns"] = [turn.model_dump() for turn in req.turns]
+    return args
 
 
-def _plan_args(req: rq.FineTuneBody) -> dict[str, Any]:
-    return {"plan": req.plan()}
+def _skills(skills: Any, _req: Any) -> dict[str, Any]:
+    return {"skills": [s.to_json() for s in skills]}
 
 
 def _runs(page: tuple[tuple[FineTuneRun, ...], int], _req: Any) -> dict[str, Any]:
@@ -304,19 +466,116 @@ def _cancelled(run_id: str | None, _req: Any) -> dict[str, Any]:
     return {"run_id": run_id, "cancelled": run_id is not None}
 
 
-def _append_args(req: rq.ConversationAppendBody) -> dict[str, Any]:
-    # Plain dicts: the service splits each into the chat message and its MessageMetadata.
-    return {
-        "session_id": req.session_id,
-        "agent_id": req.agent_id,
-        "messages": [m.model_dump(exclude_none=True) for m in req.messages],
-    }
-
-
 def _backfilled(done: tuple[int, int], _req: Any) -> dict[str, Any]:
     embedded, remaining = done
     return {"embedded": embedded, "remaining": remaining}
 
+
+# -- implementations with logic of their own --------------------------------------------------
+
+
+async def _search_and_ask(host: Host, call: Call, req: rq.AskBody) -> list[MemoryEntry]:
+    # The server's LLM judges the memories (none: the first search alone is the answer).
+    memory = await host.memory(call.tenant)
+    return await memory.search_and_ask(
+        req.query,
+        agent_id=call.agent_id,
+        limit=req.limit,
+        categories=req.categories,
+        llm=host.ask_llm(),
+        max_rounds=req.max_rounds,
+    )
+
+
+async def _consolidate(host: Host, call: Call, req: rq.ConsolidateBody) -> ConsolidationResult:
+    memory = await host.memory(call.tenant)
+    return await memory.consolidate(
+        agent_id=call.agent_id,
+        strategy=req.strategy,
+        llm=host.llm,
+        dry_run=req.dry_run,
+        min_age_days=req.min_age_days,
+    )
+
+
+async def _agents(host: Host, call: Call, _req: rq.AgentsParams) -> list[str]:
+    # An agent key sees only itself (the policy made it its own agent).
+    if call.agent is not None:
+        return [call.agent]
+    return await (await host.memory(call.tenant)).agents()
+
+
+async def _profile(host: Host, call: Call, _req: rq.ProfileParams) -> AgentProfile:
+    return await (await host.memory(call.tenant)).learning.get_profile(call.agent_id)
+
+
+async def _profiles(host: Host, call: Call, _req: rq.ProfilesParams) -> list[AgentProfile]:
+    return await (await host.memory(call.tenant)).learning.profiles.list()
+
+
+async def _approvals(host: Host, call: Call, req: rq.ApprovalsParams) -> list[ApprovalItem]:
+    memory = await host.memory(call.tenant)
+    return await memory.learning.approvals(status=req.status, limit=req.limit)
+
+
+async def _approval(host: Host, call: Call, req: rq.ApprovalParams) -> ApprovalItem:
+    return await (await host.memory(call.tenant)).learning.approval(req.item_id)
+
+
+async def _approve(host: Host, call: Call, req: rq.DecideBody) -> ApprovalItem:
+    # The approval queue audits the decision under the actor itself.
+    why = check_reason(req.reason)
+    memory = await host.memory(call.tenant)
+    return await memory.learning.approve(req.item_id, actor=call.actor.label, reason=why)
+
+
+async def _reject(host: Host, call: Call, req: rq.DecideBody) -> ApprovalItem:
+    why = check_reason(req.reason, required=True)
+    assert why is not None  # required=True never returns None
+    memory = await host.memory(call.tenant)
+    return await memory.learning.reject(req.item_id, actor=call.actor.label, reason=why)
+
+
+async def _org_policies(host: Host, call: Call, _req: rq.OrgPoliciesParams) -> list[OrgFact]:
+    memory = await host.memory(call.tenant)
+    return list(await memory.learning.org.list_policies())
+
+
+async def _org_search(host: Host, call: Call, req: rq.OrgSearchBody) -> list[OrgFact]:
+    try:
+        kinds = None if not req.kinds else tuple(req.kinds)
+        query = OrgMemoryQuery(text=req.query, kinds=kinds, limit=req.limit)
+    except ValidationError as exc:
+        raise model_error(exc) from None
+    memory = await host.memory(call.tenant)
+    return list(await memory.learning.org.query(query))
+
+
+async def _org_write(host: Host, call: Call, req: rq.OrgWriteBody) -> str:
+    """Append an org fact; write access by kind (policies: humans; ADRs: senior and above)."""
+    memory = await host.memory(call.tenant)
+    if call.agent is not None:
+        # Written by an agent (an agent key, or a human naming one): its seniority decides.
+        profile = await memory.learning.get_profile(call.agent)
+        author = OrgFactAuthor(kind="agent", name=call.agent, seniority=profile.seniority)
+    else:
+        author = OrgFactAuthor(kind="human", name=call.actor.name)
+    try:
+        fact = OrgFactWriteRequest(
+            kind=req.kind, content=req.content, tags=tuple(req.tags), supersedes=req.supersedes
+        )
+    except ValidationError as exc:
+        raise model_error(exc) from None
+    return await memory.learning.org.write(fact, author=author)
+
+
+async def _skill_pool(host: Host, call: Call, req: rq.SkillsParams) -> list[PooledSkill]:
+    memory = await host.memory(call.tenant)
+    return await memory.learning.skills(include_superseded=req.include_superseded)
+
+
+_EXPORT = Policy(Reach.AGENT_OR_TENANT, tenant_scope=Scope.ADMIN)
+"""One agent's export needs ``read``; the whole tenant's ``admin``."""
 
 # -- the table --------------------------------------------------------------------------------
 
@@ -326,6 +585,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # memories
     Operation(
         "store", rq.AddBody, Scope.WRITE, "Store a memory", _stored,
+        impl=AsyncMemory.write, audit=Audit.ACTOR,
         http=Http("POST", "/v1/memories", "memories", 201, rs.StoredOut, name="add"),
         tool=Tool(
             "store_memory", "Store a memory",
@@ -338,12 +598,14 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "store_many", rq.AddManyBody, Scope.WRITE, "Store many memories in one transaction",
         _field("ids"), arguments=_store_many_args,
+        impl=AsyncMemory.add_many, audit=Audit.ACTOR,
         http=Http("POST", "/v1/memories/batch", "memories", 201, rs.IdsOut, name="add_many"),
     ),
     Operation(
         "store_messages", rq.MessagesBody, Scope.WRITE,
         "Remember a conversation (its turns, or with infer the facts it states)",
         _field("ids"), arguments=_messages_args,
+        impl=AsyncMemory.add_messages, audit=Audit.ACTOR,
         http=Http("POST", "/v1/messages", "memories", 201, rs.IdsOut),
         tool=Tool(
             "remember_conversation", "Remember a conversation",
@@ -357,6 +619,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list", rq.ListParams, Scope.READ, "List an agent's memories, newest first",
         _entries("memories"),
+        impl=AsyncMemory.list,
         http=Http("GET", "/v1/memories", "memories", response=rs.MemoriesOut, name="list_memories"),
         tool=Tool(
             "list_memories", "List memories",
@@ -368,10 +631,12 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "clear", rq.ClearParams, Scope.ADMIN, "Delete all of an agent's memories (admin)",
         _field("deleted"),
+        impl=AsyncMemory.clear, audit=Audit.REASON,
         http=Http("DELETE", "/v1/memories", "memories", response=rs.DeletedOut),
     ),
     Operation(
         "get", rq.GetParams, Scope.READ, "Get one memory", _entry,
+        impl=AsyncMemory.get,
         http=Http("GET", "/v1/memories/{memory_id}", "memories", response=rs.EntryOut),
         tool=Tool(
             "recall_memory", "Recall a memory", "Read one memory in full by its id.",
@@ -380,6 +645,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "delete", rq.DeleteParams, Scope.WRITE, "Delete one memory (audited)", _deleted,
+        impl=AsyncMemory.delete, audit=Audit.REASON,
         http=Http("DELETE", "/v1/memories/{memory_id}", "memories", response=rs.DeletedOut),
         tool=Tool(
             "delete_memory", "Delete a memory",
@@ -396,6 +662,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "update", rq.UpdateBody, Scope.WRITE,
         "Change a memory: a new version supersedes it (audited)", _entry,
+        impl=AsyncMemory.update, audit=Audit.REASON,
         http=Http(
             "PATCH", "/v1/memories/{memory_id}", "memories", response=rs.EntryOut,
             body="UpdateBody",
@@ -410,6 +677,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "history", rq.HistoryParams, Scope.READ,
         "Every version of a memory, with its audit records", _history,
+        impl=AsyncMemory.history,
         http=Http(
             "GET", "/v1/memories/{memory_id}/history", "memories", response=rs.HistoryOut
         ),
@@ -422,12 +690,14 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "count", rq.CountParams, Scope.READ, "Count an agent's memories", _field("count"),
+        impl=AsyncMemory.count,
         http=Http("GET", "/v1/count", "memories", response=rs.CountOut),
     ),
     # retrieval
     Operation(
         "search", rq.SearchBody, Scope.READ, "Hybrid search of an agent's memories",
         _entries("results"),
+        impl=AsyncMemory.search,
         http=Http("POST", "/v1/search", "retrieval", response=rs.EntriesOut),
         tool=Tool(
             "search_memory", "Search memories",
@@ -441,6 +711,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "context", rq.ContextBody, Scope.READ, "Relevant memories packed into a token budget",
         _context,
+        impl=AsyncMemory.context,
         http=Http("POST", "/v1/context", "retrieval", response=rs.ContextOut),
         tool=Tool(
             "memory_context", "Memory context",
@@ -456,6 +727,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Search, and search again reformulated while the server's LLM finds the memories "
         "insufficient (Search-and-Ask)",
         _entries("results"),
+        invoke=_search_and_ask,
         http=Http("POST", "/v1/search/ask", "retrieval", response=rs.EntriesOut),
         tool=Tool(
             "search_and_ask", "Search memories and ask",
@@ -468,33 +740,40 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "export", rq.ExportParams, Scope.READ,
         "Export memories (one agent: read; whole tenant: admin)", _field("memories"),
+        impl=AsyncMemory.export, policy=_EXPORT,
         http=Http("GET", "/v1/export", "bulk", response=rs.MemoriesOut),
     ),
     Operation(
         "import", rq.ImportBody, Scope.ADMIN, "Import exported memories (admin; idempotent)",
-        _field("added"), method="import_", arguments=_import_args,
+        _field("added"), arguments=_import_args,
+        impl=AsyncMemory.import_, policy=AGENT_OR_TENANT, audit=Audit.ACTOR,
         http=Http("POST", "/v1/import", "bulk", response=rs.ImportOut, name="import_"),
     ),
     Operation(
         "consolidate", rq.ConsolidateBody, Scope.ADMIN, "Consolidate an agent's memories",
         _dump, http=Http("POST", "/v1/consolidate", "lifecycle", response=ConsolidationResult),
+        invoke=_consolidate, audit=Audit.REASON,
     ),
     Operation(
         "sweep", rq.SweepBody, Scope.ADMIN, "Enforce retention now (admin)",
         lambda report, _req: {"expired": report.expired, "evicted": report.evicted},
+        impl=AsyncMemory.sweep, policy=AGENT_OR_TENANT, audit=Audit.ACTOR,
         http=Http("POST", "/v1/sweep", "lifecycle", response=rs.SweepOut),
     ),
     Operation(
         "archived", rq.ArchivedParams, Scope.READ, "An agent's archived memories",
         _dumps("archived"),
+        impl=AsyncMemory.archived,
         http=Http("GET", "/v1/archive", "lifecycle", response=rs.ArchivedOut),
     ),
     Operation(
         "archive", rq.ArchiveBody, Scope.WRITE, "Move memories to the archive (restorable by id)",
         _field("index"), http=Http("POST", "/v1/archive", "lifecycle", response=rs.ArchiveOut),
+        impl=AsyncMemory.archive, audit=Audit.ACTOR,
     ),
     Operation(
         "restore", rq.RestoreBody, Scope.WRITE, "Restore an archived memory", _entry,
+        impl=AsyncMemory.restore, audit=Audit.REASON,
         http=Http(
             "POST", "/v1/archive/{memory_id}/restore", "lifecycle", response=rs.EntryOut,
             body="RestoreBody",
@@ -503,18 +782,22 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "audit", rq.AuditParams, Scope.ADMIN, "Audit records, oldest first (admin)",
         _dumps("records"), http=Http("GET", "/v1/audit", "lifecycle", response=rs.AuditOut),
+        impl=AsyncMemory.audit, policy=AGENT_OR_TENANT,
     ),
     Operation(
         "agents", rq.AgentsParams, Scope.READ, "Agents with memories", _field("agents"),
+        invoke=_agents, policy=SELF,
         http=Http("GET", "/v1/agents", "bulk", response=rs.AgentsOut),
     ),
     Operation(
         "stats", rq.StatsParams, Scope.READ, "Counts of the tenant's store", _dump,
+        impl=AsyncMemory.stats, policy=TENANT,
         http=Http("GET", "/v1/stats", "bulk", response=StoreStats),
     ),
     # shared knowledge
     Operation(
         "publish", rq.PublishBody, Scope.WRITE, "Publish shared knowledge", _field("id"),
+        impl=AsyncMemory.publish, audit=Audit.ACTOR,
         http=Http("POST", "/v1/shared", "shared", 201, rs.IdOut),
         tool=Tool(
             "publish_shared", "Publish shared knowledge",
@@ -527,6 +810,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search_shared", rq.SharedSearchBody, Scope.READ, "Search the tenant's shared knowledge",
         _entries("results"),
+        impl=AsyncMemory.search_shared, policy=SELF,
         http=Http("POST", "/v1/shared/search", "shared", response=rs.EntriesOut),
         tool=Tool(
             "search_shared", "Search shared knowledge",
@@ -537,12 +821,14 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "retract", rq.RetractParams, Scope.WRITE, "Retract shared knowledge the agent published",
         _field("retracted"),
+        impl=AsyncMemory.retract, audit=Audit.REASON,
         http=Http("DELETE", "/v1/shared/{memory_id}", "shared", response=rs.RetractedOut),
     ),
     # automatic capture and working memory
     Operation(
         "capture_episode", rq.EpisodeBody, Scope.WRITE,
         "Capture a run's result summary as an episode (never fails the run)", _captured,
+        impl=AsyncMemory.capture_episode, audit=Audit.ACTOR,
         http=Http("POST", "/v1/episodes", "capture", response=rs.CapturedOut),
         tool=Tool(
             "capture_episode", "Capture a run episode",
@@ -554,6 +840,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "capture_distillation", rq.DistillationBody, Scope.WRITE,
         "Capture a finished task's trajectory (turns, tokens, tools) as a distillation episode",
         _captured,
+        impl=AsyncMemory.capture_distillation, audit=Audit.ACTOR, arguments=_distillation_args,
         http=Http("POST", "/v1/distillations", "capture", response=rs.CapturedOut),
         tool=Tool(
             "capture_distillation", "Capture a task trajectory",
@@ -565,6 +852,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "working_note", rq.WorkingNoteBody, Scope.WRITE,
         "Add a note to an agent's working memory for a task (in process, never persisted)",
         lambda note_id, req: {"id": note_id, "task_id": req.task_id},
+        impl=AsyncMemory.working_note,
         http=Http(
             "POST", "/v1/working/{task_id}/notes", "working", 201, rs.NoteIdOut,
             body="WorkingNoteBody",
@@ -578,6 +866,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "working", rq.WorkingParams, Scope.READ, "An agent's working memory for a task",
         lambda pad, _req: pad.to_json(),
+        impl=AsyncMemory.working,
         http=Http("GET", "/v1/working/{task_id}", "working", response=rs.WorkingOut),
         tool=Tool(
             "working_memory", "Read working memory",
@@ -589,23 +878,26 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "clear_working", rq.WorkingParams, Scope.WRITE,
         "Forget an agent's working memory for a task", _field("cleared"),
+        impl=AsyncMemory.clear_working,
         http=Http("DELETE", "/v1/working/{task_id}", "working", response=rs.ClearedOut),
     ),
     # sessions
     Operation(
         "sessions", rq.SessionsParams, Scope.READ, "An agent's sessions, most recent first",
         lambda found, _req: {"sessions": [session_json(r, messages=False) for r in found]},
+        invoke=Host.sessions,
         http=Http("GET", "/v1/sessions", "sessions", response=rs.SessionsOut),
     ),
     Operation(
         "session", rq.SessionParams, Scope.READ,
         "One session with its messages ('latest' for the most recent)", _session,
-        arguments=_session_args,
+        invoke=Host.session,
         http=Http("GET", "/v1/sessions/{session_id}", "sessions", response=rs.SessionOut),
     ),
     Operation(
         "save_session", rq.SessionBody, Scope.WRITE, "Save a session's message history",
         lambda record, _req: session_json(record, messages=False),
+        invoke=Host.save_session,
         http=Http(
             "PUT", "/v1/sessions/{session_id}", "sessions", response=rs.SessionOut,
             body="SessionBody",
@@ -614,12 +906,14 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "delete_session", rq.DeleteSessionParams, Scope.WRITE, "Delete one session",
         _session_deleted,
+        invoke=Host.delete_session,
         http=Http("DELETE", "/v1/sessions/{session_id}", "sessions", response=rs.DeletedOut),
     ),
     # learning: lessons, profiles, the approval queue, the evolver, org memory
     Operation(
         "learn_from", rq.LearnBody, Scope.WRITE,
         "Learn from a finished task (never fails the caller's task)", _dump,
+        impl=AsyncMemory.learn_from, audit=Audit.ACTOR,
         arguments=_learn_args,
         http=Http("POST", "/v1/learn", "learning", response=LearnReport),
         tool=Tool(
@@ -634,6 +928,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "set_profile", rq.ProfileBody, Scope.WRITE,
         "Set an agent's role, department and seniority (humans and admins)", _dump,
+        impl=AsyncMemory.set_profile, policy=TENANT,
         http=Http(
             "PUT", "/v1/profiles/{agent_id}", "learning", response=AgentProfile,
             body="ProfileBody",
@@ -641,16 +936,19 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "profile", rq.ProfileParams, Scope.READ, "One agent's profile", _dump,
+        invoke=_profile,
         http=Http("GET", "/v1/profiles/{agent_id}", "learning", response=AgentProfile),
     ),
     Operation(
         "profiles", rq.ProfilesParams, Scope.READ, "Every agent profile of the tenant",
         _dumps("profiles"),
+        invoke=_profiles, policy=TENANT,
         http=Http("GET", "/v1/profiles", "learning", response=rs.ProfilesOut),
     ),
     Operation(
         "approvals", rq.ApprovalsParams, Scope.READ, "The approval queue, newest first",
         _dumps("approvals"),
+        invoke=_approvals, policy=ANY,
         http=Http("GET", "/v1/approvals", "learning", response=rs.ApprovalsOut),
         tool=Tool(
             "list_approvals", "List approval items",
@@ -660,11 +958,13 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "approval", rq.ApprovalParams, Scope.READ, "One item of the approval queue", _dump,
+        invoke=_approval, policy=ANY,
         http=Http("GET", "/v1/approvals/{item_id}", "learning", response=ApprovalItem),
     ),
     Operation(
         "approve", rq.DecideBody, Scope.WRITE,
         "Approve a queued proposal and apply it (humans and admins)", _dump,
+        invoke=_approve, policy=humans_only("approve proposals"),
         http=Http(
             "POST", "/v1/approvals/{item_id}/approve", "learning", response=ApprovalItem,
             body="DecideBody",
@@ -673,6 +973,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "reject", rq.DecideBody, Scope.WRITE,
         "Reject a queued proposal with a reason (humans and admins)", _dump,
+        invoke=_reject, policy=humans_only("reject proposals"),
         http=Http(
             "POST", "/v1/approvals/{item_id}/reject", "learning", response=ApprovalItem,
             body="DecideBody", name="reject_approval",
@@ -680,22 +981,25 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "evolve", rq.EvolveBody, Scope.ADMIN, "Run one skill-evolver cycle (admin)", _dump,
+        impl=AsyncMemory.evolve, policy=TENANT,
         http=Http("POST", "/v1/evolve", "learning", response=EvolverReport),
     ),
     Operation(
         "prune_procedural", rq.PruneProceduralBody, Scope.ADMIN,
         "Prune an agent's procedural lessons into the archive (admin)", _dump,
+        impl=AsyncMemory.prune_procedural, audit=Audit.ACTOR,
         http=Http("POST", "/v1/procedural/prune", "learning", response=PruneReport),
     ),
     Operation(
         "org_policies", rq.OrgPoliciesParams, Scope.READ, "The organisation's core policies",
         _dumps("facts"),
+        invoke=_org_policies, policy=ANY,
         http=Http("GET", "/v1/org/policies", "org", response=rs.OrgFactsOut),
     ),
     Operation(
         "org_search", rq.OrgSearchBody, Scope.READ,
         "Search the organisation's ADRs, procedures, conventions and skills", _dumps("facts"),
-        arguments=_org_search_args,
+        invoke=_org_search, policy=ANY,
         http=Http("POST", "/v1/org/search", "org", response=rs.OrgFactsOut),
         tool=Tool(
             "search_org", "Search org knowledge",
@@ -707,17 +1011,19 @@ OPERATIONS: tuple[Operation, ...] = (
         "org_write", rq.OrgWriteBody, Scope.WRITE,
         "Append an org fact (policies: humans; ADRs, procedures: senior and above)",
         _field("id"),
+        invoke=_org_write, policy=SELF,
         http=Http("POST", "/v1/org/facts", "org", 201, rs.IdOut),
     ),
     Operation(
         "skills", rq.SkillsParams, Scope.READ, "The org skill pool with application counts",
         _skills, http=Http("GET", "/v1/skills", "org", response=rs.SkillsOut),
+        invoke=_skill_pool, policy=ANY,
     ),
     # embedder fine-tuning (admin; memory.fine_tune must be enabled)
     Operation(
         "fine_tune_start", rq.FineTuneBody, Scope.ADMIN,
         "Start a fine-tune of the embedder; returns the run at once (admin)", _dump,
-        method="start_fine_tune", arguments=_plan_args,
+        invoke=Host.fine_tune_start, policy=TENANT,
         http=Http("POST", "/v1/admin/memory/fine-tune", "fine-tune", 202, FineTuneRun),
         tool=Tool(
             "memory_fine_tune_start", "Start an embedder fine-tune",
@@ -729,7 +1035,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "fine_tune_preflight", rq.FineTuneBody, Scope.ADMIN,
         "Check a fine-tune plan against the server without starting it (admin)", _dump,
-        method="run_fine_tune_preflight", arguments=_plan_args,
+        invoke=Host.fine_tune_preflight, policy=TENANT,
         http=Http(
             "POST", "/v1/admin/memory/fine-tune/preflight", "fine-tune", response=PreflightResult,
         ),
@@ -742,7 +1048,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "fine_tune_resume", rq.FineTuneResumeParams, Scope.ADMIN,
         "Resume a failed or cancelled fine-tune run (admin)", _dump,
-        method="resume_fine_tune",
+        invoke=Host.fine_tune_resume, policy=TENANT,
         http=Http(
             "POST", "/v1/admin/memory/fine-tune/{run_id}/resume", "fine-tune", 202, FineTuneRun,
         ),
@@ -754,7 +1060,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "fine_tune_status", rq.FineTuneStatusParams, Scope.ADMIN,
         "A fine-tune run's status (default: the active run, else the latest) (admin)", _dump,
-        method="get_fine_tune_status",
+        invoke=Host.fine_tune_status, policy=TENANT,
         http=Http("GET", "/v1/admin/memory/fine-tune/status", "fine-tune", response=FineTuneStatus),
         tool=Tool(
             "memory_fine_tune_status", "Fine-tune status",
@@ -765,7 +1071,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "fine_tune_runs", rq.FineTuneRunsParams, Scope.ADMIN,
         "A page of fine-tune runs, newest first (admin)", _runs,
-        method="list_fine_tune_runs",
+        invoke=Host.fine_tune_runs, policy=TENANT,
         http=Http(
             "GET", "/v1/admin/memory/fine-tune/runs", "fine-tune", response=rs.FineTuneRunsOut,
         ),
@@ -778,7 +1084,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "fine_tune_cancel", rq.FineTuneCancelBody, Scope.ADMIN,
         "Cancel the active fine-tune run (destructive: confirm and a reason; audited)",
-        _cancelled, method="cancel_fine_tune",
+        _cancelled,
+        invoke=Host.fine_tune_cancel, policy=TENANT,
         http=Http(
             "POST", "/v1/admin/memory/fine-tune/cancel", "fine-tune",
             response=rs.FineTuneCancelledOut,
@@ -792,7 +1099,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "fine_tune_checkpoints", rq.NoParams, Scope.ADMIN,
         "Every checkpoint of the registry, newest first (admin)", _dumps("checkpoints"),
-        method="list_fine_tune_checkpoints",
+        invoke=Host.fine_tune_checkpoints, policy=TENANT,
         http=Http(
             "GET", "/v1/admin/memory/fine-tune/checkpoints", "fine-tune",
             response=rs.CheckpointsOut,
@@ -806,7 +1113,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "active_embedder", rq.NoParams, Scope.ADMIN,
         "Which embedder the registry serves now (admin)", _dump,
-        method="get_active_embedder",
+        invoke=Host.active_embedder, policy=TENANT,
         http=Http(
             "GET", "/v1/admin/memory/embedder", "fine-tune", response=ActiveEmbedderSnapshot,
         ),
@@ -820,7 +1127,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "checkpoint_rollback", rq.CheckpointRollbackBody, Scope.ADMIN,
         "Make a checkpoint ('base': the base model) the active embedder (destructive, audited)",
-        _dump, method="rollback_checkpoint",
+        _dump,
+        invoke=Host.checkpoint_rollback, policy=TENANT,
         http=Http(
             "POST", "/v1/admin/memory/fine-tune/checkpoints/{checkpoint_id}/rollback", "fine-tune",
             response=CheckpointRecord, body="CheckpointRollbackBody",
@@ -836,7 +1144,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "conversation_append", rq.ConversationAppendBody, Scope.WRITE,
         "Append turns to a session's conversation (each stored at once, never rewritten)",
-        _dump, arguments=_append_args,
+        _dump,
+        invoke=Host.conversation_append,
         http=Http(
             "POST", "/v1/conversations/{session_id}/messages", "conversations", 201,
             ConversationPage, body="ConversationAppendBody",
@@ -854,6 +1163,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "conversation_messages", rq.ConversationMessagesParams, Scope.READ,
         "A page of a conversation's messages as one view reads them (agents: the agent view)",
         _dump,
+        invoke=Host.conversation_messages,
         http=Http(
             "GET", "/v1/conversations/{session_id}/messages", "conversations",
             response=ConversationPage,
@@ -870,6 +1180,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "conversations", rq.ConversationsParams, Scope.READ,
         "An agent's conversations, latest append first", _dumps("conversations"),
+        invoke=Host.conversations,
         http=Http("GET", "/v1/conversations", "conversations", response=rs.ConversationsOut),
         tool=Tool(
             "conversation_list", "List conversations",
@@ -882,6 +1193,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "conversation_context", rq.ConversationContextParams, Scope.READ,
         "A conversation's context window: token pressure, compaction state, the agent view",
         _dump,
+        invoke=Host.conversation_context,
         http=Http(
             "GET", "/v1/conversations/{session_id}/context", "conversations",
             response=ContextWindow,
@@ -898,6 +1210,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "conversation_compact", rq.CompactBody, Scope.WRITE,
         "Compact a conversation now: mark tool pairs (soft), apply anchored summaries (hard)",
         _dump,
+        invoke=Host.conversation_compact,
         http=Http(
             "POST", "/v1/conversations/{session_id}/compact", "conversations",
             response=CompactionReport, body="CompactBody",
@@ -914,6 +1227,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "conversation_status", rq.ConversationStatusParams, Scope.READ,
         "The tenant's conversation counts and embedding queue / backfill progress (not agents)",
         _dump,
+        invoke=Host.conversation_status, policy=TENANT,
         http=Http(
             "GET", "/v1/stats/conversations", "conversations", response=ConversationStatus
         ),
@@ -921,6 +1235,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "conversation_backfill", rq.ConversationBackfillBody, Scope.ADMIN,
         "Embed every stored message that has no vector yet, now (admin)", _backfilled,
+        invoke=Host.conversation_backfill, policy=TENANT,
         http=Http(
             "POST", "/v1/admin/conversations/backfill", "conversations",
             response=rs.ConversationBackfillOut,

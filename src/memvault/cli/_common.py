@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import annotated_types as at
 import typer
 from rich.console import Console
 
 from memvault.errors import MemoryConfigError, MemoryValidationError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from rich.progress import Progress, TaskID
 
     from memvault.config import MemvaultConfig
@@ -267,6 +269,21 @@ def parse_datetime(value: str | None, name: str) -> datetime | None:
 
         parsed = parsed.replace(tzinfo=UTC)
     return parsed
+
+
+def bounds(model: type[BaseModel], name: str) -> dict[str, Any]:
+    """``min``/``max`` for a typer option from the request model's ``ge``/``le`` on ``name``.
+
+    A hand-written command's option then has the limits of the operation's REST field; an
+    out-of-range value is a usage error (exit code 2, one line), as ``memvault api`` has it.
+    """
+    found: dict[str, Any] = {}
+    for item in model.model_fields[name].metadata:
+        if isinstance(item, at.Ge):
+            found["min"] = item.ge
+        elif isinstance(item, at.Le):
+            found["max"] = item.le
+    return found
 
 
 AgentOption = typer.Option(

@@ -9,7 +9,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.cli._common import AgentOption, JsonOption, emit_json, entry_json, open_service, out
+from memvault.api.requests import ArchivedParams, AuditParams, ConsolidateBody
+from memvault.cli._common import (
+    AgentOption,
+    JsonOption,
+    bounds,
+    emit_json,
+    entry_json,
+    open_service,
+    out,
+)
 from memvault.consolidation import ConsolidationResult, ConsolidationStrategy
 from memvault.errors import MemoryValidationError
 
@@ -20,18 +29,24 @@ archive_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LimitOption = typer.Option("--limit", "-n", min=1, max=10_000, help="At most this many rows.")
+# The limits of the operations' request models, so a command allows what its REST route does.
+ArchiveLimit = typer.Option(
+    "--limit", "-n", **bounds(ArchivedParams, "limit"), help="At most this many rows."
+)
+AuditLimit = typer.Option(
+    "--limit", "-n", **bounds(AuditParams, "limit"), help="At most this many rows."
+)
 
 
 @archive_app.command("list")
 def archive_list(
     agent: str = AgentOption,
-    limit: Annotated[int, LimitOption] = 50,
+    limit: Annotated[int, ArchiveLimit] = 50,
     as_json: bool = JsonOption,
 ) -> None:
     """List an agent's archived memories, newest first."""
     svc = open_service()
-    rows = svc.run(svc.service.archived(svc.actor, agent_id=agent, limit=limit))
+    rows = svc.run(svc.service.call(svc.actor, "archived", {"agent_id": agent, "limit": limit}))
     if as_json:
         emit_json(
             [
@@ -67,7 +82,8 @@ def archive_restore(
 ) -> None:
     """Bring an archived memory back under its original id."""
     svc = open_service()
-    entry = svc.run(svc.service.restore(svc.actor, memory_id, agent_id=agent))
+    params = {"memory_id": memory_id, "agent_id": agent}
+    entry = svc.run(svc.service.call(svc.actor, "restore", params))
     out.print(f"restored {entry.id}")
 
 
@@ -81,14 +97,13 @@ def audit(
     memory_id: Annotated[
         str | None, typer.Option("--memory", help="Only records of this memory id.")
     ] = None,
-    limit: Annotated[int, LimitOption] = 100,
+    limit: Annotated[int, AuditLimit] = 100,
     as_json: bool = JsonOption,
 ) -> None:
     """Show the append-only audit log (store, delete, supersede, evict, restore ...)."""
     svc = open_service()
-    records = svc.run(
-        svc.service.audit(svc.actor, agent_id=agent, memory_id=memory_id, limit=limit)
-    )
+    params = {"agent_id": agent, "memory_id": memory_id, "limit": limit}
+    records = svc.run(svc.service.call(svc.actor, "audit", params))
     if as_json:
         emit_json([r.model_dump(mode="json") for r in records])
         return
@@ -108,7 +123,7 @@ def sweep(
 ) -> None:
     """Enforce retention now: archive expired memories and evict over the caps."""
     svc = open_service()
-    report = svc.run(svc.service.sweep(svc.actor, agent_id=agent))
+    report = svc.run(svc.service.call(svc.actor, "sweep", {"agent_id": agent}))
     if as_json:
         emit_json({"expired": report.expired, "evicted": report.evicted})
         return
@@ -153,8 +168,7 @@ def consolidate(
         float | None,
         typer.Option(
             "--min-age-days",
-            min=0.0,
-            max=36_500.0,
+            **bounds(ConsolidateBody, "min_age_days"),
             help=(
                 "Merge only memories at least this many days old (default: "
                 "memory.consolidation.min_age_days, 30). 0 merges memories of any age."
@@ -199,13 +213,10 @@ def consolidate(
 
         llm = OpenAICompatibleLLM(llm_url, llm_model)
     svc = open_service(llm)
-    agents = [agent] if agent is not None else svc.run(svc.service.agents(svc.actor))
+    agents = [agent] if agent is not None else svc.run(svc.service.call(svc.actor, "agents", {}))
+    asked = {"strategy": chosen, "dry_run": dry_run, "min_age_days": min_age_days}
     results = [
-        svc.run(
-            svc.service.consolidate(
-                svc.actor, agent_id=a, strategy=chosen, dry_run=dry_run, min_age_days=min_age_days
-            )
-        )
+        svc.run(svc.service.call(svc.actor, "consolidate", {"agent_id": a, **asked}))
         for a in agents
     ]
     if as_json:

@@ -70,9 +70,9 @@ def serve_mcp(
         try:
             # Open the store now, so a bad store or tenant fails before serving, not mid-session.
             if agent is not None:
-                await service.count(actor, agent_id=actor.name)
+                await service.call(actor, "count", {"agent_id": actor.name})
             else:
-                await service.agents(actor)
+                await service.call(actor, "agents", {})
             await run_stdio(service, actor)
         finally:
             await service.close()

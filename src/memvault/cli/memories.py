@@ -13,9 +13,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from memvault.api.requests import ListParams, SearchBody
 from memvault.cli._common import (
     AgentOption,
     JsonOption,
+    bounds,
     emit_json,
     entry_json,
     err_console,
@@ -132,17 +134,15 @@ def add(
             "composite.routes: {working: <url>})"
         )
         raise MemoryCapabilityError(msg)
-    outcome = svc.run(
-        svc.service.store(
-            svc.actor,
-            content,
-            agent_id=agent,
-            category=kind,
-            tags=tag or (),
-            label=label,
-            created_at=parse_datetime(created_at, "--created-at"),
-        )
-    )
+    body = {
+        "agent_id": agent,
+        "content": content,
+        "category": kind,
+        "tags": tag or [],
+        "label": label,
+        "created_at": parse_datetime(created_at, "--created-at"),
+    }
+    outcome = svc.run(svc.service.call(svc.actor, "store", body))
     new_id = outcome.id or ""
     if json_out:
         emit_json({"id": new_id})
@@ -166,7 +166,10 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     agent: str = AgentOption,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, max=1000, help="How many results at most.")
+        int,
+        typer.Option(
+            "--limit", "-n", **bounds(SearchBody, "limit"), help="How many results at most."
+        ),
     ] = 10,
     memory_type: Annotated[
         list[str] | None,
@@ -188,19 +191,17 @@ def search(
     """Hybrid search of an agent's memories."""
     asked = parse_datetime(asked_at, "--asked-at")
     svc = open_service()
-    hits = svc.run(
-        svc.service.search(
-            svc.actor,
-            query,
-            agent_id=agent,
-            limit=limit,
-            categories=memory_type or None,
-            tags=tag or None,
-            preset=preset,
-            explain=explain,
-            asked_at=asked,
-        )
-    )
+    body = {
+        "agent_id": agent,
+        "query": query,
+        "limit": limit,
+        "categories": memory_type or None,
+        "tags": tag or None,
+        "preset": preset,
+        "explain": explain,
+        "asked_at": asked,
+    }
+    hits = svc.run(svc.service.call(svc.actor, "search", body))
     if json_out:
         emit_json([entry_json(h) for h in hits])
     elif not hits:
@@ -219,16 +220,18 @@ def list_(
     ] = None,
     category: Annotated[str | None, CategoryAlias] = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, max=1000, help="How many memories at most.")
+        int,
+        typer.Option(
+            "--limit", "-n", **bounds(ListParams, "limit"), help="How many memories at most."
+        ),
     ] = 20,
     json_out: bool = JsonOption,
 ) -> None:
     """List an agent's memories, newest first."""
     kind = _memory_type(memory_type, category)
     svc = open_service()
-    rows = svc.run(
-        svc.service.list(svc.actor, agent_id=agent, category=kind, label=label, limit=limit)
-    )
+    params = {"agent_id": agent, "category": kind, "label": label, "limit": limit}
+    rows = svc.run(svc.service.call(svc.actor, "list", params))
     if json_out:
         emit_json([entry_json(e) for e in rows])
     elif not rows:
@@ -244,7 +247,7 @@ def get(
 ) -> None:
     """Show one memory."""
     svc = open_service()
-    entry = svc.run(svc.service.get(svc.actor, memory_id, agent_id=agent))
+    entry = svc.run(svc.service.call(svc.actor, "get", {"memory_id": memory_id, "agent_id": agent}))
     if json_out:
         emit_json(entry_json(entry))
     else:
@@ -263,7 +266,8 @@ def delete(
     from memvault.errors import MemoryNotFoundError
 
     svc = open_service()
-    if not svc.run(svc.service.delete(svc.actor, memory_id, agent_id=agent, reason=reason)):
+    params = {"memory_id": memory_id, "agent_id": agent, "reason": reason}
+    if not svc.run(svc.service.call(svc.actor, "delete", params)):
         msg = f"memory {memory_id} not found for agent {agent!r}"
         raise MemoryNotFoundError(msg)
     out.print(f"deleted {memory_id}")
@@ -283,13 +287,13 @@ def clear(
     svc = open_service()
     what = f"{memory_type} memories" if memory_type else "memories"
     if not force:
-        n = svc.run(svc.service.count(svc.actor, agent_id=agent, category=memory_type))
+        counted = {"agent_id": agent, "category": memory_type}
+        n = svc.run(svc.service.call(svc.actor, "count", counted))
         if not typer.confirm(f"Delete {n} {what} of agent {agent!r}?", default=False):
             out.print("aborted")
             raise typer.Exit(1)
-    removed = svc.run(
-        svc.service.clear(svc.actor, agent_id=agent, category=memory_type, reason=reason)
-    )
+    params = {"agent_id": agent, "category": memory_type, "reason": reason}
+    removed = svc.run(svc.service.call(svc.actor, "clear", params))
     out.print(f"deleted {removed} {what}")
 
 

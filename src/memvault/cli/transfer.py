@@ -6,11 +6,16 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated
 
+import annotated_types as at
 import typer
+from pydantic import BaseModel
 from rich.table import Table
 
+from memvault._inputs import load_export
+from memvault.api.requests import ImportBody
 from memvault.cli._common import (
     JsonOption,
+    ProgressBar,
     emit_json,
     err_console,
     open_service,
@@ -31,10 +36,12 @@ def export(
 ) -> None:
     """Export memories as a JSON array."""
     svc = open_service()
+    params = {"agent_id": agent}
     if output is None:
-        emit_json(svc.run(svc.service.export(svc.actor, agent_id=agent)))
+        emit_json(svc.run(svc.service.call(svc.actor, "export", params)))
         return
-    data = svc.run(svc.service.export(svc.actor, agent_id=agent, path=output))
+    # ``path``: a local-only keyword of the export (the file is written atomically).
+    data = svc.run(svc.service.call(svc.actor, "export", params, path=output))
     err_console.print(f"exported {len(data)} memories to {output}", markup=False)
 
 
@@ -46,13 +53,31 @@ def import_(
 ) -> None:
     """Import memories from an export file (ids already present are skipped)."""
     svc = open_service()
+    items = list(load_export(path))
+    # One request per chunk of what ImportBody allows (REST's limit); each chunk is validated
+    # whole before any of it is written, and importing again skips what is already there.
+    size = _max_items(ImportBody, "items")
+    added = 0
     with progress_bar() as bar:
-        added = svc.run(
-            svc.service.import_(
-                svc.actor, path, agent_id=agent, on_progress=partial(bar, "importing")
-            )
-        )
+        for start in range(0, max(len(items), 1), size):
+            report = partial(_report, bar, start, len(items))
+            body = {"items": items[start : start + size], "agent_id": agent}
+            added += svc.run(svc.service.call(svc.actor, "import", body, on_progress=report))
     out.print(f"imported {added} memories")
+
+
+def _max_items(model: type[BaseModel], name: str) -> int:
+    """The ``max_length`` the request model allows the list field ``name``."""
+    for item in model.model_fields[name].metadata:
+        if isinstance(item, at.MaxLen):
+            return int(item.max_length)
+    msg = f"{model.__name__}.{name} has no maximum length"
+    raise AssertionError(msg)
+
+
+def _report(bar: ProgressBar, start: int, total: int, done: int, _chunk_total: int) -> None:
+    # A chunk's progress as the whole file's.
+    bar("importing", start + done, total)
 
 
 def stats(json_out: bool = JsonOption) -> None:
@@ -60,7 +85,7 @@ def stats(json_out: bool = JsonOption) -> None:
     from memvault.cli.sessions import conversation_stats_if_stored
 
     svc = open_service()
-    s = svc.run(svc.service.stats(svc.actor))
+    s = svc.run(svc.service.call(svc.actor, "stats", {}))
     conversations = conversation_stats_if_stored()
     if json_out:
         data = s.model_dump()
