@@ -35,7 +35,6 @@ from memvault.models import CandidateSet, MemoryEntry, MemoryQuery
 from memvault.retrieval._textcache import LONG_TEXT_CHARS
 from memvault.retrieval.bm25 import (
     K1,
-    PRUNE_MIN_DOCS,
     ROW_EXTRA_TOKENS,
     B,
     bounded_scan,
@@ -57,10 +56,6 @@ _EF_PER_POOL = 2
 # Default search at 1M, recall@10 against exact scans: 0.936 (ef 2 x pool), 0.968 (4 x pool)
 # at p95 27 and 36 ms (benchmarks/results/ann.md).
 _EF_MARGIN = 2
-# Stores of at least this many rows bound the rows BM25 scores (lexical_scan_rows), the same
-# size from which common query terms are dropped: smaller ones score every match, as SQLite.
-_BOUND_MIN_DOCS = PRUNE_MIN_DOCS
-
 _EXACT: ContextVar[bool] = ContextVar("memvault_postgres_exact", default=False)
 
 
@@ -89,6 +84,7 @@ class PostgresCandidatesMixin(_MixinBase):
         _hnsw: bool
         _exact_below: int
         _lexical_scan_rows: int
+        _lexical_bound_min_rows: int
 
         def _connection(
             self, op: str, *, write: bool = False
@@ -323,7 +319,7 @@ class PostgresCandidatesMixin(_MixinBase):
     ) -> list[tuple[int, float]]:
         """BM25 top-``pool`` rows; ``held`` are rowids this search already has (dense side).
 
-        Every matching row is scored unless the store has ``_BOUND_MIN_DOCS`` rows or more and
+        Every matching row is scored unless the store has ``lexical_bound_min_rows`` or more and
         the terms' rows exceed ``lexical_scan_rows``: each costs a heap fetch and reading its
         term counts (a few microseconds; a term in 10% of a million rows would make a search
         take most of a second).
@@ -340,7 +336,7 @@ class PostgresCandidatesMixin(_MixinBase):
         constants = [K1 + 1.0, K1, 1 - B, B, ROW_EXTRA_TOKENS, avgdl]
         rows = f"SELECT m.rowid, m.doc_len, m.term_freqs FROM memories m WHERE {where}"
         plan = None
-        if n_total >= _BOUND_MIN_DOCS:
+        if n_total >= self._lexical_bound_min_rows:
             plan = bounded_scan(dfs, self._lexical_scan_rows)
         sources: list[tuple[str, list[Any]]]
         if plan is None:

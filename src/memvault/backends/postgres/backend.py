@@ -90,6 +90,7 @@ from memvault.models import (
     MetadataFilter,
 )
 from memvault.protocols import Embedder
+from memvault.retrieval.bm25 import PRUNE_MIN_DOCS
 
 __all__ = ["PostgresBackend"]
 
@@ -155,12 +156,15 @@ class PostgresBackend(
         index_build_memory: ``maintenance_work_mem`` while the HNSW index is built.
         exact_below: agents with at most this many rows are searched exactly (faster than the
             index at that size, and never misses a row).
-        lexical_scan_rows: in stores of 20,000 rows or more, the most rows a BM25 search
-            scores by matching query terms (0: no bound). Beyond it, the rows of the rarest
-            terms that fit, rows with two of the other terms (within the bound) and the dense
-            candidates are scored: a term in 10% of a million rows would otherwise cost a heap
-            fetch per row (most of a second). Scores are unchanged; rows matching a single
-            common query term and nothing else can be missed.
+        lexical_scan_rows: in stores of ``lexical_bound_min_rows`` rows or more, the most rows
+            a BM25 search scores by matching query terms (0: no bound). Beyond it, the rows of
+            the rarest terms that fit, rows with two of the other terms (within the bound) and
+            the dense candidates are scored: a term in 10% of a million rows would otherwise
+            cost a heap fetch per row (most of a second). Scores are unchanged; rows matching a
+            single common query term and nothing else can be missed.
+        lexical_bound_min_rows: the store size from which ``lexical_scan_rows`` applies
+            (default 20,000, the size from which common query terms are dropped as well):
+            smaller stores score every match, as SQLite does.
         connect_timeout: seconds to wait for the server when connecting.
         **kwargs: :class:`~memvault.backends._base.BaseBackend` options.
     """
@@ -180,6 +184,7 @@ class PostgresBackend(
         hnsw: bool = True,
         exact_below: int = 2_000,
         lexical_scan_rows: int = 5_000,
+        lexical_bound_min_rows: int = PRUNE_MIN_DOCS,
         index_build_memory: str = "1GB",
         connect_timeout: float = 10.0,
         **kwargs: Any,
@@ -198,6 +203,7 @@ class PostgresBackend(
         self._hnsw = hnsw
         self._exact_below = max(0, exact_below)
         self._lexical_scan_rows = max(0, lexical_scan_rows)
+        self._lexical_bound_min_rows = max(0, lexical_bound_min_rows)
         if not re.fullmatch(r"\d+\s*(kB|MB|GB)", index_build_memory):
             msg = f"index_build_memory must look like '512MB' or '2GB', got {index_build_memory!r}"
             raise MemoryConfigError(msg)
