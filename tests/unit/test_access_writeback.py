@@ -17,14 +17,20 @@ async def test_counts_are_exact_and_reads_are_not_starved(tmp_path: Path) -> Non
         )
         hits: dict[str, int] = dict.fromkeys(ids, 0)
         stop = asyncio.Event()
+        searches = 0
+        streaming = asyncio.Event()  # 16 searches done, and more still streaming in
 
         async def searcher() -> None:
+            nonlocal searches
             while not stop.is_set():
                 for entry in await mem.search("zebras fact", agent_id="a1", limit=5):
                     hits[entry.id] += 1
+                searches += 1
+                if searches >= 16:
+                    streaming.set()
 
         tasks = [asyncio.create_task(searcher()) for _ in range(8)]
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(streaming.wait(), timeout=30)
         # A read while searches keep streaming in waits only for the counts before it: it must
         # finish while the searchers are still running (it used to wait for them to stop).
         assert await asyncio.wait_for(mem.count(agent_id="a1"), timeout=30) == 20

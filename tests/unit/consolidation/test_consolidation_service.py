@@ -284,14 +284,18 @@ def test_group_threshold_floor_is_the_design_minimum() -> None:
 
 
 class ConcurrencyLLM:
-    """Answers after a short sleep and records how many calls overlapped."""
+    """Answers after giving the other tasks a turn, and records how many calls overlapped.
 
-    def __init__(self, *, fail_on: str | None = None, delay: float = 0.02) -> None:
+    Each call yields to the event loop a few times before answering (no wall-clock wait): the
+    calls started together are all in flight then, as many as the consolidation lets run.
+    """
+
+    def __init__(self, *, fail_on: str | None = None, turns: int = 3) -> None:
         self.active = 0
         self.peak = 0
         self.calls: list[list[ChatMessage]] = []
         self.fail_on = fail_on
-        self.delay = delay
+        self.turns = turns
 
     @property
     def model_id(self) -> str:
@@ -302,7 +306,8 @@ class ConcurrencyLLM:
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
-            await asyncio.sleep(self.delay)
+            for _ in range(self.turns):
+                await asyncio.sleep(0)  # a turn for the other tasks, not a wait
         finally:
             self.active -= 1
         user = messages[-1].content
@@ -330,7 +335,7 @@ async def test_llm_groups_run_in_parallel_bounded_and_in_order(make_entry, now) 
     result = await consolidate(
         entries, agent_id="dev-1", strategy="llm", llm=llm, now=now, **fake.kwargs()
     )
-    assert 1 < llm.peak <= MAX_CONCURRENT_GROUPS
+    assert llm.peak == MAX_CONCURRENT_GROUPS
     assert [g.category for g in result.groups] == list(MemoryCategory)
     assert [g.outputs[0].content for g in result.groups] == [
         f"merged {c.value}" for c in MemoryCategory
