@@ -762,6 +762,7 @@ class RemoteAsyncMemory(AsyncMemory):
         Every item is validated before anything is sent. The server stores each batch of up to
         1000 items in one transaction; a larger call is sent as several batches.
         """
+        check_agent(agent_id)  # also when there is nothing to send, as the embedded memory
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             msg = "items must be a list of dicts or MemoryStoreRequest objects"
             raise MemoryValidationError(msg)
@@ -773,8 +774,8 @@ class RemoteAsyncMemory(AsyncMemory):
         for batch in _chunks(rows, limit):
             got = await self._op("store_many", items=batch, agent_id=agent_id, dedup=dedup)
             if len(got) != len(batch):
-                msg = f"unexpected response from {self._url}: {len(got)} ids for {len(batch)} items"
-                raise MemoryStoreError(msg)
+                msg = f"unexpected response from the memvault server at {self._url}: "
+                raise _failure("write", f"{msg}{len(got)} ids for {len(batch)} items")
             ids.extend(got)
         return ids
 
@@ -855,6 +856,7 @@ class RemoteAsyncMemory(AsyncMemory):
         self, ids: Sequence[str], *, agent_id: str, reason: str = "archive"
     ) -> dict[str, str]:
         """Move memories to the archive (``POST /v1/archive``); original id -> archive id."""
+        check_agent(agent_id)  # also when there is nothing to send, as the embedded memory
         if isinstance(ids, str) or not isinstance(ids, Sequence):
             msg = "ids must be a list of memory ids"
             raise MemoryValidationError(msg)

@@ -7,10 +7,12 @@ isolation, the strategies built on the facade and the CLI pointed at a server.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import os
 import socket
+import textwrap
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from memvault import (
     AsyncMemory,
@@ -30,6 +33,7 @@ from memvault import (
     MemoryStoreRequest,
     MemoryValidationError,
 )
+from memvault.api.operations import get_operation
 from memvault.cli.app import main
 from memvault.errors import (
     MemoryAuthenticationError,
@@ -42,6 +46,7 @@ from memvault.protocols import Embedder
 from memvault.remote import API_KEY_ENV, RemoteAsyncMemory
 from memvault.retrieval.filters import NonInferableFilter
 from memvault.retrieval.presets import get_preset
+from memvault.validation import model_error
 from memvault.write.pipeline import WriteKind
 
 from .conftest import LiveServer
@@ -649,3 +654,148 @@ async def test_memvault_url_moves_unchanged_code_onto_the_server(
         mid = await mem.add("configured by the environment", agent_id="dev-1")
     with server.client("dev1") as c:
         assert c.get(f"/v1/memories/{mid}", params={"agent_id": "dev-1"}).status_code == 200
+
+
+# -- the generic path: arguments -> request model -> route -> response model -> result ----------
+
+
+def _op_calls() -> dict[str, tuple[str, set[str]]]:
+    """Each method that calls ``self._op`` / ``self._capture``: (operation, keywords it passes)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(RemoteAsyncMemory)))
+    found: dict[str, tuple[str, set[str]]] = {}
+    for method in ast.walk(tree):
+        if not isinstance(method, ast.AsyncFunctionDef) or method.name.startswith("_"):
+            continue
+        for node in ast.walk(method):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"_op", "_capture"}
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                keywords = {k.arg for k in node.keywords if k.arg is not None}
+                found[method.name] = (str(node.args[0].value), keywords)
+    return found
+
+
+# What a method keeps for itself instead of sending (code cannot travel; files stay here).
+_NOT_SENT: dict[str, set[str]] = {
+    "consolidate": {"llm", "config"},
+    "context": {"filter_strategy"},
+    "search_and_ask": {"llm"},
+    "export": {"path"},
+    "import_": {"source", "batch_size", "on_progress"},
+    "learn_from": {"outcome", "agent_id"},  # sent as the outcome's fields plus agent_id
+}
+
+
+def test_every_method_sends_all_its_arguments_as_fields_of_its_request_model() -> None:
+    calls = _op_calls()
+    assert {"write", "search", "context", "add_many", "capture_episode"} <= set(calls)
+    for name, (operation, keywords) in calls.items():
+        fields = set(get_operation(operation).request.model_fields)
+        assert keywords <= fields, (name, keywords - fields)
+        params = set(inspect.signature(getattr(RemoteAsyncMemory, name)).parameters) - {"self"}
+        assert params - keywords == _NOT_SENT.get(name, set()), name
+
+
+def _closed_memory() -> AsyncMemory:
+    """A remote memory whose server does not exist: a request that went out would fail so."""
+    return AsyncMemory(f"http://127.0.0.1:{_closed_port()}", api_key="mvk_whatever")
+
+
+def _server_says(operation: str, fields: dict[str, Any]) -> str:
+    """The message the server gives for ``fields`` its request model refuses."""
+    with pytest.raises(ValidationError) as info:
+        get_operation(operation).request.model_validate(fields)
+    return str(model_error(info.value))
+
+
+async def test_the_request_model_refuses_before_anything_is_sent() -> None:
+    tags = [f"t{i}" for i in range(65)]
+    async with _closed_memory() as mem:
+        with pytest.raises(MemoryValidationError) as info:
+            await mem.search("q", agent_id="dev-1", tags=tags)
+        assert str(info.value) == _server_says(
+            "search", {"query": "q", "agent_id": "dev-1", "tags": tags}
+        )
+        assert "tags" in str(info.value)
+        with pytest.raises(MemoryValidationError) as info:
+            await mem.working_note("t" * 201, "a note", agent_id="dev-1")
+        assert str(info.value) == _server_says(
+            "working_note", {"task_id": "t" * 201, "content": "a note", "agent_id": "dev-1"}
+        )
+        with pytest.raises(MemoryValidationError) as info:
+            await mem.list(agent_id="dev-1", limit=5000)  # a page limit is refused, not capped
+        assert str(info.value) == _server_says("list", {"agent_id": "dev-1", "limit": 5000})
+        # Never raises, on any transport: the refusal becomes "nothing captured".
+        assert await mem.capture_episode("", agent_id="dev-1") is None
+
+
+class _Recording(BaseHTTPRequestHandler):
+    """A fake memvault that records each request's JSON and answers from ``answers``."""
+
+    answers: dict[str, Any] = {}  # noqa: RUF012 - set per test by the fixture
+    seen: dict[str, Any] = {}  # noqa: RUF012
+
+    def _answer(self) -> None:
+        path = self.path.split("?")[0]
+        length = int(self.headers.get("content-length") or 0)
+        self.seen[f"{self.command} {path}"] = json.loads(self.rfile.read(length) or b"null")
+        body = json.dumps(self.answers[f"{self.command} {path}"]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recording() -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    _Recording.answers, _Recording.seen = {}, {}
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", _Recording.answers, _Recording.seen
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=10)
+
+
+async def test_ranked_results_are_capped_at_the_server_maximum(
+    recording: tuple[str, dict[str, Any], dict[str, Any]],
+) -> None:
+    url, answers, seen = recording
+    answers["POST /v1/search"] = {"results": []}
+    answers["POST /v1/context"] = {
+        "text": "", "tokens": 0, "role": "system", "messages": [], "entries": []
+    }  # fmt: skip
+    async with AsyncMemory(url, api_key="mvk_whatever") as mem:
+        assert await mem.search("q", agent_id="dev-1", limit=500, categories="episodic") == []
+        ctx = await mem.context("q", agent_id="dev-1", token_budget=10**9, limit=500)
+    search = get_operation("search").request.model_fields
+    assert seen["POST /v1/search"]["limit"] == search["limit"].metadata[-1].le == 100
+    assert seen["POST /v1/search"]["categories"] == ["episodic"]
+    assert (seen["POST /v1/context"]["limit"], seen["POST /v1/context"]["token_budget"]) == (
+        100,
+        200_000,
+    )
+    assert ctx.entries == () and ctx.role == "system"
+
+
+async def test_an_answer_of_another_shape_than_the_response_model_is_an_error(
+    recording: tuple[str, dict[str, Any], dict[str, Any]],
+) -> None:
+    url, answers, _ = recording
+    answers["GET /v1/count"] = {"count": "many"}
+    answers["POST /v1/memories/batch"] = {"ids": ["a"]}  # one id for two items
+    async with AsyncMemory(url, api_key="mvk_whatever") as mem:
+        with pytest.raises(MemoryRetrievalError, match="unexpected response"):
+            await mem.count(agent_id="dev-1")
+        with pytest.raises(MemoryStoreError, match="1 ids for 2 items"):
+            await mem.add_many([{"content": "x"}, {"content": "y"}], agent_id="dev-1")
