@@ -59,6 +59,7 @@ from memvault.conversation.models import (
     MessageMetadata,
     MessageView,
 )
+from memvault.conversation.session_store import check_session_id
 from memvault.errors import (
     MemoryCapabilityError,
     MemoryConfigError,
@@ -79,7 +80,6 @@ from memvault.memory import AsyncMemory
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
-from memvault.sessions.store import check_session_id
 from memvault.validation import model_error
 
 LLM_URL_ENV = "MEMVAULT_LLM_BASE_URL"

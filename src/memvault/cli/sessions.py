@@ -21,6 +21,7 @@ from rich.table import Table
 
 from memvault.cli._common import JsonOption, emit_json, load_cli_config, out, state
 from memvault.config import COMPOSITE_URL
+from memvault.conversation.session_store import LATEST, check_agent_id
 from memvault.conversation.sessions import ConversationSessionStore
 from memvault.conversation.sqlite import SQLiteConversationStore
 from memvault.errors import MemoryConfigError, MemoryConnectionError, MemoryNotFoundError
@@ -31,7 +32,6 @@ from memvault.sessions import (
     check_session_id,
     open_session_store,
 )
-from memvault.conversation.session_store import LATEST, check_agent_id
 
 if TYPE_CHECKING:
     from memvault.conversation.models import ConversationStats

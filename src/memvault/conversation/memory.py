@@ -28,12 +28,12 @@ from memvault.conversation.models import (
     StoredMessage,
 )
 from memvault.conversation.queue import EmbeddingQueue, Progress, QueueStats
+from memvault.conversation.session_store import MessageLike
 from memvault.conversation.sessions import ConversationSessionStore
 from memvault.conversation.store import MessageHit, SQLConversationStore
 from memvault.errors import MemoryNotFoundError
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider
-from memvault.conversation.session_store import MessageLike
 
 __all__ = ["ContextWindow", "ConversationMemory", "ConversationStatus", "SyncConversations"]
 

@@ -38,10 +38,10 @@ from pydantic import BaseModel, ConfigDict
 
 from memvault.config.conversation import EmbeddingQueueConfig
 from memvault.conversation.models import MessageMetadata, StoredMessage
+from memvault.conversation.session_store import MessageLike
 from memvault.conversation.store import SQLConversationStore
 from memvault.errors import MemoryError
 from memvault.protocols import Embedder
-from memvault.conversation.session_store import MessageLike
 
 __all__ = ["EmbeddingQueue", "QueueStats", "live_queues"]
 

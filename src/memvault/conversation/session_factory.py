@@ -1,9 +1,9 @@
 """Open the session store for a memvault storage URL.
 
 The factory is the one place that knows every driver: it sits above
-:mod:`memvault.conversation.session_store` (protocol, validators, in-process store) and the drivers that
-build on it (:mod:`memvault.conversation.session_sqlite`, :mod:`memvault.conversation.session_postgres`), so none of
-them imports it back. ``PostgresSessionStore`` is imported on first use, so psycopg stays an
+:mod:`memvault.conversation.session_store` (protocol, validators, in-process store) and the
+drivers that build on it (:mod:`memvault.conversation.session_sqlite`,
+:mod:`memvault.conversation.session_postgres`), so none of them imports it back. ``PostgresSessionStore`` is imported on first use, so psycopg stays an
 optional extra.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memvault.errors import MemoryConfigError
 from memvault.conversation.session_store import InMemorySessionStore, SessionStore
+from memvault.errors import MemoryConfigError
 
 __all__ = ["open_session_store"]
 

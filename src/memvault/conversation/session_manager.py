@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memvault.consolidation.triggers import consolidate_on
-from memvault.errors import MemoryError
-from memvault.models import ChatMessage, ConsolidationInterval
 from memvault.conversation.session_models import SessionConfig
 from memvault.conversation.session_store import (
     MessageLike,
@@ -33,6 +31,8 @@ from memvault.conversation.session_store import (
     check_messages,
     check_session_id,
 )
+from memvault.errors import MemoryError
+from memvault.models import ChatMessage, ConsolidationInterval
 
 __all__ = ["SessionManager", "conversation_start"]
 

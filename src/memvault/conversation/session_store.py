@@ -12,8 +12,8 @@ spaces (the caller's own ids, e.g. ``ticket-4711``, work as they are); messages 
 Bad input (a blank agent id, a malformed session id or message) raises a one-line
 :class:`~memvault.errors.MemoryValidationError` before any storage is touched.
 
-The drivers (:mod:`memvault.conversation.session_sqlite`, :mod:`memvault.conversation.session_postgres`) build on the
-validators here; the factory that picks a driver for a URL lives in
+The drivers (:mod:`memvault.conversation.session_sqlite`,
+:mod:`memvault.conversation.session_postgres`) build on the validators here; the factory that picks a driver for a URL lives in
 :mod:`memvault.conversation.session_factory`, so this module imports no driver.
 """
 
@@ -29,9 +29,9 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import ValidationError
 
+from memvault.conversation.session_models import SessionRecord
 from memvault.errors import MemoryConnectionError, MemoryRetrievalError, MemoryValidationError
 from memvault.models import ChatMessage, validate_agent_id
-from memvault.conversation.session_models import SessionRecord
 
 MessageLike: TypeAlias = ChatMessage | Mapping[str, Any]
 """A chat message: a :class:`ChatMessage` or an OpenAI-style ``{"role", "content"}`` dict."""

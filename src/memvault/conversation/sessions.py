@@ -14,10 +14,10 @@ import builtins
 from collections.abc import Sequence
 
 from memvault.conversation.models import ConversationInfo
-from memvault.conversation.store import SQLConversationStore
-from memvault.errors import MemoryValidationError
 from memvault.conversation.session_models import SessionRecord
 from memvault.conversation.session_store import MessageLike, check_agent_id
+from memvault.conversation.store import SQLConversationStore
+from memvault.errors import MemoryValidationError
 
 __all__ = ["ConversationSessionStore"]
 
