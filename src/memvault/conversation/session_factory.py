@@ -1,10 +1,10 @@
 """Open the session store for a memvault storage URL.
 
 The factory is the one place that knows every driver: it sits above
-:mod:`memvault.conversation.session_store` (protocol, validators, in-process store) and the
-drivers that build on it (:mod:`memvault.conversation.session_sqlite`,
-:mod:`memvault.conversation.session_postgres`), so none of them imports it back. ``PostgresSessionStore`` is imported on first use, so psycopg stays an
-optional extra.
+:mod:`memvault.conversation.session_store` (protocol, validators, in-process store) and the drivers
+that build on it (:mod:`memvault.conversation.session_sqlite`,
+:mod:`memvault.conversation.session_postgres`), so none of them imports it back.
+``PostgresSessionStore`` is imported on first use, so psycopg stays an optional extra.
 """
 
 from __future__ import annotations

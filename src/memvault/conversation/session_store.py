@@ -1,20 +1,21 @@
 """Where sessions are kept: the :class:`SessionStore` protocol and the in-process store.
 
-A store keeps one row per ``(agent_id, session_id)``; saving a session again replaces its
-messages. Every save also takes the next value of a store-wide counter (``seq``), and "latest"
-and "oldest" follow that counter rather than wall-clock time, so two saves in the same
-microsecond (or on machines with skewed clocks) still have a definite order.
+A store keeps one row per ``(agent_id, session_id)``; saving a session again replaces its messages.
+Every save also takes the next value of a store-wide counter (``seq``), and "latest" and "oldest"
+follow that counter rather than wall-clock time, so two saves in the same microsecond (or on
+machines with skewed clocks) still have a definite order.
 
-Sessions are per agent: every method takes the agent id and only ever touches that agent's
-rows. A session id is any 1-200 printable characters without ``/`` and without surrounding
-spaces (the caller's own ids, e.g. ``ticket-4711``, work as they are); messages are
-:class:`~memvault.models.ChatMessage` objects or OpenAI-style ``{"role", "content"}`` dicts.
-Bad input (a blank agent id, a malformed session id or message) raises a one-line
+Sessions are per agent: every method takes the agent id and only ever touches that agent's rows. A
+session id is any 1-200 printable characters without ``/`` and without surrounding spaces (the
+caller's own ids, e.g. ``ticket-4711``, work as they are); messages are
+:class:`~memvault.models.ChatMessage` objects or OpenAI-style ``{"role", "content"}`` dicts. Bad
+input (a blank agent id, a malformed session id or message) raises a one-line
 :class:`~memvault.errors.MemoryValidationError` before any storage is touched.
 
 The drivers (:mod:`memvault.conversation.session_sqlite`,
-:mod:`memvault.conversation.session_postgres`) build on the validators here; the factory that picks a driver for a URL lives in
-:mod:`memvault.conversation.session_factory`, so this module imports no driver.
+:mod:`memvault.conversation.session_postgres`) build on the validators here; the factory that picks
+a driver for a URL lives in :mod:`memvault.conversation.session_factory`, so this module imports no
+driver.
 """
 
 from __future__ import annotations
