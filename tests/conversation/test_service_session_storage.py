@@ -6,9 +6,9 @@ from pathlib import Path
 
 from memvault.config import load_config
 from memvault.conversation.factory import open_conversation_store
+from memvault.conversation.session_models import ChatMessage
 from memvault.protocols import Embedder
 from memvault.service import Actor, MemoryService
-from memvault.sessions.models import ChatMessage
 
 
 async def test_message_storage_appends_each_turn(tmp_path: Path, minilm: Embedder) -> None:

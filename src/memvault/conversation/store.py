@@ -53,9 +53,6 @@ from memvault.conversation.models import (
     StoredMessage,
     estimate_tokens,
 )
-from memvault.errors import MemoryConnectionError, MemoryError, MemoryValidationError
-from memvault.models import ChatMessage
-from memvault.protocols import Embedder
 from memvault.conversation.session_store import (
     MessageLike,
     check_agent_id,
@@ -64,6 +61,9 @@ from memvault.conversation.session_store import (
     check_messages,
     check_session_id,
 )
+from memvault.errors import MemoryConnectionError, MemoryError, MemoryValidationError
+from memvault.models import ChatMessage
+from memvault.protocols import Embedder
 
 __all__ = [
     "SUMMARY_NAME",

@@ -14,11 +14,11 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from memvault.agent.memory_tools import MemoryToolsConfig
+from memvault.conversation.session_store import check_agent_id, check_session_id
 from memvault.errors import MemoryConfigError
 from memvault.memory import AsyncMemory
 from memvault.models import ChatMessage, ToolDefinition
 from memvault.sessions import SessionStore, open_session_store
-from memvault.conversation.session_store import check_agent_id, check_session_id
 
 __all__ = [
     "LoopThread",

@@ -88,12 +88,12 @@ if TYPE_CHECKING:
     from memvault.agent.working import WorkingMemory
     from memvault.consolidation import ConsolidationConfig, ConsolidationResult
     from memvault.conversation.memory import ConversationMemory
-    from memvault.learning.forgetting import ForgettingReport
     from memvault.graph.memory import GraphMemory
     from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
     from memvault.injection.self_editing import SelfEditingMemoryStrategy
     from memvault.injection.tool_based import ToolBasedInjectionStrategy
     from memvault.learning.engine import LearningEngine
+    from memvault.learning.forgetting import ForgettingReport
     from memvault.learning.models import (
         AgentProfile,
         ApprovalItem,

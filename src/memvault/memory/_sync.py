@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from memvault.agent.working import WorkingMemory
     from memvault.config import InjectionStrategyName, MemvaultConfig
     from memvault.consolidation import ConsolidationConfig, ConsolidationResult
-    from memvault.learning.forgetting import ForgettingReport
     from memvault.injection.context import ContextInjectionConfig, ContextInjectionStrategy
     from memvault.injection.self_editing import SelfEditingMemoryStrategy
     from memvault.injection.tool_based import ToolBasedInjectionStrategy
     from memvault.injection.tools import ToolDefinition
     from memvault.learning.engine import PooledSkill
+    from memvault.learning.forgetting import ForgettingReport
     from memvault.learning.models import (
         AgentProfile,
         ApprovalItem,

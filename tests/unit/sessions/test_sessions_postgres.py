@@ -8,11 +8,11 @@ import psycopg
 import pytest
 
 from memvault.backends.postgres import PostgresBackend
+from memvault.conversation.session_postgres import PostgresSessionStore
 from memvault.embeddings import HashingEmbedder
 from memvault.errors import MemoryConfigError, MemoryConnectionError
 from memvault.models import ChatMessage
 from memvault.sessions import open_session_store
-from memvault.conversation.session_postgres import PostgresSessionStore
 
 pytestmark = pytest.mark.postgres
 
