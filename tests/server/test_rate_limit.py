@@ -40,7 +40,7 @@ LIMITED = ServerSettings(rate_limit=1.0, rate_burst=3, max_body_bytes=2048)
 
 def _limited() -> tuple[ServerSettings, ManualClock]:
     clock = ManualClock()
-    return replace(LIMITED, rate_clock=clock), clock
+    return replace(LIMITED, clock=clock), clock
 
 
 COUNT = ("/v1/count", {"agent_id": "dev-1"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from memvault.learning.models import (
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder
 from memvault.server.keys import KeyStore, open_key_store
-from memvault.server.rest import create_app
+from memvault.server.rest import ServerSettings, create_app
 from memvault.service import MemoryService
 
 #: Memory content that would run script, add an attribute or expand a template if the
@@ -55,6 +56,19 @@ KEYS: dict[str, dict[str, Any]] = {
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 
 
+class ShiftedClock:
+    """The server's monotonic clock: :func:`time.monotonic` plus what a test advanced it by."""
+
+    def __init__(self) -> None:
+        self.shift = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.shift
+
+    def advance(self, seconds: float) -> None:
+        self.shift += seconds
+
+
 @dataclass
 class UiServer:
     """A running server with the dashboard: its URL, store file, keys and seeded ids."""
@@ -65,6 +79,8 @@ class UiServer:
     keys: KeyStore
     secrets: dict[str, str]
     ids: dict[str, str] = field(default_factory=dict)
+    clock: ShiftedClock = field(default_factory=ShiftedClock)
+    """The clock the server's key cache (and rate limit) runs on."""
 
     @contextmanager
     def login(self, key: str) -> Iterator[httpx.Client]:
@@ -213,8 +229,9 @@ def start_server(db: Path | str, minilm: Embedder) -> tuple[UiServer, Callable[[
     keys = open_key_store(str(db))
     secrets = {name: keys.create(name=name, **spec)[1] for name, spec in KEYS.items()}
     service = MemoryService(load_config(url=str(db)), embedder=minilm)
-    url, stop = run_app(create_app(service, keys=keys))
-    return UiServer(url=url, db=db, keys=keys, secrets=secrets, ids=ids), stop
+    clock = ShiftedClock()
+    url, stop = run_app(create_app(service, keys=keys, settings=ServerSettings(clock=clock)))
+    return UiServer(url=url, db=db, keys=keys, secrets=secrets, ids=ids, clock=clock), stop
 
 
 @pytest.fixture(scope="module")

@@ -48,8 +48,9 @@ class ServerSettings:
     ``rate_limit`` (requests/s per API key, or per client address for requests without a key;
     ``None``: no limit) with bursts of up to ``rate_burst`` requests (``None``: twice the rate,
     at least 1) answers 429 with ``Retry-After``. The limit is kept per server process.
-    ``rate_clock`` is the time in seconds the rate limit refills its buckets by (default
-    :func:`time.monotonic`; a test passes a clock it advances instead of sleeping).
+    ``clock`` is the time in seconds the rate limit refills its buckets by and the API-key cache
+    expires by (default :func:`time.monotonic`; a test passes a clock it advances instead of
+    sleeping).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -57,7 +58,7 @@ class ServerSettings:
     mount_mcp: bool = True
     rate_limit: float | None = None
     rate_burst: int | None = None
-    rate_clock: Callable[[], float] = time.monotonic
+    clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         # A negative or NaN rate would otherwise switch the limit off without a word.
@@ -109,7 +110,7 @@ def create_app(
     """
     conf = settings or ServerSettings()
     ops = tuple(operations)
-    auth = Authenticator(keys)
+    auth = Authenticator(keys, clock=conf.clock)
     metrics = Metrics()
     mcp_http: Any = None
     if conf.mount_mcp:
@@ -188,7 +189,7 @@ def create_app(
     app.add_middleware(BodyLimit, limit=conf.max_body_bytes)
     if conf.rate_limit is not None:
         # Outside the body limit: a throttled caller is refused before its body is read.
-        app.add_middleware(RateLimit, rate=conf.rate_limit, burst=conf.burst, clock=conf.rate_clock)
+        app.add_middleware(RateLimit, rate=conf.rate_limit, burst=conf.burst, clock=conf.clock)
     if keys is None:
         # Without keys the server trusts whoever can reach it, which --no-auth limits to this
         # machine; a Host check stops web pages from reaching it through DNS rebinding.

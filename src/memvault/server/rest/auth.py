@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -41,11 +42,16 @@ def actor_for_key(key: ApiKey) -> Actor:
 class Authenticator:
     """Bearer key -> Actor, with a short cache in front of the key store.
 
-    Without a key store (``keys=None``) every request acts as the local admin.
+    Without a key store (``keys=None``) every request acts as the local admin. ``clock`` gives
+    the time in seconds the cache entries expire by (default :func:`time.monotonic`; only
+    differences between its readings count, so a test can pass a clock it advances).
     """
 
-    def __init__(self, keys: KeyStore | None) -> None:
+    def __init__(
+        self, keys: KeyStore | None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._keys = keys
+        self._clock = clock
         self._cache: dict[str, tuple[float, Actor]] = {}
         self._local = Actor.admin("local", tenant=DEFAULT_TENANT)
 
@@ -60,7 +66,7 @@ class Authenticator:
             msg = "malformed Authorization header: expected 'Bearer <key>'"
             raise MemoryAuthenticationError(msg)
         digest = hashlib.sha256(secret.strip().encode("utf-8", "replace")).hexdigest()
-        now = time.monotonic()
+        now = self._clock()
         hit = self._cache.get(digest)
         if hit is not None and hit[0] > now:
             return hit[1]
