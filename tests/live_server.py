@@ -40,6 +40,20 @@ def wait_until_serving(
         time.sleep(0.2)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, setting :attr:`ready` once its startup is over (whether it started)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.ready.set()
+
+
 def run_app(app: Any, *, start_timeout: float = 60.0) -> tuple[str, Callable[[], None]]:
     """Serve ``app`` with uvicorn on a free loopback port; returns its URL and a stop function.
 
@@ -51,17 +65,19 @@ def run_app(app: Any, *, start_timeout: float = 60.0) -> tuple[str, Callable[[],
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    server = _Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+
+    def serve() -> None:
+        try:
+            server.run(sockets=[sock])
+        finally:
+            server.ready.set()  # an early exit must not leave the caller waiting
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    deadline = time.monotonic() + start_timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            msg = "the test server did not start"
-            raise RuntimeError(msg)
-        time.sleep(0.02)
+    if not server.ready.wait(start_timeout) or not server.started:
+        msg = "the test server did not start"
+        raise RuntimeError(msg)
 
     def stop() -> None:
         server.should_exit = True

@@ -138,7 +138,8 @@ async def test_an_inline_job_waits_while_the_store_thread_works(tmp_path: Path) 
             allow_inline(lambda: True)
             # The connection is busy on the store's thread: the job queues there, not inline.
             second = asyncio.create_task(backend._run(quick))
-            await asyncio.sleep(0.05)
+            for _ in range(5):  # turns enough for an inline job to have run and finished
+                await asyncio.sleep(0)
             assert not second.done()
             release.set()
             queued = await second
