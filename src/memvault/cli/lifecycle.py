@@ -207,6 +207,11 @@ def consolidate(
         msg = f"--facts means --strategy extract; it cannot be combined with --strategy {strategy}"
         raise MemoryValidationError(msg)
     chosen = ConsolidationStrategy.EXTRACT.value if facts else strategy
+    if chosen is not None and chosen not in {s.value for s in ConsolidationStrategy}:
+        # Said in the option's words before anything opens (the request model would refuse
+        # it too, naming the field instead).
+        msg = f"unknown consolidation strategy {chosen!r} (choose from {_STRATEGIES})"
+        raise MemoryValidationError(msg)
     llm = None
     if llm_url:
         from memvault.llm import OpenAICompatibleLLM

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from memvault._inputs import parse_category
 from memvault.api.requests import ListParams, SearchBody
 from memvault.cli._common import (
     AgentOption,
@@ -86,10 +87,19 @@ CategoryAlias = typer.Option(
 )
 
 
-def _memory_type(memory_type: str | None, category: str | None) -> str | None:
+def _parsed(memory_type: str | None) -> MemoryCategory | None:
+    """A ``--type`` value as its memory type.
+
+    Case-insensitive, and a bad one is quoted in the error (the request models only list the
+    valid ones).
+    """
+    return None if memory_type is None else parse_category(memory_type)
+
+
+def _memory_type(memory_type: str | None, category: str | None) -> MemoryCategory | None:
     """``--type``, or the deprecated ``--category`` (with a warning on stderr)."""
     if category is None:
-        return memory_type
+        return _parsed(memory_type)
     err_console.print(DEPRECATED_CATEGORY, markup=False)
     if memory_type is not None and memory_type != category:
         msg = (
@@ -97,7 +107,7 @@ def _memory_type(memory_type: str | None, category: str | None) -> str | None:
             f"{memory_type!r} and --category {category!r}"
         )
         raise MemoryValidationError(msg)
-    return category
+    return _parsed(category)
 
 
 def add(
@@ -125,7 +135,7 @@ def add(
     server, which keeps it for as long as it runs. A write that stores nothing (level ``none``)
     says why on stderr and exits with code 1.
     """
-    kind = _memory_type(memory_type, category) or "semantic"
+    kind = _memory_type(memory_type, category) or MemoryCategory.SEMANTIC
     svc = open_service()
     if kind == "working" and _working_ends_with_this_run(svc.memory):
         msg = (
@@ -195,7 +205,7 @@ def search(
         "agent_id": agent,
         "query": query,
         "limit": limit,
-        "categories": memory_type or None,
+        "categories": [_parsed(t) for t in memory_type] if memory_type else None,
         "tags": tag or None,
         "preset": preset,
         "explain": explain,
@@ -284,15 +294,16 @@ def clear(
     ] = None,
 ) -> None:
     """Delete all of an agent's memories (or one type of them); audited."""
+    kind = _parsed(memory_type)
     svc = open_service()
     what = f"{memory_type} memories" if memory_type else "memories"
     if not force:
-        counted = {"agent_id": agent, "category": memory_type}
+        counted = {"agent_id": agent, "category": kind}
         n = svc.run(svc.service.call(svc.actor, "count", counted))
         if not typer.confirm(f"Delete {n} {what} of agent {agent!r}?", default=False):
             out.print("aborted")
             raise typer.Exit(1)
-    params = {"agent_id": agent, "category": memory_type, "reason": reason}
+    params = {"agent_id": agent, "category": kind, "reason": reason}
     removed = svc.run(svc.service.call(svc.actor, "clear", params))
     out.print(f"deleted {removed} {what}")
 
