@@ -68,8 +68,12 @@ _HOME = {
     "PostgresMaintenanceState": "state",
     "SQLiteMaintenanceState": "state",
     "open_maintenance_state": "state",
-    "consolidate_on": "triggers",
 }
 
 
-__getattr__ = lazy_attributes(__name__, {name: f"{__name__}.{h}" for name, h in _HOME.items()})
+__getattr__ = lazy_attributes(
+    __name__,
+    {name: f"{__name__}.{h}" for name, h in _HOME.items()}
+    # The event trigger lives with consolidation (agent capture and sessions call it).
+    | {"consolidate_on": "memvault.consolidation.triggers"},
+)
