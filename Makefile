@@ -59,8 +59,8 @@ demo: demo-venv
 	$(BIN)/python examples/demo.py
 
 lint: venv
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 
 typecheck: venv
 	$(BIN)/mypy src
