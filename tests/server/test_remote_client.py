@@ -33,6 +33,7 @@ from memvault import (
     MemoryStoreRequest,
     MemoryValidationError,
 )
+from memvault.agent.working import WorkingMemory
 from memvault.api.operations import get_operation
 from memvault.cli.app import main
 from memvault.errors import (
@@ -41,6 +42,13 @@ from memvault.errors import (
     MemoryPermissionError,
     MemoryRetrievalError,
     MemoryStoreError,
+)
+from memvault.learning.models import (
+    AgentProfile,
+    EvolverReport,
+    LearnReport,
+    PruneReport,
+    Seniority,
 )
 from memvault.protocols import Embedder
 from memvault.remote import API_KEY_ENV, RemoteAsyncMemory
@@ -799,3 +807,26 @@ async def test_an_answer_of_another_shape_than_the_response_model_is_an_error(
             await mem.count(agent_id="dev-1")
         with pytest.raises(MemoryStoreError, match="1 ids for 2 items"):
             await mem.add_many([{"content": "x"}, {"content": "y"}], agent_id="dev-1")
+
+
+async def test_learning_and_working_memory_answers_decode_to_the_declared_types(
+    server: LiveServer,
+) -> None:
+    async with _remote(server) as mem:
+        profile = await mem.set_profile("dev-1", role="backend", seniority="senior")
+        assert isinstance(profile, AgentProfile) and profile.seniority is Seniority.SENIOR
+        report = await mem.learn_from(
+            {"success": False, "task_type": "deploy", "error": "db timeout"}, agent_id="dev-1"
+        )
+        assert isinstance(report, LearnReport) and report.agent_id == "dev-1"
+        assert report.error is None
+        refused = await mem.learn_from({"success": "maybe"}, agent_id="dev-1")  # never raises
+        assert refused.error is not None and "success" in refused.error
+        assert isinstance(await mem.evolve(force=True), EvolverReport)
+        assert isinstance(await mem.prune_procedural(agent_id="dev-1"), PruneReport)
+        assert await mem._policies() == []
+        note = await mem.working_note("T-1", "Check the flaky test first", agent_id="dev-1")
+        pad = await mem.working("T-1", agent_id="dev-1")
+        assert isinstance(pad, WorkingMemory)
+        assert [(n.id, n.content) for n in pad.notes] == [(note, "Check the flaky test first")]
+        assert await mem.clear_working("T-1", agent_id="dev-1") == 1
