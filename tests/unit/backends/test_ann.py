@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from memvault.backends.sqlite import SQLiteBackend, _ann
+from memvault.backends.sqlite._ann import AnnSettings
 from memvault.backends.sqlite.vector_index import NEVER, AgentIndex, IndexRow
 from memvault.embeddings import HashingEmbedder
 from memvault.models import MemoryCategory, MemoryQuery, MemoryStoreRequest
@@ -24,15 +24,12 @@ from memvault.models import MemoryCategory, MemoryQuery, MemoryStoreRequest
 DIM = 32
 
 
-@pytest.fixture(autouse=True)
-def ann_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """ANN for every index of 200+ rows, synchronously (deterministic tests)."""
-    monkeypatch.setattr(_ann.settings, "min_rows", 200)
-    monkeypatch.setattr(_ann.settings, "background", False)
-    monkeypatch.setattr(_ann.settings, "build_threads", 1)
-    # Small chunks, so builds, reconciles and catch-ups cross chunk boundaries.
-    monkeypatch.setattr(_ann, "CHUNK", 128)
-    yield
+@pytest.fixture
+def ann() -> AnnSettings:
+    """The settings a test's indexes and stores get (each test its own, to change as it likes):
+    ANN for every index of 200+ rows, synchronously (deterministic tests), with small chunks so
+    builds, reconciles and catch-ups cross chunk boundaries."""
+    return AnnSettings(min_rows=200, background=False, build_threads=1, chunk=128)
 
 
 def rows(start: int, n: int, *, category: int = 0) -> list[IndexRow]:
@@ -68,8 +65,10 @@ def exact(index: AgentIndex, q: np.ndarray, m: np.ndarray, k: int) -> list[int]:
         index.ann = graph
 
 
-def build(db: Path, vecs: np.ndarray, key: str = "a", start: int = 1) -> AgentIndex:
-    index = AgentIndex(DIM)
+def build(
+    ann: AnnSettings, db: Path, vecs: np.ndarray, key: str = "a", start: int = 1
+) -> AgentIndex:
+    index = AgentIndex(DIM, ann=ann)
     index.add(rows(start, len(vecs)), vecs)
     index.enable_ann(db, key)
     return index
@@ -84,10 +83,10 @@ def recall(index: AgentIndex, queries: np.ndarray, k: int = 10) -> float:
     return hits / (k * len(queries))
 
 
-def test_graph_is_built_saved_and_recalls(tmp_path: Path) -> None:
+def test_graph_is_built_saved_and_recalls(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(1)
     db = tmp_path / "m.db"
-    index = build(db, clustered(rng, 2000))
+    index = build(ann, db, clustered(rng, 2000))
     assert index.ann is not None and len(index.ann) == 2000
     graph_file, sidecar = _ann.index_paths(db, "a")
     assert graph_file.exists() and sidecar.exists()
@@ -100,15 +99,15 @@ def test_graph_is_built_saved_and_recalls(tmp_path: Path) -> None:
     assert vec is not None and abs(float(vec @ q) - got[0][1]) < 1e-5
 
 
-def test_small_agents_stay_exact(tmp_path: Path) -> None:
-    index = build(tmp_path / "m.db", clustered(np.random.default_rng(2), 150))
+def test_small_agents_stay_exact(tmp_path: Path, ann: AnnSettings) -> None:
+    index = build(ann, tmp_path / "m.db", clustered(np.random.default_rng(2), 150))
     assert index.ann is None
     assert not (tmp_path / "m.db.ann").exists()
 
 
-def test_incremental_adds_and_deletes_reach_the_graph(tmp_path: Path) -> None:
+def test_incremental_adds_and_deletes_reach_the_graph(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(3)
-    index = build(tmp_path / "m.db", clustered(rng, 1000))
+    index = build(ann, tmp_path / "m.db", clustered(rng, 1000))
     fresh = clustered(rng, 5)
     index.add(rows(5000, 5), fresh)
     assert index.ann is not None and len(index.ann) == 1005
@@ -118,41 +117,41 @@ def test_incremental_adds_and_deletes_reach_the_graph(tmp_path: Path) -> None:
     assert 5002 not in got and not {1, 2, 3} & set(got)
 
 
-def test_agent_crossing_the_threshold_gets_a_graph(tmp_path: Path) -> None:
+def test_agent_crossing_the_threshold_gets_a_graph(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(4)
-    index = build(tmp_path / "m.db", clustered(rng, 150))
+    index = build(ann, tmp_path / "m.db", clustered(rng, 150))
     assert index.ann is None
     index.add(rows(1000, 60), clustered(rng, 60))
     index.search(clustered(rng, 1)[0], mask(index), 5)
     assert index.ann is not None and len(index.ann) == 210
 
 
-def test_missing_file_is_rebuilt(tmp_path: Path) -> None:
+def test_missing_file_is_rebuilt(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(5)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 1000)
-    build(db, vecs)
+    build(ann, db, vecs)
     graph_file, sidecar = _ann.index_paths(db, "a")
     graph_file.unlink()
-    again = build(db, vecs)
+    again = build(ann, db, vecs)
     assert again.ann is not None and len(again.ann) == 1000
     assert graph_file.exists() and sidecar.exists()
 
 
-def test_stale_file_is_reconciled_with_the_rows(tmp_path: Path) -> None:
+def test_stale_file_is_reconciled_with_the_rows(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(6)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 1000)
-    build(db, vecs)
+    build(ann, db, vecs)
     # Meanwhile (another process, a crash before the save): rows 1..50 deleted, 50 added, and
     # rowid 100 reused for another vector.
     changed = vecs.copy()
     other = clustered(rng, 1)[0]
     changed[99] = other
-    index = AgentIndex(DIM)
+    index = AgentIndex(DIM, ann=ann)
     index.add(rows(51, 950), changed[50:])
     index.add(rows(2000, 50), clustered(rng, 50))
-    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM)
+    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM, conf=ann)
     assert loaded is not None and len(loaded) == 1000
     index.enable_ann(db, "a")
     graph = index.ann
@@ -164,11 +163,11 @@ def test_stale_file_is_reconciled_with_the_rows(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "sidecar", "foreign-dim"])
-def test_corrupt_file_is_rebuilt_not_fatal(tmp_path: Path, damage: str) -> None:
+def test_corrupt_file_is_rebuilt_not_fatal(tmp_path: Path, damage: str, ann: AnnSettings) -> None:
     rng = np.random.default_rng(7)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 1000)
-    build(db, vecs)
+    build(ann, db, vecs)
     graph_file, sidecar = _ann.index_paths(db, "a")
     data = graph_file.read_bytes()
     if damage == "truncate":
@@ -180,30 +179,30 @@ def test_corrupt_file_is_rebuilt_not_fatal(tmp_path: Path, damage: str) -> None:
         sidecar.write_text("{not json")
     else:
         sidecar.write_text(sidecar.read_text().replace(f'"dim": {DIM}', '"dim": 7'))
-    assert _ann.AnnGraph.load(graph_file, sidecar, DIM) is None
-    index = build(db, vecs)
+    assert _ann.AnnGraph.load(graph_file, sidecar, DIM, conf=ann) is None
+    index = build(ann, db, vecs)
     assert index.ann is not None and len(index.ann) == 1000
     assert recall(index, clustered(rng, 20)) >= 0.97
-    assert _ann.AnnGraph.load(graph_file, sidecar, DIM) is not None
+    assert _ann.AnnGraph.load(graph_file, sidecar, DIM, conf=ann) is not None
 
 
 def test_load_failure_inside_the_library_means_exact_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ann: AnnSettings
 ) -> None:
     def boom(*args: object) -> _ann.AnnGraph:
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(_ann, "load_or_build", boom)
     rng = np.random.default_rng(8)
-    index = build(tmp_path / "m.db", clustered(rng, 500))
+    index = build(ann, tmp_path / "m.db", clustered(rng, 500))
     q = clustered(rng, 1)[0]
     assert [r for r, _ in index.search(q, mask(index), 5)] == exact(index, q, mask(index), 5)
     assert index.ann is None
 
 
-def test_filters_post_filter_or_fall_back_to_exact(tmp_path: Path) -> None:
+def test_filters_post_filter_or_fall_back_to_exact(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(9)
-    index = AgentIndex(DIM)
+    index = AgentIndex(DIM, ann=ann)
     vecs = clustered(rng, 2000)
     # Category 1 for 90% of rows (mild filter), category 2 for 2% (selective filter).
     cats = np.where(np.arange(2000) % 50 == 0, 2, np.where(np.arange(2000) % 10 == 0, 3, 1))
@@ -222,13 +221,13 @@ def test_filters_post_filter_or_fall_back_to_exact(tmp_path: Path) -> None:
         assert hits / 200 >= 0.97, cat
 
 
-def test_kill_during_save_leaves_a_loadable_store(tmp_path: Path) -> None:
+def test_kill_during_save_leaves_a_loadable_store(tmp_path: Path, ann: AnnSettings) -> None:
     """SIGKILL between writing the graph and its sidecar: the pair never validates."""
     rng = np.random.default_rng(10)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 500)
     np.save(tmp_path / "v.npy", vecs)
-    build(db, vecs)
+    build(ann, db, vecs)
     script = textwrap.dedent(
         f"""
         import os, signal, sys
@@ -249,16 +248,18 @@ def test_kill_during_save_leaves_a_loadable_store(tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     graph_file, sidecar = _ann.index_paths(db, "a")
     assert graph_file.exists() and not sidecar.exists()
-    assert _ann.AnnGraph.load(graph_file, sidecar, DIM) is None
-    index = build(db, vecs)
+    assert _ann.AnnGraph.load(graph_file, sidecar, DIM, conf=ann) is None
+    index = build(ann, db, vecs)
     assert index.ann is not None and len(index.ann) == 500
     assert recall(index, clustered(rng, 10)) >= 0.97
 
 
-async def test_backend_agents_are_isolated_and_graphs_persist(tmp_path: Path) -> None:
+async def test_backend_agents_are_isolated_and_graphs_persist(
+    tmp_path: Path, ann: AnnSettings
+) -> None:
     path = tmp_path / "m.db"
     emb = HashingEmbedder(dimension=64)
-    b = SQLiteBackend(path, emb)
+    b = SQLiteBackend(path, emb, ann=ann)
     await b.connect()
     try:
         for agent in ("alice", "bob"):
@@ -284,7 +285,7 @@ async def test_backend_agents_are_isolated_and_graphs_persist(tmp_path: Path) ->
         await b.disconnect()
     # The changed graph was saved on disconnect; a reopened store loads it and stays isolated.
     assert len(list((tmp_path / "m.db.ann").glob("*.usearch"))) == 2
-    b = SQLiteBackend(path, emb)
+    b = SQLiteBackend(path, emb, ann=ann)
     await b.connect()
     try:
         cands = await b.search_candidates("alice", MemoryQuery(text="brand new zebra"), pool=10)
@@ -305,12 +306,10 @@ def test_usearch_then_onnxruntime_imports_do_not_crash() -> None:
     assert proc.returncode == 0, proc.stderr[-500:]
 
 
-def test_background_build_replays_writes_made_meanwhile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_ann.settings, "background", True)
+def test_background_build_replays_writes_made_meanwhile(tmp_path: Path, ann: AnnSettings) -> None:
+    ann.background = True
     rng = np.random.default_rng(11)
-    index = build(tmp_path / "m.db", clustered(rng, 1000))
+    index = build(ann, tmp_path / "m.db", clustered(rng, 1000))
     pending = index._ann_pending
     assert pending is not None and index.ann is None
     # Searches while the graph is pending are exact.
@@ -329,9 +328,10 @@ def test_background_build_replays_writes_made_meanwhile(
     assert index.search(-fresh[1], mask(index), 1)[0][0] == 3001
 
 
-def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Build graphs in the background, each waiting for the returned event before it starts."""
-    monkeypatch.setattr(_ann.settings, "background", True)
+def hold_builds(monkeypatch: pytest.MonkeyPatch, ann: AnnSettings) -> threading.Event:
+    """Build ``ann``'s graphs in the background, each waiting for the returned event before it
+    starts."""
+    ann.background = True
     gate = threading.Event()
     real_build = _ann.load_or_build
 
@@ -344,11 +344,11 @@ def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
 
 
 def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ann: AnnSettings
 ) -> None:
     """Rows written while the graph builds are added later in one background batch; a search
     that finds the build done with a long backlog stays exact instead of replaying it."""
-    gate = hold_builds(monkeypatch)
+    gate = hold_builds(monkeypatch, ann)
     # The catch-up is held too: 303 rows are added in a few milliseconds, and on a loaded
     # machine it could finish before the search below looks, attaching the graph at once.
     release = threading.Event()
@@ -369,7 +369,7 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
 
     monkeypatch.setattr(_ann, "catch_up", held_catch_up)
     rng = np.random.default_rng(21)
-    index = build(tmp_path / "m.db", clustered(rng, 400))
+    index = build(ann, tmp_path / "m.db", clustered(rng, 400))
     index.add(rows(5000, 300), clustered(rng, 300))  # during the build
     index.remove([1, 2, 3])
     gate.set()
@@ -392,19 +392,19 @@ def test_a_long_backlog_is_caught_up_in_the_background_not_on_a_search(
 
 
 @pytest.fixture
-def large_from_600(monkeypatch: pytest.MonkeyPatch) -> None:
+def large_from_600(ann: AnnSettings) -> None:
     """Agents of 600+ rows count as large (the denser graph shape)."""
-    monkeypatch.setattr(_ann.settings, "large_rows", 600)
+    ann.large_rows = 600
 
 
 @pytest.mark.usefixtures("large_from_600")
-def test_large_agents_get_a_denser_graph_and_a_wider_beam(tmp_path: Path) -> None:
+def test_large_agents_get_a_denser_graph_and_a_wider_beam(tmp_path: Path, ann: AnnSettings) -> None:
     rng = np.random.default_rng(11)
-    small = build(tmp_path / "s.db", clustered(rng, 400))
-    large = build(tmp_path / "l.db", clustered(rng, 800))
+    small = build(ann, tmp_path / "s.db", clustered(rng, 400))
+    large = build(ann, tmp_path / "l.db", clustered(rng, 800))
     assert small.ann is not None and large.ann is not None
-    assert small.ann.index.connectivity == _ann.settings.connectivity
-    assert large.ann.index.connectivity == _ann.settings.large_connectivity
+    assert small.ann.index.connectivity == ann.connectivity
+    assert large.ann.index.connectivity == ann.large_connectivity
     q = clustered(rng, 1)[0]
     small.search(q, mask(small), 10)
     large.search(q, mask(large), 10)
@@ -413,36 +413,40 @@ def test_large_agents_get_a_denser_graph_and_a_wider_beam(tmp_path: Path) -> Non
 
 
 @pytest.mark.usefixtures("large_from_600")
-def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(tmp_path: Path) -> None:
+def test_a_graph_saved_small_is_rebuilt_denser_once_the_agent_is_large(
+    tmp_path: Path, ann: AnnSettings
+) -> None:
     rng = np.random.default_rng(12)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 700)
-    first = build(db, vecs[:500])
+    first = build(ann, db, vecs[:500])
     assert first.ann is not None
-    assert first.ann.index.connectivity == _ann.settings.connectivity
+    assert first.ann.index.connectivity == ann.connectivity
     # Reopened with 700 rows: reconciling would patch the sparse graph; it is rebuilt instead.
-    again = build(db, vecs)
+    again = build(ann, db, vecs)
     assert again.ann is not None and len(again.ann) == 700
-    assert again.ann.index.connectivity == _ann.settings.large_connectivity
+    assert again.ann.index.connectivity == ann.large_connectivity
     # Shrinking back below the bar keeps the denser graph (no rebuild back and forth).
-    third = build(db, vecs[:550])
+    third = build(ann, db, vecs[:550])
     assert third.ann is not None and len(third.ann) == 550
-    assert third.ann.index.connectivity == _ann.settings.large_connectivity
+    assert third.ann.index.connectivity == ann.large_connectivity
     # Loaded from disk, it still adds rows with the denser graph's build beam.
-    assert third.ann.index.expansion_add == _ann.settings.large_expansion_add
+    assert third.ann.index.expansion_add == ann.large_expansion_add
 
 
-def test_graph_stores_int8_and_an_unchanged_reopen_patches_nothing(tmp_path: Path) -> None:
+def test_graph_stores_int8_and_an_unchanged_reopen_patches_nothing(
+    tmp_path: Path, ann: AnnSettings
+) -> None:
     from usearch.index import ScalarKind
 
     rng = np.random.default_rng(13)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 1000)
-    index = build(db, vecs)
+    index = build(ann, db, vecs)
     assert index.ann is not None and index.ann.index.dtype == ScalarKind.I8
     # The graph's copies are truncated to 1/127: reconciling them with the exact vectors must
     # not count every row as changed (which would rebuild the graph at every open).
-    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM)
+    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM, conf=ann)
     assert loaded is not None
     rowids = np.arange(1, 1001, dtype=np.int64)
     assert loaded.reconcile(rowids, lambda a, b: vecs[a:b])
@@ -450,56 +454,54 @@ def test_graph_stores_int8_and_an_unchanged_reopen_patches_nothing(tmp_path: Pat
     assert recall(index, clustered(rng, 30)) >= 0.97
 
 
-def test_a_graph_of_another_scalar_kind_is_rebuilt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_graph_of_another_scalar_kind_is_rebuilt(tmp_path: Path, ann: AnnSettings) -> None:
     from usearch.index import ScalarKind
 
     rng = np.random.default_rng(14)
     db = tmp_path / "m.db"
     vecs = clustered(rng, 600)
-    monkeypatch.setattr(_ann.settings, "scalar", "f32")
-    first = build(db, vecs)
+    ann.scalar = "f32"
+    first = build(ann, db, vecs)
     assert first.ann is not None and first.ann.index.dtype == ScalarKind.F32
-    monkeypatch.setattr(_ann.settings, "scalar", "i8")
-    assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM) is None
-    again = build(db, vecs)
+    ann.scalar = "i8"
+    assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM, conf=ann) is None
+    again = build(ann, db, vecs)
     assert again.ann is not None and again.ann.index.dtype == ScalarKind.I8
     assert len(again.ann) == 600
-    assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM) is not None
+    assert _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM, conf=ann) is not None
 
 
 @pytest.mark.usefixtures("large_from_600")
 def test_an_agent_growing_past_the_bar_gets_the_denser_graph_while_running(
-    tmp_path: Path,
+    tmp_path: Path, ann: AnnSettings
 ) -> None:
     rng = np.random.default_rng(15)
     db = tmp_path / "m.db"
-    index = build(db, clustered(rng, 500))
+    index = build(ann, db, clustered(rng, 500))
     assert index.ann is not None
-    assert index.ann.index.connectivity == _ann.settings.connectivity
+    assert index.ann.index.connectivity == ann.connectivity
     index.add(rows(1000, 50), clustered(rng, 50))  # 550: still below the bar
-    assert index.ann.index.connectivity == _ann.settings.connectivity
+    assert index.ann.index.connectivity == ann.connectivity
     index.add(rows(2000, 100), clustered(rng, 100))  # 650: rebuilt denser (synchronously here)
     graph = index.ann
-    assert graph is not None and graph.index.connectivity == _ann.settings.large_connectivity
+    assert graph is not None and graph.index.connectivity == ann.large_connectivity
     live = set(index.rowids[: index.n][index.alive[: index.n]].tolist())
     assert set(np.asarray(graph.index.keys).tolist()) == live
     assert recall(index, clustered(rng, 30)) >= 0.97
     # Saved in the denser shape: a reopen loads it instead of building again.
-    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM)
-    assert loaded is not None and loaded.index.connectivity == _ann.settings.large_connectivity
+    loaded = _ann.AnnGraph.load(*_ann.index_paths(db, "a"), DIM, conf=ann)
+    assert loaded is not None and loaded.index.connectivity == ann.large_connectivity
 
 
 @pytest.mark.usefixtures("large_from_600")
 def test_the_old_graph_answers_and_takes_writes_while_the_denser_one_builds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ann: AnnSettings
 ) -> None:
     rng = np.random.default_rng(16)
-    index = build(tmp_path / "m.db", clustered(rng, 590))
+    index = build(ann, tmp_path / "m.db", clustered(rng, 590))
     old = index.ann
     assert old is not None
-    gate = hold_builds(monkeypatch)
+    gate = hold_builds(monkeypatch, ann)
     index.add(rows(1000, 20), clustered(rng, 20))  # 610 rows: the rebuild starts, held
     pending = index._ann_pending
     assert pending is not None and index.ann is old
@@ -521,7 +523,7 @@ def test_the_old_graph_answers_and_takes_writes_while_the_denser_one_builds(
     index.search(q, mask(index), 1)
     graph = index.ann
     assert graph is not None and graph is not old
-    assert graph.index.connectivity == _ann.settings.large_connectivity
+    assert graph.index.connectivity == ann.large_connectivity
     live = set(index.rowids[: index.n][index.alive[: index.n]].tolist())
     assert set(np.asarray(graph.index.keys).tolist()) == live  # the writes were replayed
     assert index.search(q, mask(index), 1)[0][0] == 3000

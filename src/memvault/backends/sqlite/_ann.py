@@ -63,7 +63,11 @@ DEFAULT_MIN_ROWS = 50_000
 
 @dataclass
 class AnnSettings:
-    """Process-wide knobs (tests and benchmarks change them)."""
+    """How the HNSW graphs are built, searched and kept.
+
+    :data:`settings` is the process-wide default (benchmarks change it); a store or index given
+    its own (``SQLiteBackend(ann=AnnSettings(...))``, ``AgentIndex(ann=...)``) uses that one.
+    """
 
     min_rows: int = DEFAULT_MIN_ROWS
     """Agents with at least this many rows get a graph; 0 disables ANN entirely."""
@@ -92,6 +96,8 @@ class AnnSettings:
     background: bool = True
     """Load/build on a background thread (False: synchronously, for tests)."""
     persist: bool = True
+    chunk: int = CHUNK
+    """Rows gathered, added or compared at a time (bounds the extra memory of a load or build)."""
 
 
 def _env_min_rows() -> int:
@@ -106,6 +112,11 @@ def _env_min_rows() -> int:
 
 
 settings = AnnSettings(min_rows=_env_min_rows())
+"""The default settings (``MEMVAULT_SQLITE_ANN_MIN_ROWS`` sets ``min_rows``)."""
+
+
+def _conf(conf: AnnSettings | None) -> AnnSettings:
+    return settings if conf is None else conf
 
 
 @functools.cache
@@ -134,13 +145,13 @@ class GraphShape(NamedTuple):
     ef_per_k: int
 
 
-def shape_for(rows: int) -> GraphShape:
-    """The shape for an agent of ``rows`` rows (denser and wider from ``large_rows``)."""
-    if rows >= settings.large_rows:
-        return GraphShape(
-            settings.large_connectivity, settings.large_expansion_add, settings.large_ef_per_k
-        )
-    return GraphShape(settings.connectivity, settings.expansion_add, settings.ef_per_k)
+def shape_for(rows: int, conf: AnnSettings | None = None) -> GraphShape:
+    """The shape for an agent of ``rows`` rows (denser and wider from ``large_rows``) under
+    ``conf`` (default :data:`settings`)."""
+    c = _conf(conf)
+    if rows >= c.large_rows:
+        return GraphShape(c.large_connectivity, c.large_expansion_add, c.large_ef_per_k)
+    return GraphShape(c.connectivity, c.expansion_add, c.ef_per_k)
 
 
 _build_lock = threading.Lock()
@@ -165,19 +176,21 @@ def _sha256(path: Path) -> str:
 class AnnGraph:
     """A usearch HNSW graph of unit vectors keyed by rowid (inner product = cosine)."""
 
-    def __init__(self, dim: int, rows: int = 0) -> None:
-        """An empty graph shaped for about ``rows`` rows (see :func:`shape_for`)."""
+    def __init__(self, dim: int, rows: int = 0, *, conf: AnnSettings | None = None) -> None:
+        """An empty graph shaped for about ``rows`` rows (see :func:`shape_for`), built and
+        searched under ``conf`` (default :data:`settings`)."""
         from usearch.index import Index
 
-        shape = shape_for(rows)
+        self.conf = _conf(conf)
+        shape = shape_for(rows, self.conf)
         self.dim = dim
         self.index = Index(
             ndim=dim,
             metric="ip",
-            dtype=settings.scalar,
+            dtype=self.conf.scalar,
             connectivity=shape.connectivity,
             expansion_add=shape.expansion_add,
-            expansion_search=settings.expansion_search,
+            expansion_search=self.conf.expansion_search,
         )
         self.dirty = False
 
@@ -185,19 +198,27 @@ class AnnGraph:
         return len(self.index)
 
     @classmethod
-    def build(cls, dim: int, rowids: NDArray[np.int64], gather: Gather) -> AnnGraph:
+    def build(
+        cls,
+        dim: int,
+        rowids: NDArray[np.int64],
+        gather: Gather,
+        *,
+        conf: AnnSettings | None = None,
+    ) -> AnnGraph:
         """A new graph of ``rowids``, their vectors gathered a chunk at a time (so a build never
         holds a second copy of the whole matrix)."""
-        graph = cls(dim, len(rowids))
+        graph = cls(dim, len(rowids), conf=conf)
         graph.add_gathered(rowids, gather)
         graph.dirty = True
         return graph
 
     def add_gathered(self, rowids: NDArray[np.int64], gather: Gather) -> None:
         """Add ``rowids`` a chunk of vectors at a time, with the build's threads."""
-        for start in range(0, len(rowids), CHUNK):
-            stop = min(start + CHUNK, len(rowids))
-            self.add(rowids[start:stop], gather(start, stop), threads=settings.build_threads)
+        chunk = self.conf.chunk
+        for start in range(0, len(rowids), chunk):
+            stop = min(start + chunk, len(rowids))
+            self.add(rowids[start:stop], gather(start, stop), threads=self.conf.build_threads)
 
     def add(
         self, rowids: NDArray[np.int64], vectors: NDArray[np.float32], *, threads: int = 1
@@ -219,7 +240,7 @@ class AnnGraph:
         """Rowids of (about) the ``k`` nearest vectors, best first."""
         if k <= 0 or len(self.index) == 0:
             return np.zeros(0, dtype=np.int64)
-        ef = max(settings.expansion_search, shape_for(len(self.index)).ef_per_k * k)
+        ef = max(self.conf.expansion_search, shape_for(len(self.index), self.conf).ef_per_k * k)
         if self.index.expansion_search != ef:
             # usearch declares the setter on the wrong property name; it works at runtime.
             self.index.expansion_search = ef  # type: ignore[misc]
@@ -246,7 +267,7 @@ class AnnGraph:
                 "size": tmp.stat().st_size,
                 "sha256": _sha256(tmp),
                 "count": len(self.index),
-                "scalar": settings.scalar,
+                "scalar": self.conf.scalar,
             }
             os.replace(tmp, path)
             side_tmp.write_text(json.dumps(meta))
@@ -260,27 +281,31 @@ class AnnGraph:
                     leftover.unlink()
 
     @classmethod
-    def load(cls, path: Path, sidecar: Path, dim: int) -> AnnGraph | None:
-        """The saved graph, or None when it is missing, foreign, truncated or corrupt."""
+    def load(
+        cls, path: Path, sidecar: Path, dim: int, *, conf: AnnSettings | None = None
+    ) -> AnnGraph | None:
+        """The saved graph, or None when it is missing, foreign (another ``conf.scalar``
+        included), truncated or corrupt."""
+        c = _conf(conf)
         try:
             meta = json.loads(sidecar.read_text())
             if (
                 meta.get("format") != FORMAT
                 or meta.get("dim") != dim
-                or meta.get("scalar") != settings.scalar
+                or meta.get("scalar") != c.scalar
             ):
                 return None
             if path.stat().st_size != meta["size"] or _sha256(path) != meta["sha256"]:
                 logger.warning("memory.sqlite.ann_corrupt", extra={"path": str(path)})
                 return None
-            graph = cls(dim)
+            graph = cls(dim, conf=c)
             graph.index.load(str(path))
             if graph.index.ndim != dim:
                 return None
-            if graph.index.connectivity >= settings.large_connectivity:
+            if graph.index.connectivity >= c.large_connectivity:
                 # The file keeps its degree, not its build beam: later adds build like it did.
                 # usearch types the property read-only; the setter exists at runtime.
-                graph.index.expansion_add = settings.large_expansion_add  # type: ignore[misc]
+                graph.index.expansion_add = c.large_expansion_add  # type: ignore[misc]
         except FileNotFoundError:
             return None
         except Exception:  # any load failure means "rebuild", never a failed search
@@ -306,8 +331,9 @@ class AnnGraph:
         again_rows: list[NDArray[np.int64]] = []
         again_vectors: list[NDArray[np.float32]] = []
         changed: list[NDArray[np.int64]] = []
-        for start in range(0, len(rowids), CHUNK):
-            stop = min(start + CHUNK, len(rowids))
+        chunk = self.conf.chunk
+        for start in range(0, len(rowids), chunk):
+            stop = min(start + chunk, len(rowids))
             here = present[start:stop]
             vectors = gather(start, stop)
             common = rowids[start:stop][here]
@@ -342,26 +368,28 @@ def load_or_build(
     gather: Gather,
     *,
     fresh: bool = False,
+    conf: AnnSettings | None = None,
 ) -> AnnGraph:
     """The agent's graph from disk (reconciled with ``rowids`` and their vectors), else built;
-    ``fresh`` builds without looking at the file.
+    ``fresh`` builds without looking at the file. ``conf``: default :data:`settings`.
 
     ``rowids`` is a snapshot; ``gather(start, stop)`` returns the vectors of
     ``rowids[start:stop]`` (one row each) from memory the caller no longer writes. Runs on the
     background thread.
     """
+    c = _conf(conf)
     graph: AnnGraph | None = None
-    paths = index_paths(db_path, key) if db_path is not None and settings.persist else None
+    paths = index_paths(db_path, key) if db_path is not None and c.persist else None
     if paths is not None and not fresh:
-        graph = AnnGraph.load(*paths, dim)
+        graph = AnnGraph.load(*paths, dim, conf=c)
         # A graph saved while the agent was smaller is rebuilt once it is large enough to want
         # the denser shape (never the other way: an agent shrinking below the bar keeps it).
-        if graph is not None and graph.index.connectivity < shape_for(len(rowids)).connectivity:
+        if graph is not None and graph.index.connectivity < shape_for(len(rowids), c).connectivity:
             graph = None
         if graph is not None and not graph.reconcile(rowids, gather):
             graph = None
     if graph is None:
-        graph = AnnGraph.build(dim, rowids, gather)
+        graph = AnnGraph.build(dim, rowids, gather, conf=c)
     if paths is not None and graph.dirty:
         try:
             graph.save(*paths)
@@ -378,10 +406,12 @@ def schedule(
     gather: Gather,
     *,
     fresh: bool = False,
+    conf: AnnSettings | None = None,
 ) -> Future[AnnGraph]:
     """Load (unless ``fresh``) or build the graph, on the background thread unless
-    ``settings.background`` is off."""
-    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather, fresh=fresh))
+    ``conf.background`` (default :data:`settings`) is off."""
+    c = _conf(conf)
+    return _submit(lambda: load_or_build(db_path, key, dim, rowids, gather, fresh=fresh, conf=c), c)
 
 
 def catch_up(
@@ -399,11 +429,11 @@ def catch_up(
         graph.add_gathered(rowids, gather)
         return graph
 
-    return _submit(work)
+    return _submit(work, graph.conf)
 
 
-def _submit(job: Callable[[], AnnGraph]) -> Future[AnnGraph]:
-    if settings.background:
+def _submit(job: Callable[[], AnnGraph], conf: AnnSettings) -> Future[AnnGraph]:
+    if conf.background:
         # A daemon thread, not an executor: interpreter exit must not wait minutes for a build
         # (a write cut short leaves only a temporary file; the graph is rebuilt next time).
         future: Future[AnnGraph] = Future()

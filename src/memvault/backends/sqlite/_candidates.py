@@ -49,6 +49,8 @@ logger = logging.getLogger("memvault.backends.sqlite.backend")
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from memvault.backends.sqlite._ann import AnnSettings
+
     _MixinBase = BaseBackend
 else:
     _MixinBase = object
@@ -66,6 +68,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         _generation: int
         _doc_freq: dict[str, int]
         _doc_freq_generation: int
+        _ann_settings: AnnSettings | None
 
         async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T: ...
 
@@ -112,7 +115,9 @@ class SQLiteCandidatesMixin(_MixinBase):
         scope, scope_params = _scope_sql(agent_id)
         conn = self._db
         count = conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {scope}", scope_params)
-        index = AgentIndex(self._embedder.dimension, capacity=int(count.fetchone()[0]))
+        index = AgentIndex(
+            self._embedder.dimension, capacity=int(count.fetchone()[0]), ann=self._ann_settings
+        )
         cursor = conn.execute(
             "SELECT m.rowid, m.category, m.created_at, COALESCE(m.valid_from, m.created_at),"
             " m.valid_to, m.expires_at, m.superseded_by IS NOT NULL, v.vector, f.c0"

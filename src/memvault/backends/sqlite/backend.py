@@ -45,6 +45,7 @@ from memvault.backends._base import (
     lexical_text,
 )
 from memvault.backends._common import check_filters, metadata_json, static_blobs, with_filters
+from memvault.backends.sqlite._ann import AnnSettings
 from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
@@ -120,6 +121,11 @@ class SQLiteBackend(
     memvault's own directories such as ``~/.memvault``) and an existing file that is not a
     SQLite database both raise :class:`~memvault.errors.MemoryConfigError`.
 
+    ``ann`` are the settings of the HNSW graphs of large agents
+    (:class:`~memvault.backends.sqlite._ann.AnnSettings`: from how many rows an agent gets one,
+    built in the background or not, ...); default the process-wide ones, whose ``min_rows``
+    ``MEMVAULT_SQLITE_ANN_MIN_ROWS`` sets.
+
     ``trace``, when given, is called with the text of every SQL statement the store's
     connection runs (:meth:`sqlite3.Connection.set_trace_callback`), on the thread that runs
     it: for debugging, and for tests that count what an operation costs.
@@ -139,11 +145,13 @@ class SQLiteBackend(
         entry_cache_size: int = 20_000,
         create_dirs: bool = False,
         trace: Callable[[str], None] | None = None,
+        ann: AnnSettings | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
         self._create_dirs = create_dirs
         self._trace = trace
+        self._ann_settings = ann
         self._cache = _EntryCache(entry_cache_size)
         self._path = Path(path).expanduser()
         self._synchronous = synchronous.upper()

@@ -80,10 +80,17 @@ class IndexRow:
 
 
 class AgentIndex:
-    """Growable matrix of one agent's unit vectors with filter columns."""
+    """Growable matrix of one agent's unit vectors with filter columns.
 
-    def __init__(self, dim: int, capacity: int = 64) -> None:
+    ``ann`` are the settings of its HNSW graph (:class:`~._ann.AnnSettings`; default the
+    process-wide :data:`._ann.settings`, read when they are needed).
+    """
+
+    def __init__(
+        self, dim: int, capacity: int = 64, *, ann: _ann.AnnSettings | None = None
+    ) -> None:
         self.dim = dim
+        self._ann_conf = ann
         self.n = 0
         self.dead = 0
         cap = max(capacity, 16)
@@ -109,6 +116,11 @@ class AgentIndex:
 
     # -- approximate search -----------------------------------------------------------------------
 
+    @property
+    def ann_settings(self) -> _ann.AnnSettings:
+        """The settings this index builds, searches and keeps its graph by."""
+        return _ann.settings if self._ann_conf is None else self._ann_conf
+
     def enable_ann(self, db_path: Path | None, key: str) -> None:
         """Let this index get an HNSW graph (persisted beside ``db_path``) once it is large."""
         self._ann_target = (db_path, key)
@@ -119,8 +131,8 @@ class AgentIndex:
             self._ann_target is None
             or self.ann is not None
             or self._ann_pending is not None
-            or _ann.settings.min_rows <= 0
-            or len(self) < _ann.settings.min_rows
+            or self.ann_settings.min_rows <= 0
+            or len(self) < self.ann_settings.min_rows
             or not _ann.ann_available()
         ):
             return
@@ -137,7 +149,7 @@ class AgentIndex:
             or self._ann_pending is not None
             or self._ann_target is None
             or self._densify_tried
-            or graph.index.connectivity >= _ann.shape_for(len(self)).connectivity
+            or graph.index.connectivity >= _ann.shape_for(len(self), self.ann_settings).connectivity
         ):
             return
         self._densify_tried = True
@@ -157,7 +169,9 @@ class AgentIndex:
             return np.ascontiguousarray(matrix[:, live[start:stop]].T)
 
         self._ann_log = []
-        self._ann_pending = _ann.schedule(*self._ann_target, self.dim, rowids, gather, fresh=fresh)
+        self._ann_pending = _ann.schedule(
+            *self._ann_target, self.dim, rowids, gather, fresh=fresh, conf=self.ann_settings
+        )
         if self._ann_pending.done():  # built synchronously (settings.background off)
             self._ann_graph()
 
@@ -207,7 +221,7 @@ class AgentIndex:
             # A denser graph is being built to replace this one, and saves itself: writing
             # this one too would race it for the same file (and be rebuilt at the next open).
             return
-        if not _ann.settings.persist:
+        if not graph.conf.persist:
             return
         try:
             graph.save(*_ann.index_paths(target[0], target[1]))
@@ -445,7 +459,7 @@ class AgentIndex:
         """Top ``k`` via the graph, post-filtered by ``mask``; None means "search exactly"."""
         live = len(self)
         passing = int(mask.sum())
-        if passing <= k or passing < _ann.settings.min_fraction * live:
+        if passing <= k or passing < self.ann_settings.min_fraction * live:
             return None
         # Oversample by the share of rows the mask drops, so enough survive the post-filter.
         want = min(passing, int(np.ceil(k * live / passing * 1.2)) + 8)
