@@ -1429,9 +1429,10 @@ class RemoteAsyncMemory(AsyncMemory):
                 msg = f"import item {i}: {detail}"
                 raise MemoryValidationError(msg) from None
         added = 0
+        most = min(batch_size, _maximum(self._operation("import").request, "items"))
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
-            for part in _chunks(batch, batch_size):
+            for part in _chunks(batch, most):
                 added += await self._op("import", items=part, agent_id=agent)
             if on_progress is not None:
                 on_progress(start + len(batch), len(rows))
