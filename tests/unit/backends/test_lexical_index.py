@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from memvault.backends._base import SHARED_KEY
-from memvault.backends.sqlite import SQLiteBackend, _candidates
+from memvault.backends.sqlite import SQLiteBackend
 from memvault.backends.sqlite._rows import _fts_scope_key, _scope_sql, _where, to_us
 from memvault.backends.sqlite.lexical_index import LexicalIndex, parse_fts_averages
 from memvault.models import MemoryCategory, MemoryQuery, MemoryStoreRequest
@@ -58,14 +58,11 @@ def texts(rng: random.Random, n: int) -> list[str]:
     return [" ".join(rng.choices(VOCAB, weights, k=rng.randint(1, 16))) for _ in range(n)]
 
 
-async def test_lexical_candidates_equal_fts5_bm25(
-    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Indexes load in chunks of 7 rows here, so chunk boundaries are crossed.
-    monkeypatch.setattr(_candidates, "_LOAD_CHUNK", 7)
+async def test_lexical_candidates_equal_fts5_bm25(tmp_path: Path, minilm: Embedder) -> None:
     rng = random.Random(7)
     path = tmp_path / "lex.db"
-    backend = SQLiteBackend(path, minilm)
+    # Indexes load in chunks of 7 rows here, so chunk boundaries are crossed.
+    backend = SQLiteBackend(path, minilm, load_chunk=7)
     await backend.connect()
     try:
         for agent in ("alice", "bob"):
@@ -110,7 +107,7 @@ async def test_lexical_candidates_equal_fts5_bm25(
         rows = [e async for e in backend.export_entries("alice")]
         for e in rows[: len(rows) // 2]:
             await backend.delete("alice", e.id)
-        other = SQLiteBackend(path, minilm)
+        other = SQLiteBackend(path, minilm, load_chunk=7)
         await other.connect()
         await other.store_many("alice", [MemoryStoreRequest(content=t) for t in texts(rng, 30)])
         await other.disconnect()

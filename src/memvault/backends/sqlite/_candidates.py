@@ -69,6 +69,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         _doc_freq: dict[str, int]
         _doc_freq_generation: int
         _ann_settings: AnnSettings | None
+        _load_chunk: int
 
         async def _run(self, fn: Callable[..., T], *args: Any, write: bool = False) -> T: ...
 
@@ -132,7 +133,7 @@ class SQLiteCandidatesMixin(_MixinBase):
         # A chunk at a time: a million rows fetched at once would hold their vector blobs
         # twice over (as rows, then joined) beside the matrix.
         bodies: list[str] = []
-        while chunk := cursor.fetchmany(_LOAD_CHUNK):
+        while chunk := cursor.fetchmany(self._load_chunk):
             index.load_columns(_index_columns(chunk), _vectors_of(chunk, index.dim))
             bodies.extend(r[8] or "" for r in chunk)
         index.lexical.add(bodies)
@@ -431,8 +432,8 @@ class SQLiteCandidatesMixin(_MixinBase):
         }
 
 
-_LOAD_CHUNK = 50_000
-"""Rows read per fetch when an agent's index is loaded."""
+LOAD_CHUNK = 50_000
+"""Rows read per fetch when an agent's index is loaded (``SQLiteBackend(load_chunk=...)``)."""
 
 _CODE_OF_VALUE = {c.value: code for c, code in _CATEGORY_CODE.items()}
 

@@ -46,7 +46,7 @@ from memvault.backends._base import (
 )
 from memvault.backends._common import check_filters, metadata_json, static_blobs, with_filters
 from memvault.backends.sqlite._ann import AnnSettings
-from memvault.backends.sqlite._candidates import SQLiteCandidatesMixin
+from memvault.backends.sqlite._candidates import LOAD_CHUNK, SQLiteCandidatesMixin
 from memvault.backends.sqlite._connect import check_foreign, open_sqlite, translate_error
 from memvault.backends.sqlite._export import SQLiteExportMixin
 from memvault.backends.sqlite._reindex import SQLiteReindexMixin
@@ -126,6 +126,10 @@ class SQLiteBackend(
     built in the background or not, ...); default the process-wide ones, whose ``min_rows``
     ``MEMVAULT_SQLITE_ANN_MIN_ROWS`` sets.
 
+    ``load_chunk`` is how many rows are read at a time when an agent's vector index is loaded
+    (default 50,000: a million rows read at once would hold their vector blobs twice over beside
+    the matrix).
+
     ``trace``, when given, is called with the text of every SQL statement the store's
     connection runs (:meth:`sqlite3.Connection.set_trace_callback`), on the thread that runs
     it: for debugging, and for tests that count what an operation costs.
@@ -146,12 +150,17 @@ class SQLiteBackend(
         create_dirs: bool = False,
         trace: Callable[[str], None] | None = None,
         ann: AnnSettings | None = None,
+        load_chunk: int = LOAD_CHUNK,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
         self._create_dirs = create_dirs
         self._trace = trace
         self._ann_settings = ann
+        if load_chunk < 1:
+            msg = f"load_chunk must be at least 1, got {load_chunk}"
+            raise MemoryConfigError(msg)
+        self._load_chunk = load_chunk
         self._cache = _EntryCache(entry_cache_size)
         self._path = Path(path).expanduser()
         self._synchronous = synchronous.upper()
