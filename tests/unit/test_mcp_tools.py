@@ -557,17 +557,31 @@ def _free_socket() -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, setting :attr:`ready` once its startup is over (whether it started)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.ready.set()
+
+
 @asynccontextmanager
 async def _serve(app: Starlette) -> AsyncIterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port; yields its base URL."""
     sock = _free_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                assert not task.done(), "uvicorn stopped before it started"
-                await asyncio.sleep(0.01)
+        ready = asyncio.create_task(server.ready.wait())
+        await asyncio.wait({task, ready}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        assert server.started, "uvicorn stopped (or took over 30 s) before it started"
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
