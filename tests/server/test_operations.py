@@ -73,6 +73,15 @@ def test_every_operation_is_declared_once_with_docs_and_an_implementation() -> N
             assert set(op.tool.fields) <= set(op.request.model_fields), op.name
 
 
+def test_a_batch_item_has_the_fields_the_batch_path_takes() -> None:
+    # AddManyItem shares add's memory fields (MemoryFields); each must be one add_many takes
+    # per item, and each it takes must be declared.
+    from memvault._inputs import _ADD_KEYS
+
+    assert set(rq.AddManyItem.model_fields) == _ADD_KEYS
+    assert set(rq.MemoryFields.model_fields) <= set(rq.AddBody.model_fields)
+
+
 def test_every_route_of_the_app_comes_from_the_table(tmp_path: Path, minilm: Embedder) -> None:
     service = MemoryService(load_config(url=str(tmp_path / "s.db")), embedder=minilm)
     app = create_app(service, keys=None)

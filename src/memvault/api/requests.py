@@ -67,6 +67,7 @@ __all__ = [
     "ImportBody",
     "LearnBody",
     "ListParams",
+    "MemoryFields",
     "MessageIn",
     "MessagesBody",
     "NoParams",
@@ -144,24 +145,21 @@ class Request(BaseModel):
 # -- memories ---------------------------------------------------------------------------------
 
 
-class AddBody(Request):
-    """One memory to store for ``agent_id`` (the write path deduplicates it)."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "agent_id": "dev-1",
-                    "content": "Prefers Litestar over Flask",
-                    "category": "semantic",
-                    "tags": ["preference"],
-                }
-            ]
-        },
-    )
+class _AgentBound(Request):
+    """A request for one agent's memories (``agent_id`` first in every schema)."""
 
     agent_id: str = AgentId
+
+
+class MemoryFields(Request):
+    """The fields of one memory to store, declared once for ``add`` and each batch item.
+
+    What only one of them has is declared there: ``confidence`` on a batch item (the batch
+    path takes it per item, ``AsyncMemory.write`` has no such parameter), the scope ids,
+    ``dedup`` and ``admission`` on ``add`` (a batch item carries no scope ids: see
+    ``memvault._inputs._ADD_KEYS``).
+    """
+
     content: str = Field(
         min_length=1,
         max_length=100_000,
@@ -186,6 +184,27 @@ class AddBody(Request):
     importance: float | None = Field(
         default=None, ge=0.0, le=1.0, description="How much it matters (0-1)."
     )
+
+
+# Bases in this order put agent_id first, then the memory's fields (pydantic collects the
+# fields of the bases from the last one to the first).
+class AddBody(MemoryFields, _AgentBound):
+    """One memory to store for ``agent_id`` (the write path deduplicates it)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "dev-1",
+                    "content": "Prefers Litestar over Flask",
+                    "category": "semantic",
+                    "tags": ["preference"],
+                }
+            ]
+        },
+    )
+
     dedup: bool | None = Field(default=None, description="Override the store's dedup setting.")
     admission: bool = Field(
         default=False, description="Run admission control; a low-value text is rejected."
@@ -196,22 +215,12 @@ class AddBody(Request):
     namespace: str | None = _scope("namespace")
 
 
-class AddManyItem(BaseModel):
-    """One item of a batch (``add``'s fields without ``agent_id``)."""
+class AddManyItem(MemoryFields):
+    """One item of a batch (``add``'s memory fields without ``agent_id``)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(min_length=1, max_length=100_000)
-    category: MemoryCategory = MemoryCategory.SEMANTIC
-    tags: list[str] = Field(default_factory=list, max_length=64)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
-    expires_at: datetime | None = None
-    supersedes: str | None = None
-    label: str | None = Field(default=None, max_length=200)
-    source: str | None = Field(default=None, max_length=200)
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="How sure the source is (0-1)."
+    )
 
 
 class AddManyBody(Request):
