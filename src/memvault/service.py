@@ -1,12 +1,14 @@
 """``MemoryService``: the one entry point for the REST server, the MCP server and the CLI.
 
 Interfaces never touch a store directly: they authenticate a caller, turn it into an
-:class:`Actor`, and call the service, which
+:class:`Actor`, and run an operation of the table (:mod:`memvault.api.operations`) with
+:meth:`MemoryService.call`, which
 
-* **authorises**: an agent actor reaches only its own memories plus the shared (organisational)
-  knowledge of its tenant; a human or admin actor reaches every agent of its tenant. Scopes gate
-  the kind of operation (``read`` < ``write`` < ``admin``); whole-store operations (clear,
-  import, export of every agent, audit, sweep, consolidate) need ``admin``.
+* **authorises** by the operation's declared scope and policy (:mod:`memvault.api.policy`): an
+  agent actor reaches only its own memories plus the shared (organisational) knowledge of its
+  tenant; a human or admin actor reaches every agent of its tenant. Scopes gate the kind of
+  operation (``read`` < ``write`` < ``admin``); whole-store operations (clear, import, export
+  of every agent, audit, sweep, consolidate) need ``admin``.
 * **isolates tenants**: each tenant has its own store (its own SQLite file or PostgreSQL
   schema, :func:`memvault.backends.factory.create_memory_backend`), opened on first use and
   sharing one embedding model.
