@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -102,3 +103,22 @@ def test_workers_refuse_a_port_another_server_listens_on(tmp_path: Path) -> None
         assert "cannot listen" in done.stderr
     finally:
         other.close()
+
+
+def test_a_new_worker_drops_the_live_gauges_of_dead_ones(tmp_path: Path) -> None:
+    from memvault.cli.serve import forget_dead_workers
+
+    # A pid above the kernel's limit is certain not to be running.
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+    alive = os.getpid()
+    for name in (
+        f"gauge_livesum_{dead}.db", f"gauge_liveall_{dead}.db", f"counter_{dead}.db",
+        f"gauge_livesum_{alive}.db", f"gauge_min_{dead}.db",
+    ):  # fmt: skip
+        (tmp_path / name).write_bytes(b"")
+    assert forget_dead_workers(str(tmp_path)) == [dead]
+    # Live gauges of the dead process go; its counters stay (counts never go back).
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"counter_{dead}.db", f"gauge_livesum_{alive}.db", f"gauge_min_{dead}.db"]
+    )
+    assert forget_dead_workers(str(tmp_path / "missing")) == []

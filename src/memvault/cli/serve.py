@@ -24,7 +24,15 @@ from memvault.models import MemoryLevel
 if TYPE_CHECKING:
     from memvault.server.keys import KeyStore
 
-__all__ = ["app_factory", "bind_tcp", "build_app", "is_loopback", "prepare_workers", "register"]
+__all__ = [
+    "app_factory",
+    "bind_tcp",
+    "build_app",
+    "forget_dead_workers",
+    "is_loopback",
+    "prepare_workers",
+    "register",
+]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
@@ -101,11 +109,6 @@ def serve(
     if not 1 <= workers <= 64:
         msg = f"--workers must be between 1 and 64, got {workers}"
         raise MemoryValidationError(msg)
-    from memvault.server.dispatch import supports_dispatch
-
-    if workers > 1 and not supports_dispatch():
-        msg = "--workers above 1 needs Unix file-descriptor passing, which this platform lacks"
-        raise MemoryConfigError(msg)
     if no_auth and not is_loopback(host):
         msg = f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1), not {host!r}"
         raise MemoryValidationError(msg)
@@ -126,10 +129,7 @@ def serve(
         return
     # Several processes: Python runs one thread of Python at a time per process, so this is how
     # a server uses more than one core. Each loads its own model and opens its own store
-    # connections. This process keeps the one listening socket and hands every connection to
-    # the worker holding the fewest (memvault.server.dispatch): a kernel-spread socket per
-    # worker (SO_REUSEPORT) splits a client's few keep-alive connections unevenly, and the
-    # busier worker then sets everyone's tail latency.
+    # connections; uvicorn's supervisor (see _supervise) runs them over one listening socket.
     # Bad options fail here, once, not in every worker.
     preflight = _open_keys(options, _load(options), warn=True)
     if preflight is not None:
@@ -166,71 +166,86 @@ def _warn_without_mcp() -> None:
         )
 
 
-def _worker(channel: socket.socket, closed: Any, index: int, log_level: str) -> None:
-    """One ``serve --workers`` process (spawned: it starts from a fresh interpreter); it serves
-    the connections the supervisor hands it over ``channel``."""
+def _supervise(workers: int, listener: socket.socket, log_level: str) -> int:
+    """Run ``workers`` server processes on ``listener`` until SIGINT/SIGTERM; the exit code.
+
+    uvicorn's own multiprocess supervisor (what ``uvicorn --workers N`` runs): the workers are
+    spawned and all accept on this one socket; one that dies or stops answering its health
+    check is replaced, and the others serve meanwhile; SIGHUP replaces them all one at a time,
+    SIGTTIN / SIGTTOU add or remove one. Measured against the connection dispatcher it
+    replaced in ``benchmarks/results/serving.md`` section 5. It is given the socket rather
+    than a port (``uvicorn.run`` would bind its own) so a taken port fails in :func:`bind_tcp`
+    with one clear line, and so the exit code says when a worker could not start: uvicorn then
+    stops the server instead of restarting a worker that would fail the same way.
+    """
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
 
-    from memvault.server.dispatch import FedServer
+    config = uvicorn.Config(
+        f"{__name__}:app_factory",
+        factory=True,
+        workers=workers,
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+    )
+    supervisor = Multiprocess(config, sockets=[listener])
+    supervisor.run()
+    if any(proc.exitcode == STARTUP_FAILURE for proc in supervisor.processes):
+        err_console.print("error: a server worker could not start; stopped", markup=False)
+        return 1
+    return 0
 
+
+def _exit_with_supervisor() -> None:
+    """In a worker: stop when the supervisor is gone.
+
+    A supervisor killed outright (SIGKILL) cannot stop its workers, and they would go on
+    serving the port they inherited, unsupervised; each one watches its parent instead.
+    """
     parent = os.getppid()
 
-    def orphaned() -> None:
-        # A supervisor killed outright (SIGKILL) cannot stop its workers: they stop themselves.
+    def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
 
-    threading.Thread(target=orphaned, daemon=True).start()
-    config = uvicorn.Config(
-        app_factory, factory=True, log_level=log_level, access_log=False, lifespan="on"
-    )
-    FedServer(config, channel, closed, index).run(sockets=[])
+    threading.Thread(target=watch, name="memvault-supervisor-watch", daemon=True).start()
 
 
-def _supervise(workers: int, listener: socket.socket, log_level: str) -> int:
-    """Run the worker processes until SIGINT/SIGTERM (or one dies), accepting connections on
-    ``listener`` for them; returns the exit code."""
-    import multiprocessing
+def forget_dead_workers(directory: str | None = None) -> list[int]:
+    """Drop the live-gauge files of server processes that are gone; returns their pids.
 
-    from memvault.server.dispatch import ConnectionDispatcher, channel_pair
+    In prometheus_client's multiprocess mode a ``livesum`` gauge (requests in flight) adds up
+    one file per process, and a worker killed with requests in flight leaves its count behind
+    for good unless someone calls ``mark_process_dead`` for it. A supervisor that restarts
+    workers has no hook for that, so each new worker does it when it starts.
+    """
+    from prometheus_client.multiprocess import mark_process_dead
 
-    ctx = multiprocessing.get_context("spawn")
-    stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    # Connections each worker has closed (each writes its own slot; this process reads them).
-    closed = ctx.Array("Q", workers, lock=False)
-    pairs = [channel_pair() for _ in range(workers)]
-    procs = [
-        ctx.Process(target=_worker, args=(theirs, closed, i, log_level))
-        for i, (_, theirs) in enumerate(pairs)
-    ]
-    dispatcher = ConnectionDispatcher(listener, [ours for ours, _ in pairs], closed)
-    try:
-        for proc in procs:
-            proc.start()
-        for _, theirs in pairs:
-            theirs.close()  # the worker holds its own copy now
-        dispatcher.start()
-        while not stop.wait(0.2):
-            if any(not p.is_alive() for p in procs):
-                err_console.print("error: a server worker exited; stopping", markup=False)
-                return 1
-        return 0
-    finally:
-        dispatcher.stop()
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()  # SIGTERM: uvicorn finishes requests in flight, then exits
-        for proc in procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    from memvault.server.metrics import MULTIPROC_ENV
+
+    path = directory or os.environ.get(MULTIPROC_ENV)
+    if not path or not os.path.isdir(path):
+        return []
+    gone: set[int] = set()
+    for name in os.listdir(path):
+        # gauge_livesum_<pid>.db, gauge_liveall_<pid>.db, ...
+        stem, _, ext = name.rpartition(".")
+        pid_text = stem.rpartition("_")[2]
+        if ext != "db" or not name.startswith("gauge_live") or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            gone.add(pid)
+        except PermissionError:
+            pass  # alive, someone else's
+    for pid in sorted(gone):
+        mark_process_dead(pid, path)  # type: ignore[no-untyped-call]
+    return sorted(gone)
 
 
 _OPTIONS_ENV = "MEMVAULT_SERVE_OPTIONS"
@@ -329,7 +344,12 @@ def _one_blas_thread() -> None:
 
 
 def app_factory() -> Any:
-    """The app of one ``serve --workers N`` process (options from the environment)."""
+    """The app of one ``serve --workers N`` process (options from the environment).
+
+    uvicorn calls it in each worker as it starts, a replacement for a dead one included.
+    """
+    _exit_with_supervisor()
+    forget_dead_workers()
     return build_app(json.loads(os.environ[_OPTIONS_ENV]))
 
 
