@@ -36,6 +36,30 @@ def test_the_checked_in_sync_facade_is_what_the_generator_writes() -> None:
     )
 
 
+def test_the_checked_in_remote_client_is_what_the_generator_writes() -> None:
+    gen = _generator()
+    assert gen.REMOTE_TARGET.read_text(encoding="utf-8") == gen.render_remote(), (
+        "src/memvault/remote.py is stale: run python scripts/generate_sync.py"
+    )
+
+
+def test_a_method_written_by_hand_and_generated_fails_the_generator(tmp_path: Path) -> None:
+    gen = _generator()
+    src = tmp_path / "src"
+    for rel in ("memvault/memory/_async.py", "memvault/_remote.py"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        text = (ROOT / "src" / rel).read_text(encoding="utf-8")
+        if rel == "memvault/_remote.py":  # RemoteBase writes search too
+            marker = "    async def add_messages("
+            assert marker in text
+            text = text.replace(
+                marker, "    async def search(self) -> None:\n        return None\n\n" + marker, 1
+            )
+        (src / rel).write_text(text, encoding="utf-8")
+    with pytest.raises(SystemExit, match="search"):
+        gen.render_remote(src)
+
+
 def test_every_public_coroutine_of_the_async_core_has_a_generated_blocking_method() -> None:
     gen = _generator()
     tree = ast.parse((ROOT / "src/memvault/memory/_async.py").read_text(encoding="utf-8"))

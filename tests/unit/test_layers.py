@@ -83,7 +83,8 @@ LAYERS: dict[str, int] = {
     # 6: transports and clients.
     "memvault.server": 6,
     "memvault.cli": 6,
-    "memvault.remote": 6,
+    "memvault.remote": 6,  # generated from AsyncMemory's signatures over memvault._remote
+    "memvault._remote": 6,  # the remote client's transport and hand-written methods
     # 7: the package itself (re-exports the public API) and ``python -m memvault``.
     "memvault": 7,
     "memvault.__main__": 7,
