@@ -33,6 +33,7 @@ from memvault.api import responses as rs
 from memvault.api.auth import Scope, check_reason
 from memvault.api.policy import (
     AGENT,
+    AGENT_OR_ADMIN_TENANT,
     AGENT_OR_TENANT,
     ANY,
     SELF,
@@ -40,7 +41,6 @@ from memvault.api.policy import (
     Audit,
     Call,
     Policy,
-    Reach,
     humans_only,
 )
 from memvault.consolidation import ConsolidationResult
@@ -574,9 +574,6 @@ async def _skill_pool(host: Host, call: Call, req: rq.SkillsParams) -> list[Pool
     return await memory.learning.skills(include_superseded=req.include_superseded)
 
 
-_EXPORT = Policy(Reach.AGENT_OR_TENANT, tenant_scope=Scope.ADMIN)
-"""One agent's export needs ``read``; the whole tenant's ``admin``."""
-
 # -- the table --------------------------------------------------------------------------------
 
 _LIST_LIMIT = {"limit": {"maximum": 100}}
@@ -740,7 +737,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "export", rq.ExportParams, Scope.READ,
         "Export memories (one agent: read; whole tenant: admin)", _field("memories"),
-        impl=AsyncMemory.export, policy=_EXPORT,
+        impl=AsyncMemory.export, policy=AGENT_OR_ADMIN_TENANT,
         http=Http("GET", "/v1/export", "bulk", response=rs.MemoriesOut),
     ),
     Operation(

@@ -6,7 +6,7 @@ An :class:`~memvault.api.operations.Operation` names a :class:`Scope` (``read`` 
 * :data:`AGENT`: the request's ``agent_id``; agent keys reach only their own (never a skill
   pool's);
 * :data:`AGENT_OR_TENANT`: the request's ``agent_id``, or without one the whole tenant, which
-  agent keys never reach;
+  agent keys never reach (:data:`AGENT_OR_ADMIN_TENANT`: the whole tenant needs ``admin``);
 * :data:`SELF`: agent keys act as themselves (an ``agent_id`` given must be their own); humans
   and admins act for the agent the request names, else for the tenant;
 * :data:`TENANT`: the whole tenant (never agent keys);
@@ -30,6 +30,7 @@ from memvault.validation import check_agent
 
 __all__ = [
     "AGENT",
+    "AGENT_OR_ADMIN_TENANT",
     "AGENT_OR_TENANT",
     "ANY",
     "SELF",
@@ -112,6 +113,9 @@ AGENT = Policy(Reach.AGENT)
 """The request's ``agent_id``; agent keys reach only their own memories."""
 AGENT_OR_TENANT = Policy(Reach.AGENT_OR_TENANT)
 """The request's ``agent_id``, or (none given) the whole tenant, never for agent keys."""
+AGENT_OR_ADMIN_TENANT = Policy(Reach.AGENT_OR_TENANT, tenant_scope=Scope.ADMIN)
+"""As :data:`AGENT_OR_TENANT`, but the whole tenant needs ``admin`` (an export of every agent;
+one agent's needs the operation's own scope)."""
 SELF = Policy(Reach.SELF)
 """Agent keys act as themselves; humans for the agent the request names, else the tenant."""
 TENANT = Policy(Reach.TENANT)
