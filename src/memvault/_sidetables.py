@@ -1,18 +1,24 @@
 """Plumbing of the small tables memvault keeps beside the memories (sessions, learning, keys).
 
-Each such store owns its connection(s) and its table; what they share is here:
+Each such store owns its connection(s) and its tables; what they share is here:
 
-* :class:`SQLiteSide`: one sqlite3 connection (WAL, ``busy_timeout``, the table prepared by
-  :func:`~memvault.backends.sqlite._connect.open_sqlite`) opened on first use and again after a
-  failed open, used by one thread at a time, sqlite3 errors translated into the memvault tree;
-  :func:`to_us` / :func:`from_us` for its INTEGER microsecond timestamps. Also used by the
-  SQLite API key store (synchronously, :meth:`SQLiteSide.call`).
+* :class:`SideSchema` / :class:`Migration`: how a store declares its tables. A store lists, per
+  engine, the named migrations that build its tables, in order; opening a store applies the ones
+  not yet recorded (each in a transaction of its own, recorded in that transaction) in the one
+  ``memvault_side_migrations`` table of the SQLite file or PostgreSQL schema, beside the memory
+  store's own ``schema_migrations``. See :class:`SideSchema` for the naming rules.
+* :class:`SQLiteSide`: one sqlite3 connection (WAL, ``busy_timeout``; a new file gets the memory
+  schema first, another application's file is refused, then the side migrations run) opened on
+  first use and again after a failed open, used by one thread at a time, sqlite3 errors
+  translated into the memvault tree; :func:`to_us` / :func:`from_us` for its INTEGER microsecond
+  timestamps. Also used by the SQLite API key store (synchronously, :meth:`SQLiteSide.call`).
 * :class:`PostgresSide`: a small psycopg ``AsyncConnectionPool`` opened on first use after the
-  table is created (``CREATE ... IF NOT EXISTS`` under an advisory lock), psycopg errors
-  translated with the password scrubbed. psycopg is imported only when it is used, so the SQLite
-  stores do not need the ``postgres`` extra.
+  side migrations ran (under advisory locks), psycopg errors translated with the password
+  scrubbed. psycopg is imported only when it is used, so the SQLite stores do not need the
+  ``postgres`` extra. :func:`migrate_postgres_sync` is the same migration step for the two
+  stores that keep a synchronous psycopg connection (conversations, API keys).
 
-The stores keep their own table definitions, SQL and row mapping.
+The stores keep their own SQL and row mapping.
 """
 
 from __future__ import annotations
@@ -20,14 +26,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from memvault.backends.sqlite._connect import open_sqlite, translate_error
+from memvault.backends.sqlite._connect import (
+    check_foreign,
+    immediate,
+    open_sqlite,
+    translate_error,
+)
 from memvault.errors import (
     MemoryConnectionError,
     MemoryError,
@@ -37,7 +50,6 @@ from memvault.errors import (
 
 if TYPE_CHECKING:
     import psycopg
-    from psycopg import sql
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
@@ -45,7 +57,19 @@ if TYPE_CHECKING:
 
     Conn = psycopg.AsyncConnection[TupleRow]
 
-__all__ = ["PostgresSide", "SQLiteSide", "from_us", "to_us"]
+__all__ = [
+    "LEDGER",
+    "Migration",
+    "PostgresSide",
+    "SQLiteSide",
+    "SideSchema",
+    "advisory_key",
+    "from_us",
+    "migrate_postgres",
+    "migrate_postgres_sync",
+    "migrate_sqlite",
+    "to_us",
+]
 
 T = TypeVar("T")
 
@@ -62,11 +86,232 @@ def from_us(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
-class SQLiteSide:
-    """The connection of a side table in a SQLite file.
+def advisory_key(name: bytes) -> int:
+    """The PostgreSQL advisory lock key (a signed 64-bit integer) derived from ``name``."""
+    return int.from_bytes(hashlib.sha256(name).digest()[:8], "big", signed=True)
 
-    ``what`` names the store in messages (``"session store"``); ``prepare`` runs on every new
-    connection (normally :func:`~memvault.backends.sqlite._connect.prepare_side_table`).
+
+# -- declared schemas ------------------------------------------------------------------------------
+
+LEDGER = "memvault_side_migrations"
+"""The table recording which side migrations a database (SQLite file, PostgreSQL schema) has."""
+
+# The ledger is the one table created outside a migration: it is what records them (as the memory
+# store's schema_migrations is for m001...). It never changes shape.
+_SQLITE_LEDGER = (
+    f"CREATE TABLE IF NOT EXISTS {LEDGER} (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
+)
+_PG_LEDGER = (
+    f'CREATE TABLE IF NOT EXISTS {LEDGER} (name text COLLATE "C" PRIMARY KEY,'
+    " applied_at timestamptz NOT NULL)"
+)
+
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One named step of a side store's schema: statements run in order, in one transaction.
+
+    Statements hold plain table names: on PostgreSQL they run with ``search_path`` set to the
+    store's schema, so the same text serves every schema.
+    """
+
+    name: str
+    statements: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SideSchema:
+    """The tables of one side store: its named migrations on SQLite and on PostgreSQL, in order.
+
+    Naming, checked here: every name is ``<store>_<NNNN>_<what>`` with ``NNNN`` counting from
+    ``0001`` in list order, and the two engines list the same names (one change is one step on
+    both). A name is recorded in the database once applied, so it must never change, and a
+    migration once released is never edited: a change to a table is a new migration appended to
+    both lists (``ALTER TABLE ... ADD COLUMN``, a new index), never an edit of an old one.
+
+    The first migration of each store written before the ledger existed keeps its
+    ``IF NOT EXISTS`` clauses: a database made by an older memvault has the tables but no record,
+    and applying that first migration to it only adopts them (and records it).
+
+    ``table`` and ``columns`` are what a SQLite open checks after migrating: a ``table`` without
+    these columns belongs to someone else, and the store refuses the file.
+    """
+
+    store: str
+    sqlite: tuple[Migration, ...]
+    postgres: tuple[Migration, ...]
+    table: str
+    columns: frozenset[str]
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.store):
+            msg = f"side store name {self.store!r} must be lower-case words joined by '_'"
+            raise ValueError(msg)
+        for engine, migrations in (("sqlite", self.sqlite), ("postgres", self.postgres)):
+            for number, migration in enumerate(migrations, start=1):
+                prefix = f"{self.store}_{number:04d}_"
+                what = migration.name.removeprefix(prefix)
+                if what == migration.name or not _NAME.fullmatch(what):
+                    msg = (
+                        f"{engine} migration {number} of side store {self.store!r} is named "
+                        f"{migration.name!r}; expected {prefix}<what>"
+                    )
+                    raise ValueError(msg)
+        if self.sqlite and self.postgres and self.names("sqlite") != self.names("postgres"):
+            msg = f"side store {self.store!r} lists other migrations on SQLite than on PostgreSQL"
+            raise ValueError(msg)
+
+    def names(self, engine: str) -> tuple[str, ...]:
+        """The migration names of ``engine`` (``"sqlite"`` or ``"postgres"``), in order."""
+        return tuple(m.name for m in (self.sqlite if engine == "sqlite" else self.postgres))
+
+
+def migrate_sqlite(
+    conn: sqlite3.Connection, migrations: Sequence[Migration], now_us: int
+) -> list[str]:
+    """Apply the ``migrations`` not yet recorded in ``conn``'s ledger, in order; the names applied.
+
+    Each runs under ``BEGIN IMMEDIATE`` with its record, after checking again (under the write
+    lock) that no other connection applied it since the unlocked read; when nothing is pending,
+    opening takes no write lock at all.
+    """
+    has_ledger = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (LEDGER,)
+    ).fetchone()
+    done = (
+        set() if has_ledger is None else {r[0] for r in conn.execute(f"SELECT name FROM {LEDGER}")}
+    )
+    applied: list[str] = []
+    for migration in migrations:
+        if migration.name in done:
+            continue
+        with immediate(conn):
+            conn.execute(_SQLITE_LEDGER)
+            taken = conn.execute(f"SELECT 1 FROM {LEDGER} WHERE name = ?", (migration.name,))
+            if taken.fetchone() is not None:
+                continue
+            for statement in migration.statements:
+                conn.execute(statement)
+            conn.execute(
+                f"INSERT INTO {LEDGER} (name, applied_at) VALUES (?, ?)", (migration.name, now_us)
+            )
+        applied.append(migration.name)
+    return applied
+
+
+# PostgreSQL: every step runs in a transaction that first takes the store's advisory lock and the
+# shared SCHEMA_LOCK (in that order, as every creator of a memvault schema does), makes sure of the
+# schema (checked first: CREATE SCHEMA IF NOT EXISTS still needs the CREATE privilege), points
+# search_path at it for the transaction only, and makes sure of the ledger. The migration steps
+# themselves are the ones of migrate_sqlite. The sync and async twins differ only in awaiting.
+_PG_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_PG_HAS_SCHEMA = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)"
+_PG_DONE = f"SELECT name FROM {LEDGER}"
+_PG_TAKEN = f"SELECT 1 FROM {LEDGER} WHERE name = %s"
+_PG_RECORD = f"INSERT INTO {LEDGER} (name, applied_at) VALUES (%s, now())"
+
+
+def _pg_schema_sql(schema: str) -> tuple[Any, Any]:
+    """``CREATE SCHEMA`` and ``SET LOCAL search_path`` for ``schema`` (quoted)."""
+    from psycopg import sql
+
+    ident = sql.Identifier(schema)
+    return (
+        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident),
+        sql.SQL("SET LOCAL search_path TO {}").format(ident),
+    )
+
+
+def migrate_postgres_sync(
+    conn: psycopg.Connection[Any], *, schema: str, lock: int, migrations: Sequence[Migration]
+) -> list[str]:
+    """:func:`migrate_postgres` on a synchronous (autocommit) connection."""
+    from memvault.backends.postgres._dsn import SCHEMA_LOCK
+
+    create, search = _pg_schema_sql(schema)
+
+    def enter() -> None:
+        conn.execute(_PG_LOCK, [lock])
+        conn.execute(_PG_LOCK, [SCHEMA_LOCK])
+        row = conn.execute(_PG_HAS_SCHEMA, [schema]).fetchone()
+        if not (row and row[0]):
+            conn.execute(create)
+        conn.execute(search)
+        conn.execute(_PG_LEDGER)
+
+    with conn.transaction():
+        enter()
+        done = {r[0] for r in conn.execute(_PG_DONE).fetchall()}
+    applied: list[str] = []
+    for migration in migrations:
+        if migration.name in done:
+            continue
+        with conn.transaction():
+            enter()
+            if conn.execute(_PG_TAKEN, [migration.name]).fetchone() is not None:
+                continue
+            for statement in migration.statements:
+                conn.execute(statement.encode())
+            conn.execute(_PG_RECORD, [migration.name])
+        applied.append(migration.name)
+    return applied
+
+
+async def migrate_postgres(
+    conn: Conn, *, schema: str, lock: int, migrations: Sequence[Migration]
+) -> list[str]:
+    """Apply the ``migrations`` not yet in ``schema``'s ledger, in order; returns the names applied.
+
+    ``conn`` is an autocommit connection. The schema and the ledger are made sure of first; then
+    each pending migration runs in a transaction of its own with its record, under the advisory
+    lock ``lock`` (the store's) and the shared schema lock, after checking again under the locks
+    that another process did not apply it meanwhile.
+    """
+    from memvault.backends.postgres._dsn import SCHEMA_LOCK
+
+    create, search = _pg_schema_sql(schema)
+
+    async def enter() -> None:
+        await conn.execute(_PG_LOCK, [lock])
+        await conn.execute(_PG_LOCK, [SCHEMA_LOCK])
+        row = await (await conn.execute(_PG_HAS_SCHEMA, [schema])).fetchone()
+        if not (row and row[0]):
+            await conn.execute(create)
+        await conn.execute(search)
+        await conn.execute(_PG_LEDGER)
+
+    async with conn.transaction():
+        await enter()
+        done = {r[0] for r in await (await conn.execute(_PG_DONE)).fetchall()}
+    applied: list[str] = []
+    for migration in migrations:
+        if migration.name in done:
+            continue
+        async with conn.transaction():
+            await enter()
+            if await (await conn.execute(_PG_TAKEN, [migration.name])).fetchone() is not None:
+                continue
+            for statement in migration.statements:
+                await conn.execute(statement.encode())
+            await conn.execute(_PG_RECORD, [migration.name])
+        applied.append(migration.name)
+    return applied
+
+
+# -- connections -----------------------------------------------------------------------------------
+
+
+class SQLiteSide:
+    """The connection of a side store in a SQLite file.
+
+    ``what`` names the store in messages (``"session store"``). Every new connection is
+    prepared the same way: a new file gets the memory store's schema first (the memory backend
+    refuses a file with tables but no ``store_meta``, so a side table created first must not lock
+    it out), a file of another application is refused, the store's migrations of ``migrations``
+    that are not recorded yet are applied, and its ``table`` must have the declared columns.
+    ``clock`` stamps the records (the memory schema's and the ledger's).
     """
 
     def __init__(
@@ -75,15 +320,33 @@ class SQLiteSide:
         *,
         what: str,
         busy_timeout_ms: int,
-        prepare: Callable[[sqlite3.Connection], None],
+        migrations: SideSchema,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._path = path
         self._what = what
         self._busy_timeout_ms = busy_timeout_ms
-        self._prepare = prepare
+        self._schema = migrations
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        from memvault.backends.sqlite.schema import apply_migrations
+
+        now_us = to_us(self._clock())
+        if check_foreign(conn, self._path, self._what):
+            apply_migrations(conn, now_us)
+        migrate_sqlite(conn, self._schema.sqlite, now_us)
+        table = self._schema.table
+        found = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        if not found >= self._schema.columns:
+            msg = (
+                f"cannot open {self._what} {self._path}: its {table} table has other columns "
+                f"({', '.join(sorted(found))})"
+            )
+            raise MemoryConnectionError(msg)
 
     def call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         """``fn(conn)`` under the lock; sqlite3 errors become store (write) or retrieval errors."""
@@ -123,12 +386,12 @@ class SQLiteSide:
 
 
 class PostgresSide:
-    """The connection pool of a side table in a PostgreSQL schema.
+    """The connection pool of a side store in a PostgreSQL schema.
 
     ``noun`` names the store in messages (``"session"``: "PostgreSQL session store ...
     unreachable", "PostgreSQL session save in ... failed", "session store ... is closed");
-    ``lock_name`` seeds the advisory lock that serialises table creation; ``ddl`` creates the
-    table and its indexes (run after the schema is made sure of, in one transaction).
+    ``lock_name`` seeds the advisory lock that serialises the store's migrations; the PostgreSQL
+    migrations of ``migrations`` run (:func:`migrate_postgres`) before the pool opens.
     """
 
     def __init__(
@@ -139,7 +402,7 @@ class PostgresSide:
         location: str,
         noun: str,
         lock_name: bytes,
-        ddl: Sequence[sql.Composed],
+        migrations: SideSchema,
         pool_name: str,
         pool_max: int,
         connect_timeout: float,
@@ -148,10 +411,8 @@ class PostgresSide:
         self._schema = schema
         self._location = location
         self._noun = noun
-        self._create_lock = int.from_bytes(
-            hashlib.sha256(lock_name).digest()[:8], "big", signed=True
-        )
-        self._ddl = tuple(ddl)
+        self._create_lock = advisory_key(lock_name)
+        self._migrations = migrations.postgres
         self._pool_name = pool_name
         self._pool_max = pool_max
         self._connect_timeout = connect_timeout
@@ -196,7 +457,12 @@ class PostgresSide:
                     connect_timeout=max(2, int(self._connect_timeout)),
                 )
                 try:
-                    await self._create_table(conn)
+                    await migrate_postgres(
+                        conn,
+                        schema=self._schema,
+                        lock=self._create_lock,
+                        migrations=self._migrations,
+                    )
                 finally:
                     await conn.close()
                 pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
@@ -214,27 +480,6 @@ class PostgresSide:
                     raise
             self._pool = pool
             return pool
-
-    async def _create_table(self, conn: Conn) -> None:
-        from psycopg import sql
-
-        from memvault.backends.postgres._dsn import SCHEMA_LOCK
-
-        async with conn.transaction():
-            # Serialises concurrent creation (CREATE ... IF NOT EXISTS races on the catalog).
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._create_lock])
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-            cur = await conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
-            )
-            row = await cur.fetchone()
-            if not (row and row[0]):
-                # Checked first: CREATE SCHEMA IF NOT EXISTS still needs the CREATE privilege.
-                await conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema))
-                )
-            for statement in self._ddl:
-                await conn.execute(statement)
 
     async def read(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """``fn`` on a pooled connection (autocommit); errors become retrieval errors."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -33,16 +32,15 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     _msg = 'PostgreSQL conversations need psycopg 3: pip install "memvault[postgres]"'
     raise MemoryConfigError(_msg) from exc
 
-from memvault.backends.postgres._dsn import SCHEMA_LOCK, check_schema, parse_dsn, scrub
-from memvault.conversation.store import Q, SQLConversationStore
+from memvault._sidetables import advisory_key, migrate_postgres_sync
+from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
+from memvault.conversation.store import CONVERSATION_TABLES, Q, SQLConversationStore
 
 __all__ = ["PostgresConversationStore"]
 
 T = TypeVar("T")
 
-_CREATE_LOCK = int.from_bytes(
-    hashlib.sha256(b"memvault.conversations").digest()[:8], "big", signed=True
-)
+_CREATE_LOCK = advisory_key(b"memvault.conversations")
 
 
 class _PgQ:
@@ -61,7 +59,6 @@ class PostgresConversationStore(SQLConversationStore):
     """Conversations in a PostgreSQL schema (``postgresql://...``, optionally ``?schema=``)."""
 
     _agent_lock_sql = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
-    _blob = "bytea"
 
     def __init__(
         self,
@@ -108,14 +105,12 @@ class PostgresConversationStore(SQLConversationStore):
             self._dsn.conninfo, autocommit=True, connect_timeout=max(2, int(self._timeout))
         )
         try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema))
-                )
-                for statement in self._ddl():
-                    conn.execute(self._sql(statement).encode())
+            migrate_postgres_sync(
+                conn,
+                schema=self._schema,
+                lock=_CREATE_LOCK,
+                migrations=CONVERSATION_TABLES.postgres,
+            )
         except BaseException:
             conn.close()
             raise

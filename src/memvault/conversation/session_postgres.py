@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from memvault.backends.postgres._dsn import check_schema, parse_dsn
 from memvault.conversation.session_models import SessionRecord
 from memvault.conversation.session_store import (
+    SESSION_TABLES,
     Clock,
     MessageLike,
     check_agent_id,
@@ -76,22 +77,7 @@ class PostgresSessionStore:
             location=self._location,
             noun="session",
             lock_name=b"memvault.sessions",
-            ddl=(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} ("
-                    ' agent_id text COLLATE "C" NOT NULL,'
-                    ' session_id text COLLATE "C" NOT NULL,'
-                    " seq bigint NOT NULL,"
-                    " created_at timestamptz NOT NULL,"
-                    " updated_at timestamptz NOT NULL,"
-                    " message_count integer NOT NULL,"
-                    " messages jsonb NOT NULL,"
-                    " PRIMARY KEY (agent_id, session_id))"
-                ).format(self._table),
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS sessions_agent_seq ON {} (agent_id, seq)"
-                ).format(self._table),
-            ),
+            migrations=SESSION_TABLES,
             pool_name=f"memvault-sessions:{self._schema}",
             pool_max=max(1, pool_max),
             connect_timeout=connect_timeout,

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from memvault._sidetables import SQLiteSide, from_us, to_us
-from memvault.backends.sqlite._connect import immediate, prepare_side_table
+from memvault.backends.sqlite._connect import immediate
 from memvault.conversation.session_models import SessionRecord
 from memvault.conversation.session_store import (
+    SESSION_TABLES,
     Clock,
     MessageLike,
     check_agent_id,
@@ -38,23 +39,6 @@ from memvault.conversation.session_store import (
 __all__ = ["SQLiteSessionStore"]
 
 _COLUMNS = "session_id, agent_id, created_at, updated_at, message_count, messages"
-_EXPECTED_COLUMNS = frozenset(
-    {"agent_id", "session_id", "seq", "created_at", "updated_at", "message_count", "messages"}
-)
-# Timestamps are INTEGER microseconds since the epoch (UTC), as in the memories table.
-_SESSIONS_TABLE = """
-CREATE TABLE IF NOT EXISTS sessions (
-    agent_id      TEXT NOT NULL,
-    session_id    TEXT NOT NULL,
-    seq           INTEGER NOT NULL,
-    created_at    INTEGER NOT NULL,
-    updated_at    INTEGER NOT NULL,
-    message_count INTEGER NOT NULL,
-    messages      TEXT NOT NULL,
-    PRIMARY KEY (agent_id, session_id)
-) WITHOUT ROWID
-"""
-_SESSIONS_INDEX = "CREATE INDEX IF NOT EXISTS idx_sessions_agent_seq ON sessions (agent_id, seq)"
 
 
 class SQLiteSessionStore:
@@ -73,7 +57,8 @@ class SQLiteSessionStore:
             self._path,
             what="session store",
             busy_timeout_ms=busy_timeout_ms,
-            prepare=self._prepare,
+            migrations=SESSION_TABLES,
+            clock=self._clock,
         )
 
     @property
@@ -86,17 +71,6 @@ class SQLiteSessionStore:
     # IMMEDIATE: the seq read and the write that uses it must not interleave with another
     # writer's.
     _transaction = staticmethod(immediate)
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        prepare_side_table(
-            conn,
-            self._path,
-            what="session store",
-            table="sessions",
-            ddl=(_SESSIONS_TABLE, _SESSIONS_INDEX),
-            columns=_EXPECTED_COLUMNS,
-            now_us=to_us(self._clock()),
-        )
 
     def _record(self, row: Sequence[Any]) -> SessionRecord:
         session_id, agent_id, created, updated, count, messages = row

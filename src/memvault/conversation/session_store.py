@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import ValidationError
 
+from memvault._sidetables import Migration, SideSchema
 from memvault.conversation.session_models import SessionRecord
 from memvault.errors import MemoryConnectionError, MemoryRetrievalError, MemoryValidationError
 from memvault.models import ChatMessage, validate_agent_id
@@ -38,6 +39,7 @@ MessageLike: TypeAlias = ChatMessage | Mapping[str, Any]
 """A chat message: a :class:`ChatMessage` or an OpenAI-style ``{"role", "content"}`` dict."""
 
 __all__ = [
+    "SESSION_TABLES",
     "InMemorySessionStore",
     "MessageLike",
     "SessionStore",
@@ -53,6 +55,43 @@ LATEST = "latest"
 _SESSION_ID_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f/]{1,200}$")
 
 Clock = Callable[[], datetime]
+
+# The ``sessions`` table of both drivers. Migration names are recorded in the database: never
+# rename or edit one, append a new one (memvault._sidetables.SideSchema). Timestamps are INTEGER
+# microseconds since the epoch (UTC) on SQLite, as in the memories table.
+SESSION_TABLES = SideSchema(
+    store="sessions",
+    sqlite=(
+        Migration(
+            "sessions_0001_table",
+            (
+                "CREATE TABLE IF NOT EXISTS sessions ("
+                " agent_id TEXT NOT NULL, session_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+                " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+                " message_count INTEGER NOT NULL, messages TEXT NOT NULL,"
+                " PRIMARY KEY (agent_id, session_id)) WITHOUT ROWID",
+                "CREATE INDEX IF NOT EXISTS idx_sessions_agent_seq ON sessions (agent_id, seq)",
+            ),
+        ),
+    ),
+    postgres=(
+        Migration(
+            "sessions_0001_table",
+            (
+                "CREATE TABLE IF NOT EXISTS sessions ("
+                ' agent_id text COLLATE "C" NOT NULL, session_id text COLLATE "C" NOT NULL,'
+                " seq bigint NOT NULL, created_at timestamptz NOT NULL,"
+                " updated_at timestamptz NOT NULL, message_count integer NOT NULL,"
+                " messages jsonb NOT NULL, PRIMARY KEY (agent_id, session_id))",
+                "CREATE INDEX IF NOT EXISTS sessions_agent_seq ON sessions (agent_id, seq)",
+            ),
+        ),
+    ),
+    table="sessions",
+    columns=frozenset(
+        {"agent_id", "session_id", "seq", "created_at", "updated_at", "message_count", "messages"}
+    ),
+)
 
 
 def _utc_now() -> datetime:

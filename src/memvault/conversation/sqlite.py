@@ -2,43 +2,23 @@
 ``conversation_messages``), on a connection of their own (WAL, ``busy_timeout``).
 
 As for the session store, a new file gets the memory store's schema first and a file of
-another application is refused (:func:`~memvault.backends.sqlite._connect.prepare_side_table`).
+another application is refused (:class:`~memvault._sidetables.SQLiteSide`); the tables are
+made by the named migrations of :data:`~memvault.conversation.store.CONVERSATION_TABLES`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from memvault._sidetables import SQLiteSide, to_us
-from memvault.backends.sqlite._connect import prepare_side_table
-from memvault.conversation.store import Q, SQLiteDialect, sqlite_run
+from memvault._sidetables import SQLiteSide
+from memvault.conversation.store import CONVERSATION_TABLES, Q, SQLiteDialect, sqlite_run
 
 __all__ = ["SQLiteConversationStore"]
 
 T = TypeVar("T")
-
-_MESSAGE_COLUMNS = frozenset(
-    {
-        "message_id",
-        "conversation_id",
-        "position",
-        "role",
-        "content",
-        "kind",
-        "agent_visible",
-        "user_visible",
-        "focus_pinned",
-        "compacted_at",
-        "summary_id",
-        "superseded_at",
-        "embedding",
-        "embedded_at",
-    }
-)
 
 
 class SQLiteConversationStore(SQLiteDialect):
@@ -57,24 +37,14 @@ class SQLiteConversationStore(SQLiteDialect):
             self._path,
             what="conversation store",
             busy_timeout_ms=busy_timeout_ms,
-            prepare=self._prepare,
+            migrations=CONVERSATION_TABLES,
+            clock=self._clock,
         )
 
     @property
     def location(self) -> str:
         """The database file's path."""
         return str(self._path)
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        prepare_side_table(
-            conn,
-            self._path,
-            what="conversation store",
-            table="conversation_messages",
-            ddl=[self._sql(s) for s in self._ddl()],
-            columns=_MESSAGE_COLUMNS,
-            now_us=to_us(self._clock()),
-        )
 
     async def _run(self, fn: Callable[[Q], T], *, write: bool) -> T:
         return await self._db.run(lambda conn: sqlite_run(conn, fn, write=write), write=write)

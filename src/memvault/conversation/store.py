@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from memvault._ids import new_id
-from memvault._sidetables import from_us, to_us
+from memvault._sidetables import Migration, SideSchema, from_us, migrate_sqlite, to_us
 from memvault.backends.sqlite._connect import immediate, translate_error
 from memvault.conversation.models import (
     ConversationInfo,
@@ -66,6 +66,7 @@ from memvault.models import ChatMessage
 from memvault.protocols import Embedder
 
 __all__ = [
+    "CONVERSATION_TABLES",
     "SUMMARY_NAME",
     "InMemoryConversationStore",
     "MessageHit",
@@ -89,6 +90,79 @@ M_COLS = (
     " tokens, superseded_at, embedded_at"
 )
 C_COLS = "conversation_id, agent_id, session_id, seq, created_at, updated_at, archived_at"
+
+
+def _tables(ident: str, blob: str, conv_index: str, message_index: str) -> tuple[str, ...]:
+    """The statements of the first migration: the engines differ in the id, blob and index names."""
+    return (
+        "CREATE TABLE IF NOT EXISTS conversations ("
+        " conversation_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, session_id TEXT NOT NULL,"
+        " seq BIGINT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,"
+        " archived_at BIGINT, UNIQUE (agent_id, session_id))",
+        f"CREATE INDEX IF NOT EXISTS {conv_index} ON conversations (agent_id, seq)",
+        f"CREATE TABLE IF NOT EXISTS conversation_messages ( message_id {ident},"
+        " conversation_id TEXT NOT NULL, position INTEGER NOT NULL, role TEXT NOT NULL,"
+        " content TEXT NOT NULL, name TEXT, kind TEXT NOT NULL,"
+        " agent_visible INTEGER NOT NULL, user_visible INTEGER NOT NULL,"
+        " focus_pinned INTEGER NOT NULL, created_at BIGINT NOT NULL, compacted_at BIGINT,"
+        " summary_id BIGINT, pending_summary INTEGER NOT NULL DEFAULT 0,"
+        " tokens INTEGER NOT NULL, superseded_at BIGINT,"
+        f" embedding {blob}, embedding_model TEXT, embedded_at BIGINT,"
+        " UNIQUE (conversation_id, position))",
+        # The backfill and the queue look for rows without a vector; a partial index keeps that
+        # cheap however many rows are embedded already.
+        f"CREATE INDEX IF NOT EXISTS {message_index} ON conversation_messages (message_id)"
+        " WHERE embedded_at IS NULL",
+    )
+
+
+# The ``conversations`` and ``conversation_messages`` tables of every driver (the in-process one
+# too). Migration names are recorded in the database: never rename or edit one, append a new one
+# (memvault._sidetables.SideSchema).
+CONVERSATION_TABLES = SideSchema(
+    store="conversations",
+    sqlite=(
+        Migration(
+            "conversations_0001_tables",
+            _tables(
+                "INTEGER PRIMARY KEY AUTOINCREMENT",
+                "BLOB",
+                "idx_conversations_agent_seq",
+                "idx_conversation_messages_unembedded",
+            ),
+        ),
+    ),
+    postgres=(
+        Migration(
+            "conversations_0001_tables",
+            _tables(
+                "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+                "bytea",
+                "conversations_agent_seq",
+                "conversation_messages_unembedded",
+            ),
+        ),
+    ),
+    table="conversation_messages",
+    columns=frozenset(
+        {
+            "message_id",
+            "conversation_id",
+            "position",
+            "role",
+            "content",
+            "kind",
+            "agent_visible",
+            "user_visible",
+            "focus_pinned",
+            "compacted_at",
+            "summary_id",
+            "superseded_at",
+            "embedding",
+            "embedded_at",
+        }
+    ),
+)
 
 
 class Q(Protocol):
@@ -230,7 +304,6 @@ class SQLConversationStore(abc.ABC):
     #: Statement that serialises an agent's appends (PostgreSQL: an advisory lock); ``{}`` is
     #: replaced by nothing on SQLite, whose write transactions are already exclusive.
     _agent_lock_sql: str | None = None
-    _blob: str = "BLOB"
 
     def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -253,33 +326,6 @@ class SQLConversationStore(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Release the connection; later calls raise :class:`MemoryConnectionError`."""
-
-    def _ddl(self) -> builtins.list[str]:
-        # message_id: INTEGER PRIMARY KEY AUTOINCREMENT on SQLite, an identity on PostgreSQL.
-        ident = (
-            "INTEGER PRIMARY KEY AUTOINCREMENT"
-            if self._blob == "BLOB"
-            else "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
-        )
-        return [
-            "CREATE TABLE IF NOT EXISTS {c} ("
-            " conversation_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, session_id TEXT NOT NULL,"
-            " seq BIGINT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,"
-            " archived_at BIGINT, UNIQUE (agent_id, session_id))",
-            "CREATE INDEX IF NOT EXISTS {ci} ON {c} (agent_id, seq)",
-            f"CREATE TABLE IF NOT EXISTS {{m}} ( message_id {ident},"
-            " conversation_id TEXT NOT NULL, position INTEGER NOT NULL, role TEXT NOT NULL,"
-            " content TEXT NOT NULL, name TEXT, kind TEXT NOT NULL,"
-            " agent_visible INTEGER NOT NULL, user_visible INTEGER NOT NULL,"
-            " focus_pinned INTEGER NOT NULL, created_at BIGINT NOT NULL, compacted_at BIGINT,"
-            " summary_id BIGINT, pending_summary INTEGER NOT NULL DEFAULT 0,"
-            " tokens INTEGER NOT NULL, superseded_at BIGINT,"
-            f" embedding {self._blob}, embedding_model TEXT, embedded_at BIGINT,"
-            " UNIQUE (conversation_id, position))",
-            # The backfill and the queue look for rows without a vector; a partial index keeps
-            # that cheap however many rows are embedded already.
-            "CREATE INDEX IF NOT EXISTS {mi} ON {m} (message_id) WHERE embedded_at IS NULL",
-        ]
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -924,8 +970,7 @@ class InMemoryConversationStore(SQLiteDialect):
             ":memory:", check_same_thread=False, isolation_level=None
         )
         self._lock = threading.Lock()
-        for statement in self._ddl():
-            self._conn.execute(self._sql(statement))
+        migrate_sqlite(self._conn, CONVERSATION_TABLES.sqlite, self._now())
 
     @property
     def location(self) -> str:

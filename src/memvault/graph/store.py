@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memvault._sidetables import SQLiteSide, from_us, to_us
-from memvault.backends.sqlite._connect import immediate, prepare_side_table, translate_error
+from memvault._sidetables import Migration, SideSchema, SQLiteSide, from_us, migrate_sqlite, to_us
+from memvault.backends.sqlite._connect import immediate, translate_error
 from memvault.errors import MemoryConfigError, MemoryConnectionError
 from memvault.graph.models import (
     CO_OCCURS,
@@ -35,32 +35,43 @@ from memvault.graph.models import (
     GraphEntity,
 )
 
-__all__ = ["GraphStore", "open_graph_store"]
+__all__ = ["GRAPH_TABLES", "GraphStore", "open_graph_store"]
 
 _WHAT = "graph store"
 _MAX_PAIRS_ENTITIES = 8  # co-occurrence edges among the first 8 entities of a memory (28 pairs)
 _CHUNK = 500  # ids per IN (...) list
 
-_DDL = (
-    "CREATE TABLE IF NOT EXISTS {ent} ("
+# The graph tables: one text for both engines (plain names; index names without a prefix).
+# Migration names are recorded in the database: never rename or edit one, append a new one
+# (memvault._sidetables.SideSchema).
+_GRAPH_0001 = (
+    "CREATE TABLE IF NOT EXISTS graph_entities ("
     " agent_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,"
     " mentions INTEGER NOT NULL, first_seen BIGINT NOT NULL, PRIMARY KEY (agent_id, key))",
-    "CREATE TABLE IF NOT EXISTS {men} ("
+    "CREATE TABLE IF NOT EXISTS graph_mentions ("
     " agent_id TEXT NOT NULL, key TEXT NOT NULL, memory_id TEXT NOT NULL, at BIGINT NOT NULL,"
     " PRIMARY KEY (agent_id, key, memory_id))",
-    "CREATE INDEX IF NOT EXISTS {men_idx} ON {men} (agent_id, memory_id)",
-    "CREATE TABLE IF NOT EXISTS {edg} ("
+    "CREATE INDEX IF NOT EXISTS graph_mentions_memory ON graph_mentions (agent_id, memory_id)",
+    "CREATE TABLE IF NOT EXISTS graph_edges ("
     " agent_id TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL, relation TEXT NOT NULL,"
     " target TEXT NOT NULL, weight DOUBLE PRECISION NOT NULL, valid_from BIGINT NOT NULL,"
     " valid_to BIGINT, memory_id TEXT, PRIMARY KEY (agent_id, id))",
-    "CREATE INDEX IF NOT EXISTS {edg_src} ON {edg} (agent_id, source, relation)",
-    "CREATE INDEX IF NOT EXISTS {edg_dst} ON {edg} (agent_id, target)",
+    "CREATE INDEX IF NOT EXISTS graph_edges_source ON graph_edges (agent_id, source, relation)",
+    "CREATE INDEX IF NOT EXISTS graph_edges_target ON graph_edges (agent_id, target)",
     # EM-Graph links between memories (memvault.graph.causal): cause -> effect.
-    "CREATE TABLE IF NOT EXISTS {epi} ("
+    "CREATE TABLE IF NOT EXISTS graph_episode_links ("
     " agent_id TEXT NOT NULL, cause TEXT NOT NULL, effect TEXT NOT NULL,"
     " relation TEXT NOT NULL, weight DOUBLE PRECISION NOT NULL, at BIGINT NOT NULL,"
     " PRIMARY KEY (agent_id, cause, effect))",
-    "CREATE INDEX IF NOT EXISTS {epi_idx} ON {epi} (agent_id, effect)",
+    "CREATE INDEX IF NOT EXISTS graph_episode_links_effect ON graph_episode_links"
+    " (agent_id, effect)",
+)
+GRAPH_TABLES = SideSchema(
+    store="graph",
+    sqlite=(Migration("graph_0001_tables", _GRAPH_0001),),
+    postgres=(Migration("graph_0001_tables", _GRAPH_0001),),
+    table="graph_edges",
+    columns=frozenset({"agent_id", "id", "source", "relation", "target", "weight", "valid_from"}),
 )
 
 Statement = tuple[str, Sequence[Any]]
@@ -83,10 +94,6 @@ def _names(quote: str = "") -> dict[str, str]:
         "edg": f"{quote}graph_edges",
         "mem": f"{quote}memories",
         "epi": f"{quote}graph_episode_links",
-        "epi_idx": "graph_episode_links_effect",
-        "men_idx": "graph_mentions_memory",
-        "edg_src": "graph_edges_source",
-        "edg_dst": "graph_edges_target",
         "least": "MIN",
     }
 
@@ -100,27 +107,14 @@ class _SQLiteRunner:
         self._side: SQLiteSide | None = None
         self._mem: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        ddl = tuple(s.format(**_names()) for s in _DDL)
-        self._ddl = ddl
         if path is not None:
-            self._side = SQLiteSide(path, what=_WHAT, busy_timeout_ms=10_000, prepare=self._prepare)
+            self._side = SQLiteSide(
+                path, what=_WHAT, busy_timeout_ms=10_000, migrations=GRAPH_TABLES
+            )
         else:
             conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            for statement in ddl:
-                conn.execute(statement)
+            migrate_sqlite(conn, GRAPH_TABLES.sqlite, to_us(datetime.now(UTC)))
             self._mem = conn
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        assert self._path is not None
-        prepare_side_table(
-            conn,
-            self._path,
-            what=_WHAT,
-            table="graph_edges",
-            ddl=self._ddl,
-            columns=("agent_id", "id", "source", "relation", "target", "weight", "valid_from"),
-            now_us=to_us(datetime.now(UTC)),
-        )
 
     def _call(self, fn: Any, *, write: bool) -> Any:
         if self._side is not None:
@@ -176,14 +170,13 @@ class _PostgresRunner:
         self.location = dsn.location
         quoted = '"' + self._schema.replace('"', '""') + '".'
         self._names = {**_names(quoted), "least": "LEAST"}
-        ddl = [sql.Composed([sql.SQL(s.format(**self._names))]) for s in _DDL]
         self._db = PostgresSide(
             dsn,
             schema=self._schema,
             location=dsn.location,
             noun="graph",
             lock_name=b"memvault.graph",
-            ddl=ddl,
+            migrations=GRAPH_TABLES,
             pool_name=f"memvault-graph:{self._schema}",
             pool_max=4,
             connect_timeout=10.0,

@@ -1,8 +1,9 @@
 """The learning records in PostgreSQL: a ``learning_items`` table in the store's schema.
 
-Created on first use beside the memory tables (``CREATE TABLE IF NOT EXISTS``, under an advisory
-lock); a small connection pool of its own. psycopg errors are translated into the memvault error
-tree with the password scrubbed.
+Made on first use beside the memory tables by the named migrations of
+:data:`memvault.learning.store.LEARNING_TABLES` (under an advisory lock); a small connection pool
+of its own. psycopg errors are translated into the memvault error tree with the password
+scrubbed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MemoryConfigError(_msg) from exc
 
 from memvault.backends.postgres._dsn import check_schema, parse_dsn
-from memvault.learning.store import LearningRow
+from memvault.learning.store import LEARNING_TABLES, LearningRow
 
 __all__ = ["PostgresLearningStore"]
 
@@ -49,35 +50,13 @@ class PostgresLearningStore:
         self._dsn = parse_dsn(url)
         self._schema = check_schema(self._dsn.schema or schema or "public")
         self._table = sql.Identifier(self._schema, "learning_items")
-        ddl: list[sql.Composed] = [
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} ("
-                ' kind text COLLATE "C" NOT NULL,'
-                ' id text COLLATE "C" NOT NULL,'
-                ' agent_id text COLLATE "C",'
-                " status text,"
-                " at timestamptz NOT NULL,"
-                " n bigint NOT NULL DEFAULT 0,"
-                " data jsonb NOT NULL,"
-                " PRIMARY KEY (kind, id))"
-            ).format(self._table)
-        ]
-        for name, cols in (
-            ("learning_kind_status_at", "kind, status, at"),
-            ("learning_kind_agent_at", "kind, agent_id, at"),
-        ):
-            ddl.append(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (" + cols + ")").format(
-                    sql.Identifier(name), self._table
-                )
-            )
         self._db = PostgresSide(
             self._dsn,
             schema=self._schema,
             location=self._dsn.location,
             noun="learning",
             lock_name=b"memvault.learning",
-            ddl=ddl,
+            migrations=LEARNING_TABLES,
             pool_name=f"memvault-learning:{self._schema}",
             pool_max=max(1, pool_max),
             connect_timeout=connect_timeout,

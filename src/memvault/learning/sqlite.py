@@ -2,8 +2,8 @@
 
 Like the session store it has its own connection (WAL, ``busy_timeout``) and runs its calls in a
 worker thread, one at a time: it works beside an open memory backend on the same file, or in
-another process. The table is created on first use (``CREATE TABLE IF NOT EXISTS``: an added
-table, no migration of existing ones).
+another process. The table is made by the named migrations of
+:data:`memvault.learning.store.LEARNING_TABLES`, applied on first use.
 """
 
 from __future__ import annotations
@@ -12,35 +12,19 @@ import builtins
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memvault._sidetables import SQLiteSide, from_us, to_us
-from memvault.backends.sqlite._connect import immediate, prepare_side_table
+from memvault.backends.sqlite._connect import immediate
 from memvault.errors import MemoryRetrievalError
-from memvault.learning.store import LearningRow
+from memvault.learning.store import LEARNING_TABLES, LearningRow
 
 __all__ = ["SQLiteLearningStore"]
 
 _WHAT = "learning store"
 _COLUMNS = "kind, id, agent_id, status, at, n, data"
-_TABLE = """
-CREATE TABLE IF NOT EXISTS learning_items (
-    kind     TEXT NOT NULL,
-    id       TEXT NOT NULL,
-    agent_id TEXT,
-    status   TEXT,
-    at       INTEGER NOT NULL,
-    n        INTEGER NOT NULL DEFAULT 0,
-    data     TEXT NOT NULL,
-    PRIMARY KEY (kind, id)
-) WITHOUT ROWID
-"""
-_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS idx_learning_kind_status_at ON learning_items (kind, status, at)",
-    "CREATE INDEX IF NOT EXISTS idx_learning_kind_agent_at ON learning_items (kind, agent_id, at)",
-)
 
 
 class SQLiteLearningStore:
@@ -49,24 +33,13 @@ class SQLiteLearningStore:
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self._path = Path(path).expanduser()
         self._db = SQLiteSide(
-            self._path, what=_WHAT, busy_timeout_ms=busy_timeout_ms, prepare=self._prepare
+            self._path, what=_WHAT, busy_timeout_ms=busy_timeout_ms, migrations=LEARNING_TABLES
         )
 
     @property
     def location(self) -> str:
         """The database file's path."""
         return str(self._path)
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        prepare_side_table(
-            conn,
-            self._path,
-            what=_WHAT,
-            table="learning_items",
-            ddl=(_TABLE, *_INDEXES),
-            columns=("kind", "id", "agent_id", "status", "at", "n", "data"),
-            now_us=to_us(datetime.now(UTC)),
-        )
 
     def _row(self, raw: Sequence[Any]) -> LearningRow:
         kind, item_id, agent_id, status, at, n, data = raw

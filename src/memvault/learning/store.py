@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from memvault._ids import new_id, utc_now
+from memvault._sidetables import Migration, SideSchema
 from memvault.errors import MemoryConnectionError, MemoryNotFoundError, MemoryValidationError
 from memvault.learning.models import (
     AgentProfile,
@@ -29,6 +30,7 @@ from memvault.learning.models import (
 
 __all__ = [
     "APPROVAL",
+    "LEARNING_TABLES",
     "PROFILE",
     "TRAJECTORY",
     "USAGE",
@@ -45,6 +47,44 @@ APPROVAL = "approval"
 PROFILE = "profile"
 TRAJECTORY = "trajectory"
 USAGE = "usage"
+
+# The ``learning_items`` table of the SQLite and PostgreSQL drivers. Migration names are recorded
+# in the database: never rename or edit one, append a new one (memvault._sidetables.SideSchema).
+LEARNING_TABLES = SideSchema(
+    store="learning",
+    sqlite=(
+        Migration(
+            "learning_0001_items",
+            (
+                "CREATE TABLE IF NOT EXISTS learning_items ("
+                " kind TEXT NOT NULL, id TEXT NOT NULL, agent_id TEXT, status TEXT,"
+                " at INTEGER NOT NULL, n INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL,"
+                " PRIMARY KEY (kind, id)) WITHOUT ROWID",
+                "CREATE INDEX IF NOT EXISTS idx_learning_kind_status_at"
+                " ON learning_items (kind, status, at)",
+                "CREATE INDEX IF NOT EXISTS idx_learning_kind_agent_at"
+                " ON learning_items (kind, agent_id, at)",
+            ),
+        ),
+    ),
+    postgres=(
+        Migration(
+            "learning_0001_items",
+            (
+                "CREATE TABLE IF NOT EXISTS learning_items ("
+                ' kind text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL,'
+                ' agent_id text COLLATE "C", status text, at timestamptz NOT NULL,'
+                " n bigint NOT NULL DEFAULT 0, data jsonb NOT NULL, PRIMARY KEY (kind, id))",
+                "CREATE INDEX IF NOT EXISTS learning_kind_status_at"
+                " ON learning_items (kind, status, at)",
+                "CREATE INDEX IF NOT EXISTS learning_kind_agent_at"
+                " ON learning_items (kind, agent_id, at)",
+            ),
+        ),
+    ),
+    table="learning_items",
+    columns=frozenset({"kind", "id", "agent_id", "status", "at", "n", "data"}),
+)
 
 
 @dataclass(frozen=True, slots=True)

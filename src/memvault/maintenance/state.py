@@ -20,12 +20,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from memvault._sidetables import SQLiteSide, from_us, to_us
-from memvault.backends.sqlite._connect import immediate, prepare_side_table
+from memvault._sidetables import Migration, SideSchema, SQLiteSide, from_us, to_us
+from memvault.backends.sqlite._connect import immediate
 from memvault.errors import MemoryConfigError
 
 __all__ = [
     "LEASE_JOB",
+    "MAINTENANCE_TABLES",
     "InMemoryMaintenanceState",
     "Lease",
     "MaintenanceState",
@@ -38,15 +39,33 @@ LEASE_JOB = "lease"
 """The job name of the lease row (no job is named so; PostgreSQL text cannot hold NUL)."""
 
 _WHAT = "maintenance state"
-_TABLE = """
-CREATE TABLE IF NOT EXISTS maintenance_runs (
-    job      TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    at       INTEGER NOT NULL,
-    holder   TEXT,
-    PRIMARY KEY (job, agent_id)
-) WITHOUT ROWID
-"""
+# The ``maintenance_runs`` table of both drivers. Migration names are recorded in the database:
+# never rename or edit one, append a new one (memvault._sidetables.SideSchema).
+MAINTENANCE_TABLES = SideSchema(
+    store="maintenance",
+    sqlite=(
+        Migration(
+            "maintenance_0001_runs",
+            (
+                "CREATE TABLE IF NOT EXISTS maintenance_runs ("
+                " job TEXT NOT NULL, agent_id TEXT NOT NULL, at INTEGER NOT NULL, holder TEXT,"
+                " PRIMARY KEY (job, agent_id)) WITHOUT ROWID",
+            ),
+        ),
+    ),
+    postgres=(
+        Migration(
+            "maintenance_0001_runs",
+            (
+                "CREATE TABLE IF NOT EXISTS maintenance_runs ("
+                ' job text COLLATE "C" NOT NULL, agent_id text COLLATE "C" NOT NULL,'
+                " at timestamptz NOT NULL, holder text, PRIMARY KEY (job, agent_id))",
+            ),
+        ),
+    ),
+    table="maintenance_runs",
+    columns=frozenset({"job", "agent_id", "at", "holder"}),
+)
 
 
 class Lease:
@@ -160,24 +179,16 @@ class SQLiteMaintenanceState:
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self._path = Path(path).expanduser()
         self._db = SQLiteSide(
-            self._path, what=_WHAT, busy_timeout_ms=busy_timeout_ms, prepare=self._prepare
+            self._path,
+            what=_WHAT,
+            busy_timeout_ms=busy_timeout_ms,
+            migrations=MAINTENANCE_TABLES,
         )
 
     @property
     def location(self) -> str:
         """The database file's path."""
         return str(self._path)
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        prepare_side_table(
-            conn,
-            self._path,
-            what=_WHAT,
-            table="maintenance_runs",
-            ddl=(_TABLE,),
-            columns=("job", "agent_id", "at", "holder"),
-            now_us=to_us(datetime.now(UTC)),
-        )
 
     async def last_run(self, job: str, agent_id: str = "") -> datetime | None:
         """When ``job`` last ran for ``agent_id``, if it did."""
@@ -296,23 +307,13 @@ class PostgresMaintenanceState:
         self._dsn = parse_dsn(url)
         self._schema = check_schema(self._dsn.schema or schema or "public")
         self._table = sql.Identifier(self._schema, "maintenance_runs")
-        ddl = [
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} ("
-                ' job text COLLATE "C" NOT NULL,'
-                ' agent_id text COLLATE "C" NOT NULL,'
-                " at timestamptz NOT NULL,"
-                " holder text,"
-                " PRIMARY KEY (job, agent_id))"
-            ).format(self._table)
-        ]
         self._db = PostgresSide(
             self._dsn,
             schema=self._schema,
             location=self._dsn.location,
             noun="maintenance",
             lock_name=b"memvault.maintenance",
-            ddl=ddl,
+            migrations=MAINTENANCE_TABLES,
             pool_name=f"memvault-maintenance:{self._schema}",
             pool_max=max(1, pool_max),
             connect_timeout=connect_timeout,

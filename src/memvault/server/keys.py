@@ -40,8 +40,16 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, field_validator
 
-from memvault._sidetables import SQLiteSide, from_us, to_us
-from memvault.backends.sqlite._connect import immediate, prepare_side_table
+from memvault._sidetables import (
+    Migration,
+    SideSchema,
+    SQLiteSide,
+    advisory_key,
+    from_us,
+    migrate_postgres_sync,
+    to_us,
+)
+from memvault.backends.sqlite._connect import immediate
 from memvault.errors import (
     MemoryConfigError,
     MemoryConnectionError,
@@ -59,6 +67,7 @@ if TYPE_CHECKING:
     from psycopg.rows import TupleRow
 
 __all__ = [
+    "KEY_TABLES",
     "ApiKey",
     "InMemoryKeyStore",
     "KeyStore",
@@ -514,25 +523,53 @@ class InMemoryKeyStore(_KeyStoreBase):
 # -- SQLite ----------------------------------------------------------------------------------------
 
 _KEY_COLUMNS = "id, name, tenant, scopes, agent_id, created_at, revoked_at"
-_EXPECTED_COLUMNS = frozenset(
-    {"seq", "id", "name", "tenant", "scopes", "agent_id", "secret_hash", "created_at", "revoked_at"}
+
+# The ``api_keys`` table of both drivers. Migration names are recorded in the database: never
+# rename or edit one, append a new one (memvault._sidetables.SideSchema). Timestamps are INTEGER
+# microseconds since the epoch (UTC) on SQLite, as in the memories table; seq keeps creation order
+# independent of the clock.
+KEY_TABLES = SideSchema(
+    store="keys",
+    sqlite=(
+        Migration(
+            "keys_0001_api_keys",
+            (
+                "CREATE TABLE IF NOT EXISTS api_keys ("
+                " seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
+                " tenant TEXT NOT NULL, scopes TEXT NOT NULL, agent_id TEXT,"
+                " secret_hash TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER)",
+                "CREATE INDEX IF NOT EXISTS idx_api_keys_tenant_seq ON api_keys (tenant, seq)",
+            ),
+        ),
+    ),
+    postgres=(
+        Migration(
+            "keys_0001_api_keys",
+            (
+                "CREATE TABLE IF NOT EXISTS api_keys ("
+                ' seq bigint GENERATED ALWAYS AS IDENTITY, id text COLLATE "C" PRIMARY KEY,'
+                " name text NOT NULL, tenant text NOT NULL, scopes text NOT NULL, agent_id text,"
+                " secret_hash text NOT NULL, created_at timestamptz NOT NULL,"
+                " revoked_at timestamptz)",
+                "CREATE INDEX IF NOT EXISTS api_keys_tenant_seq ON api_keys (tenant, seq)",
+            ),
+        ),
+    ),
+    table="api_keys",
+    columns=frozenset(
+        {
+            "seq",
+            "id",
+            "name",
+            "tenant",
+            "scopes",
+            "agent_id",
+            "secret_hash",
+            "created_at",
+            "revoked_at",
+        }
+    ),
 )
-# Timestamps are INTEGER microseconds since the epoch (UTC), as in the memories table; seq keeps
-# creation order independent of the clock.
-_SQLITE_TABLE = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    seq         INTEGER PRIMARY KEY,
-    id          TEXT NOT NULL UNIQUE,
-    name        TEXT NOT NULL,
-    tenant      TEXT NOT NULL,
-    scopes      TEXT NOT NULL,
-    agent_id    TEXT,
-    secret_hash TEXT NOT NULL,
-    created_at  INTEGER NOT NULL,
-    revoked_at  INTEGER
-)
-"""
-_SQLITE_INDEX = "CREATE INDEX IF NOT EXISTS idx_api_keys_tenant_seq ON api_keys (tenant, seq)"
 
 
 def _from_us(value: int | None) -> datetime | None:
@@ -560,7 +597,11 @@ class SQLiteKeyStore(_KeyStoreBase):
         super().__init__(clock, key_ids)
         self._path = Path(path).expanduser()
         self._db = SQLiteSide(
-            self._path, what="key store", busy_timeout_ms=busy_timeout_ms, prepare=self._prepare
+            self._path,
+            what="key store",
+            busy_timeout_ms=busy_timeout_ms,
+            migrations=KEY_TABLES,
+            clock=self._now,
         )
 
     @property
@@ -572,17 +613,6 @@ class SQLiteKeyStore(_KeyStoreBase):
         return self._db.call(fn, write=write)
 
     _transaction = staticmethod(immediate)
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        prepare_side_table(
-            conn,
-            self._path,
-            what="key store",
-            table="api_keys",
-            ddl=(_SQLITE_TABLE, _SQLITE_INDEX),
-            columns=_EXPECTED_COLUMNS,
-            now_us=to_us(self._now()),
-        )
 
     def _key(self, row: Sequence[Any]) -> ApiKey:
         *head, created, revoked = row
@@ -644,9 +674,7 @@ class SQLiteKeyStore(_KeyStoreBase):
 
 # -- PostgreSQL ------------------------------------------------------------------------------------
 
-_PG_CREATE_LOCK = int.from_bytes(
-    hashlib.sha256(b"memvault.api_keys").digest()[:8], "big", signed=True
-)
+_PG_CREATE_LOCK = advisory_key(b"memvault.api_keys")
 
 
 class PostgresKeyStore(_KeyStoreBase):
@@ -716,40 +744,9 @@ class PostgresKeyStore(_KeyStoreBase):
         return conn
 
     def _create_table(self, conn: psycopg.Connection[TupleRow]) -> None:
-        from psycopg import sql
-
-        from memvault.backends.postgres._dsn import SCHEMA_LOCK
-
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", [_PG_CREATE_LOCK])
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-            row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", [self._schema]
-            ).fetchone()
-            if not (row and row[0]):
-                # Checked first: CREATE SCHEMA IF NOT EXISTS still needs the CREATE privilege.
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema))
-                )
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} ("
-                    " seq bigint GENERATED ALWAYS AS IDENTITY,"
-                    ' id text COLLATE "C" PRIMARY KEY,'
-                    " name text NOT NULL,"
-                    " tenant text NOT NULL,"
-                    " scopes text NOT NULL,"
-                    " agent_id text,"
-                    " secret_hash text NOT NULL,"
-                    " created_at timestamptz NOT NULL,"
-                    " revoked_at timestamptz)"
-                ).format(self._table)
-            )
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS api_keys_tenant_seq ON {} (tenant, seq)"
-                ).format(self._table)
-            )
+        migrate_postgres_sync(
+            conn, schema=self._schema, lock=_PG_CREATE_LOCK, migrations=KEY_TABLES.postgres
+        )
 
     def _call(self, op: str, fn: Callable[[psycopg.Connection[TupleRow]], T], *, write: bool) -> T:
         import psycopg

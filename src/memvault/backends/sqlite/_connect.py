@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memvault.errors import (
@@ -26,7 +26,6 @@ __all__ = [
     "check_foreign",
     "immediate",
     "open_sqlite",
-    "prepare_side_table",
     "translate_error",
 ]
 
@@ -56,38 +55,6 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-
-
-def prepare_side_table(
-    conn: sqlite3.Connection,
-    path: Path,
-    *,
-    what: str,
-    table: str,
-    ddl: Sequence[str],
-    columns: Collection[str],
-    now_us: int,
-) -> None:
-    """Make sure a table memvault keeps beside the memories (sessions, API keys) is there.
-
-    A fresh file gets the memory schema first (the memory backend refuses a file with tables but
-    no ``store_meta``, so a side table created first must not lock it out); a file of another
-    application is refused; a ``table`` without the expected ``columns`` is refused too.
-    """
-    from memvault.backends.sqlite.schema import apply_migrations
-
-    if check_foreign(conn, path, what):
-        apply_migrations(conn, now_us)
-    with immediate(conn):
-        for statement in ddl:
-            conn.execute(statement)
-    found = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-    if not found >= set(columns):
-        msg = (
-            f"cannot open {what} {path}: its {table} table has other columns "
-            f"({', '.join(sorted(found))})"
-        )
-        raise MemoryConnectionError(msg)
 
 
 def open_sqlite(
