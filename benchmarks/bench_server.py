@@ -1089,6 +1089,12 @@ def ref_worktree(ref: str) -> Any:
         shutil.rmtree(where.parent, ignore_errors=True)
 
 
+async def _split_later(pid: int | None, delay: float) -> list[int]:
+    """:func:`connections_per_worker` of ``pid`` after ``delay`` s ([] without a pid or /proc)."""
+    await asyncio.sleep(delay)
+    return [] if pid is None else connections_per_worker(pid)
+
+
 async def compare_level(
     servers: dict[str, SpawnedServer],
     level: int,
@@ -1104,7 +1110,8 @@ async def compare_level(
     cpu = dict.fromkeys(servers, 0.0)
     # Each turn's own figures too, so the spread between rounds shows beside the totals.
     rounds_of: dict[str, dict[str, list[float]]] = {
-        name: {"req_per_s": [], "p99_ms": [], "loadavg_1m": []} for name in servers
+        name: {"req_per_s": [], "p99_ms": [], "loadavg_1m": [], "connections": []}
+        for name in servers
     }
     names = list(servers)
     for srv in servers.values():
@@ -1118,11 +1125,14 @@ async def compare_level(
             srv = servers[name]
             headers = {"Authorization": f"Bearer {srv.api_key}"} if srv.api_key else {}
             before = proc_cpu_seconds(srv.pid)
+            # Halfway through the turn: how the clients' connections are split over the workers.
+            split = asyncio.create_task(_split_later(srv.pid, duration / rounds / 2))
             got = await run_raw_search_phase(
                 srv.url, headers, queries, agents, concurrency=level, total=None,
                 duration=duration / rounds, seed=1000 * level + turn,
             )  # fmt: skip
             after = proc_cpu_seconds(srv.pid)
+            rounds_of[name]["connections"].append(await split)
             if before is not None and after is not None:
                 cpu[name] += after - before
             per = rounds_of[name]
@@ -1328,6 +1338,20 @@ def holds_connection(pid: int) -> bool:
     return bool(mine & _established_inodes())
 
 
+def connections_per_worker(pid: int) -> list[int]:
+    """How many established TCP connections each worker of supervisor ``pid`` holds, most
+    first: the split of the load's keep-alive connections over the workers."""
+    established = _established_inodes()
+    counts = []
+    for worker in worker_pids(pid):
+        try:
+            links = [os.readlink(fd) for fd in Path(f"/proc/{worker}/fd").iterdir()]
+        except OSError:
+            continue
+        counts.append(sum(1 for link in links if link[8:-1] in established))
+    return sorted(counts, reverse=True)
+
+
 async def _probe(host: str, port: int) -> tuple[asyncio.StreamWriter, bool]:
     """A fresh connection that asks for /health (kept open, so whoever accepted it holds it)."""
     reader, writer = await asyncio.open_connection(host, port)
@@ -1484,7 +1508,7 @@ def render_models(result: dict[str, Any]) -> str:
         f"({result['config']['rounds']} rounds each); load average at start "
         f"{result['machine']['loadavg_start']}, at end {result['machine']['loadavg_end']}",
         f"{'conc':>4}  {'model':<22} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} "
-        f"{'cpu ms/search':>13}  rounds: req/s | p99 ms",
+        f"{'cpu ms/search':>13}  rounds: req/s | p99 ms | connections per worker",
     ]
     for row in result["models"]["levels"]:
         for name in result["models"]["names"]:
@@ -1497,6 +1521,8 @@ def render_models(result: dict[str, Any]) -> str:
                 + " ".join(f"{x:.0f}" for x in per["req_per_s"])
                 + " | "
                 + " ".join(f"{x:.0f}" for x in per["p99_ms"])
+                + " | conns "
+                + " ".join("/".join(map(str, c)) for c in per.get("connections", []))
             )
     for name, k in result["models"].get("kill", {}).items():
         lines.append(
