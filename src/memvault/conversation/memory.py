@@ -35,7 +35,13 @@ from memvault.errors import MemoryNotFoundError
 from memvault.models import ChatMessage
 from memvault.protocols import Embedder, LLMProvider
 
-__all__ = ["ContextWindow", "ConversationMemory", "ConversationStatus", "SyncConversations"]
+__all__ = [
+    "ContextWindow",
+    "ConversationMemory",
+    "ConversationStatus",
+    "SyncConversations",
+    "open_conversation_memory",
+]
 
 T = TypeVar("T")
 
@@ -313,6 +319,28 @@ class ConversationMemory:
             self._queue = None
         if self._owns_store:
             await self._store.close()
+
+
+def open_conversation_memory(
+    url: str | None,
+    config: ConversationConfig,
+    *,
+    embedder: Embedder,
+    llm: LLMProvider | None = None,
+) -> ConversationMemory:
+    """Seed 004's conversation store beside the memories at ``url`` (None: in process).
+
+    The messages live in the same SQLite file or PostgreSQL schema as the memories; nothing is
+    opened until first use.
+
+    Raises:
+        MemoryConfigError: the store cannot hold conversations (composite, mem0, qdrant).
+    """
+    from memvault.conversation.factory import open_conversation_store
+
+    return ConversationMemory(
+        open_conversation_store(url or "memory://"), config=config, embedder=embedder, llm=llm
+    )
 
 
 class SyncConversations:

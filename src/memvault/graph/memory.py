@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from memvault.config.graph import GraphConfig
+from memvault.errors import MemoryConfigError
 from memvault.graph.causal import is_causal, link_for, propagate
 from memvault.graph.extract import Extractor, RuleExtractor, entity_key
 from memvault.graph.models import EpisodeLink, GraphEdge, GraphEntity, GraphRecall, RecallMode
 from memvault.graph.recall import bfs, score_memories, specificity, spread
 from memvault.graph.store import GraphStore
+from memvault.protocols import LLMProvider
 
-__all__ = ["GraphMemory"]
+__all__ = ["GraphMemory", "open_graph_memory"]
 
 logger = logging.getLogger(__name__)
 
@@ -219,3 +221,24 @@ class GraphMemory:
     async def close(self) -> None:
         """Close the graph store."""
         await self._store.close()
+
+
+def open_graph_memory(
+    url: str | None, config: GraphConfig, *, llm: LLMProvider | None = None
+) -> GraphMemory:
+    """The entity graph beside the memories at ``url`` (None or ``memory://``: in process).
+
+    ``config.extractor == "llm"`` extracts entities with ``llm`` when one is given (rules
+    otherwise). Nothing is opened until first use.
+
+    Raises:
+        MemoryConfigError: graph memory is off (``graph.enabled: false``).
+    """
+    if not config.enabled:
+        msg = "graph memory is off: set graph.enabled: true"
+        raise MemoryConfigError(msg)
+    from memvault.graph.extract import LLMExtractor
+    from memvault.graph.store import open_graph_store
+
+    extractor = LLMExtractor(llm) if config.extractor == "llm" and llm is not None else None
+    return GraphMemory(open_graph_store(url), config, extractor=extractor)

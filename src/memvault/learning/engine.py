@@ -78,7 +78,7 @@ from memvault.models import MemoryCategory, MemoryEntry, MemoryScope
 from memvault.protocols import LLMProvider
 from memvault.validation import check_agent, model_error
 
-__all__ = ["AuditFn", "LearningEngine", "PooledSkill"]
+__all__ = ["AuditFn", "LearningEngine", "PooledSkill", "open_learning"]
 
 logger = logging.getLogger(__name__)
 
@@ -752,3 +752,22 @@ class LearningEngine:
             if not isinstance(skill_id, str):
                 raise MemoryNotFoundError(f"no skill {skill_id!r}")
         return await self.usage.record(skill_ids)
+
+
+def open_learning(
+    memory: MemoryAPI,
+    store: LearningStore | None,
+    url: str | None,
+    config: MemvaultConfig,
+    *,
+    llm: LLMProvider | None = None,
+    audit: AuditFn | None = None,
+) -> LearningEngine:
+    """The learning layer of ``memory``: over ``store``, else over the records beside the
+    memories at ``url`` (same SQLite file or PostgreSQL schema; None: in process)."""
+    if store is None:
+        from memvault.learning.factory import open_learning_store
+        from memvault.learning.store import InMemoryLearningStore
+
+        store = InMemoryLearningStore() if url is None else open_learning_store(url)
+    return LearningEngine(memory, store, config, llm=llm, audit=audit)

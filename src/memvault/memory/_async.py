@@ -50,6 +50,7 @@ from memvault.errors import (
 )
 from memvault.graph.models import RecallMode
 from memvault.learning.models import Seniority
+from memvault.memory._extensions import Extensions
 from memvault.models import (
     ArchivedEntry,
     AuditRecord,
@@ -273,9 +274,10 @@ class AsyncMemory:
         # proposals) go through it when [response_cache] is enabled (set below, once the
         # config is known).
         self._response_cache: CachingLLM | None = None
-        self._conversations: ConversationMemory | None = None
+        # Learning, the entity graph and conversations, each opened on first use by its own
+        # package and closed with this memory (memvault.memory._extensions).
+        self._extensions = Extensions()
         self._learning_store = learning_store
-        self._learning: LearningEngine | None = None
         self._learning_url: str | None = None
         if backend is not None:
             self._backend: MemoryStore = backend
@@ -325,9 +327,8 @@ class AsyncMemory:
         self._access_noted = 0  # searches whose hits were counted ...
         self._access_written = 0  # ... and how many of those are written (or given up)
         self._access_waiters: builtins.list[tuple[int, asyncio.Future[None]]] = []
-        # Graph memory (issue 18): opened on first use when graph.enabled; co-access
-        # strengthening runs behind searches, awaited on close.
-        self._graph: GraphMemory | None = None
+        # Graph memory (issue 18): co-access strengthening runs behind searches, awaited on
+        # close.
         self._graph_tasks: set[asyncio.Task[None]] = set()
 
     # -- plumbing -------------------------------------------------------------------------------
@@ -371,21 +372,18 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: the store cannot hold conversations (composite, mem0, qdrant).
         """
-        from memvault.conversation.memory import ConversationMemory
+        from memvault.conversation.memory import open_conversation_memory
 
-        current: ConversationMemory | None = getattr(self, "_conversations", None)
-        if current is None:
-            from memvault.conversation.factory import open_conversation_store
-
-            backend = self.backend  # a remote memory has none: MemoryCapabilityError
-            url = getattr(self, "_learning_url", None) or "memory://"
-            current = self._conversations = ConversationMemory(
-                open_conversation_store(url),
-                config=self.config.conversation,
+        backend = self.backend  # a remote memory has none: MemoryCapabilityError
+        return self._extensions.get(
+            "conversations",
+            lambda: open_conversation_memory(
+                self._learning_url,
+                self.config.conversation,
                 embedder=backend.embedder,
                 llm=self.llm,
-            )
-        return current
+            ),
+        )
 
     async def _ready(self, *, settle: bool = True) -> MemoryStore:
         if self._closed:
@@ -1473,25 +1471,11 @@ class AsyncMemory:
         Raises:
             MemoryConfigError: graph memory is off (``graph.enabled: false``).
         """
-        from memvault.graph.memory import GraphMemory
+        from memvault.graph.memory import open_graph_memory
 
-        if self._graph is None:
-            if not self._config.graph.enabled:
-                msg = "graph memory is off: set graph.enabled: true"
-                raise MemoryConfigError(msg)
-            from memvault.graph.extract import LLMExtractor
-            from memvault.graph.store import open_graph_store
-
-            url = self._learning_url
-            if url == COMPOSITE_URL:
-                url = self._config.composite_default_url()
-            extractor = None
-            if self._config.graph.extractor == "llm" and self._llm is not None:
-                extractor = LLMExtractor(self._llm)
-            self._graph = GraphMemory(
-                open_graph_store(url), self._config.graph, extractor=extractor
-            )
-        return self._graph
+        return self._extensions.get(
+            "graph", lambda: open_graph_memory(self._side_url(), self._config.graph, llm=self._llm)
+        )
 
     def _graph_weight(self, cfg: RetrievalConfig) -> float | None:
         """The graph weight of a search with ``cfg``; None: the search does not use the graph."""
@@ -2228,23 +2212,26 @@ class AsyncMemory:
         Its records (approvals, agent profiles, trajectories) live beside the memories: in the
         same SQLite file or PostgreSQL schema, in process for ``memory://`` or a given backend.
         """
-        from memvault.learning.engine import LearningEngine
-        from memvault.learning.store import InMemoryLearningStore
+        from memvault.learning.engine import open_learning
 
-        if self._learning is None:
-            store = self._learning_store
-            if store is None:
-                from memvault.learning.factory import open_learning_store
-
-                url = self._learning_url
-                if url == COMPOSITE_URL:
-                    url = self._config.composite_default_url()
-                store = InMemoryLearningStore() if url is None else open_learning_store(url)
-                self._learning_store = store
-            self._learning = LearningEngine(
-                self, store, self._config, llm=self._llm, audit=self._learning_audit
+        def opened() -> LearningEngine:
+            engine = open_learning(
+                self,
+                self._learning_store,
+                self._side_url(),
+                self._config,
+                llm=self._llm,
+                audit=self._learning_audit,
             )
-        return self._learning
+            self._learning_store = None  # the engine closes it now
+            return engine
+
+        return self._extensions.get("learning", opened)
+
+    def _side_url(self) -> str | None:
+        """Where the side tables beside the memories live (a composite's default child)."""
+        url = self._learning_url
+        return self._config.composite_default_url() if url == COMPOSITE_URL else url
 
     async def _pooled(self, agent_id: str, text: str) -> builtins.list[MemoryEntry]:
         """Org knowledge and pooled skills for the agent's context (none over HTTP)."""
@@ -2477,14 +2464,9 @@ class AsyncMemory:
         self._closed = True
         if self._graph_tasks:
             await asyncio.gather(*self._graph_tasks, return_exceptions=True)
-        if self._graph is not None:
-            await self._graph.close()
-        if self._conversations is not None:
-            await self._conversations.close()
-        if self._learning is not None:
-            await self._learning.close()
-        elif self._learning_store is not None:
+        if self._learning_store is not None:  # given, and learning never opened over it
             await self._learning_store.close()
+        await self._extensions.close()
         await self._backend.disconnect()
 
     async def __aenter__(self) -> AsyncMemory:
