@@ -406,9 +406,15 @@ class SpawnedServer:
         return "\n".join(text[-lines:])
 
     def stop(self) -> None:
-        """SIGINT, then kill after 15 s; close the log; remove the temporary directory."""
+        """SIGINT, then kill after 15 s; close the log; remove the temporary directory.
+
+        Workers that outlive their supervisor (one killed after the 15 s) are killed too: they
+        would go on holding the port, the store and a core.
+        """
+        workers: list[int] = []
         try:
             if self.proc is not None and self.proc.poll() is None:
+                workers = _children(self.proc.pid)
                 self.proc.send_signal(signal.SIGINT)
                 try:
                     self.proc.wait(timeout=15)
@@ -416,6 +422,10 @@ class SpawnedServer:
                     self.proc.kill()
                     self.proc.wait(timeout=15)
         finally:
+            for pid in workers:
+                with contextlib.suppress(OSError):
+                    if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == "1":
+                        os.kill(pid, signal.SIGKILL)  # orphaned: its supervisor is gone
             if self._log is not None:
                 self._log.close()
             if self.tmp is not None:
