@@ -148,25 +148,17 @@ class WorkingOverlay(CompositeBackend):
         vector: Sequence[float] | Vectors | None = None,
     ) -> CandidateSet:
         """Candidates of both stores, or of the durable one alone when nothing is in process."""
-        if not self._used:  # the usual case: the durable store checks the agent id itself
-            return await self._default.search_candidates(
-                agent_id,
-                query,
-                pool=pool,
-                dense=dense,
-                neighbours=neighbours,
-                hops=hops,
-                terms=terms,
-                vector=vector,
-            )
-        agent = check_agent(agent_id)
-        self._require_connected()
-        wants_working = query.categories is None or _WORKING in query.categories
-        if wants_working and query.categories != frozenset({_WORKING}):
-            wants_working = await self._scratch.count(agent, category=_WORKING) > 0
-            if not wants_working:
-                query = query if query.categories is None else _without_working(query)
-        if not wants_working:
+        agent = agent_id
+        # Until a WORKING memory was routed here (the usual case) there is nothing in process.
+        wants_working = self._used and (query.categories is None or _WORKING in query.categories)
+        if wants_working:
+            agent = check_agent(agent_id)
+            self._require_connected()
+            if query.categories != frozenset({_WORKING}):
+                wants_working = await self._scratch.count(agent, category=_WORKING) > 0
+                if not wants_working:
+                    query = query if query.categories is None else _without_working(query)
+        if not wants_working:  # the durable store alone (it checks the agent id itself)
             return await self._default.search_candidates(
                 agent,
                 query,

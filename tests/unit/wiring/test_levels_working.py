@@ -178,3 +178,34 @@ def test_import_restores_working_entries_durably(tmp_path: Path, minilm: Embedde
         assert mem.import_(exported) == 1
         assert mem.import_(exported) == 0
     assert _rows(db) == [("working", "Currently editing report.md")]
+
+
+async def test_searches_skip_the_scratch_store_until_a_working_memory_is_written(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    # The overlay in front of every durable store costs a search nothing until WORKING memory
+    # is used: no count of the in-process store, the durable store answers alone.
+    from memvault.backends.inmemory import InMemoryBackend
+    from memvault.backends.sqlite import SQLiteBackend
+    from memvault.backends.working import WorkingOverlay
+
+    class CountedScratch(InMemoryBackend):
+        counts = 0
+
+        async def count(self, agent_id: str, **kwargs: object) -> int:  # type: ignore[override]
+            CountedScratch.counts += 1
+            return await super().count(agent_id, **kwargs)  # type: ignore[arg-type]
+
+    durable = SQLiteBackend(str(tmp_path / "m.db"), embedder=minilm)
+    overlay = WorkingOverlay(durable, CountedScratch(minilm), preset="default")
+    async with AsyncMemory(backend=overlay) as mem:
+        await mem.add("Prefers dark mode in every editor", agent_id="dev-1")
+        CountedScratch.counts = 0  # writes count the agent's memories for the caps
+        assert await mem.search("editor theme", agent_id="dev-1")
+        assert CountedScratch.counts == 0
+        await mem.add("Scratch: the build is red", agent_id="dev-1", category="working")
+        CountedScratch.counts = 0
+        hits = await mem.search("is the build red?", agent_id="dev-1")
+        assert CountedScratch.counts == 1
+        assert any(h.category is MemoryCategory.WORKING for h in hits)
+    assert [c for c, _ in _rows(tmp_path / "m.db")] == ["semantic"]  # never the working one
