@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import annotated_types as at
 import typer
 from rich.console import Console
 
@@ -277,6 +276,8 @@ def bounds(model: type[BaseModel], name: str) -> dict[str, Any]:
     A hand-written command's option then has the limits of the operation's REST field; an
     out-of-range value is a usage error (exit code 2, one line), as ``memvault api`` has it.
     """
+    import annotated_types as at  # here: every command pays for _common, few use this
+
     found: dict[str, Any] = {}
     for item in model.model_fields[name].metadata:
         if isinstance(item, at.Ge):
