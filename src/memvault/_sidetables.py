@@ -15,8 +15,9 @@ Each such store owns its connection(s) and its tables; what they share is here:
 * :class:`PostgresSide`: a small psycopg ``AsyncConnectionPool`` opened on first use after the
   side migrations ran (under advisory locks), psycopg errors translated with the password
   scrubbed. psycopg is imported only when it is used, so the SQLite stores do not need the
-  ``postgres`` extra. :func:`migrate_postgres_sync` is the same migration step for the two
-  stores that keep a synchronous psycopg connection (conversations, API keys).
+  ``postgres`` extra. :func:`migrate_postgres` is the one migration step, on a synchronous
+  connection: the stores that keep one (conversations, API keys) call it directly, and
+  :class:`PostgresSide` runs it in a worker thread before its pool opens.
 
 The stores keep their own SQL and row mapping.
 """
@@ -66,7 +67,6 @@ __all__ = [
     "advisory_key",
     "from_us",
     "migrate_postgres",
-    "migrate_postgres_sync",
     "migrate_sqlite",
     "to_us",
 ]
@@ -224,10 +224,17 @@ def _pg_schema_sql(schema: str) -> tuple[Any, Any]:
     )
 
 
-def migrate_postgres_sync(
+def migrate_postgres(
     conn: psycopg.Connection[Any], *, schema: str, lock: int, migrations: Sequence[Migration]
 ) -> list[str]:
-    """:func:`migrate_postgres` on a synchronous (autocommit) connection."""
+    """Apply the ``migrations`` not yet in ``schema``'s ledger, in order; returns the names applied.
+
+    ``conn`` is a synchronous autocommit connection (the async stores run this in a worker
+    thread on a connection of its own). The schema and the ledger are made sure of first; then
+    each pending migration runs in a transaction of its own with its record, under the advisory
+    lock ``lock`` (the store's) and the shared schema lock, after checking again under the locks
+    that another process did not apply it meanwhile.
+    """
     from memvault.backends.postgres._dsn import SCHEMA_LOCK
 
     create, search = _pg_schema_sql(schema)
@@ -255,47 +262,6 @@ def migrate_postgres_sync(
             for statement in migration.statements:
                 conn.execute(statement.encode())
             conn.execute(_PG_RECORD, [migration.name])
-        applied.append(migration.name)
-    return applied
-
-
-async def migrate_postgres(
-    conn: Conn, *, schema: str, lock: int, migrations: Sequence[Migration]
-) -> list[str]:
-    """Apply the ``migrations`` not yet in ``schema``'s ledger, in order; returns the names applied.
-
-    ``conn`` is an autocommit connection. The schema and the ledger are made sure of first; then
-    each pending migration runs in a transaction of its own with its record, under the advisory
-    lock ``lock`` (the store's) and the shared schema lock, after checking again under the locks
-    that another process did not apply it meanwhile.
-    """
-    from memvault.backends.postgres._dsn import SCHEMA_LOCK
-
-    create, search = _pg_schema_sql(schema)
-
-    async def enter() -> None:
-        await conn.execute(_PG_LOCK, [lock])
-        await conn.execute(_PG_LOCK, [SCHEMA_LOCK])
-        row = await (await conn.execute(_PG_HAS_SCHEMA, [schema])).fetchone()
-        if not (row and row[0]):
-            await conn.execute(create)
-        await conn.execute(search)
-        await conn.execute(_PG_LEDGER)
-
-    async with conn.transaction():
-        await enter()
-        done = {r[0] for r in await (await conn.execute(_PG_DONE)).fetchall()}
-    applied: list[str] = []
-    for migration in migrations:
-        if migration.name in done:
-            continue
-        async with conn.transaction():
-            await enter()
-            if await (await conn.execute(_PG_TAKEN, [migration.name])).fetchone() is not None:
-                continue
-            for statement in migration.statements:
-                await conn.execute(statement.encode())
-            await conn.execute(_PG_RECORD, [migration.name])
         applied.append(migration.name)
     return applied
 
@@ -440,8 +406,18 @@ class PostgresSide:
                 raise MemoryStoreError(msg) from exc
             raise MemoryRetrievalError(msg) from exc
 
-    async def _ensure_pool(self) -> AsyncConnectionPool[Conn]:
+    def _migrate(self) -> None:
+        """The store's pending migrations, on a short-lived connection of their own."""
         import psycopg
+
+        with psycopg.Connection.connect(
+            self._dsn.conninfo, autocommit=True, connect_timeout=max(2, int(self._connect_timeout))
+        ) as conn:
+            migrate_postgres(
+                conn, schema=self._schema, lock=self._create_lock, migrations=self._migrations
+            )
+
+    async def _ensure_pool(self) -> AsyncConnectionPool[Conn]:
         from psycopg_pool import AsyncConnectionPool
 
         async with self._open_lock:
@@ -451,20 +427,7 @@ class PostgresSide:
             if self._pool is not None:
                 return self._pool
             async with self._guard("connect", write=False):
-                conn = await psycopg.AsyncConnection.connect(
-                    self._dsn.conninfo,
-                    autocommit=True,
-                    connect_timeout=max(2, int(self._connect_timeout)),
-                )
-                try:
-                    await migrate_postgres(
-                        conn,
-                        schema=self._schema,
-                        lock=self._create_lock,
-                        migrations=self._migrations,
-                    )
-                finally:
-                    await conn.close()
+                await asyncio.to_thread(self._migrate)
                 pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
                     self._dsn.conninfo,
                     min_size=1,

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memvault._sidetables import LEDGER, SideSchema, advisory_key, migrate_postgres_sync
+from memvault._sidetables import LEDGER, SideSchema, advisory_key, migrate_postgres
 from memvault.conversation.postgres import PostgresConversationStore
 from memvault.conversation.session_postgres import PostgresSessionStore
 from memvault.conversation.session_store import SESSION_TABLES
@@ -318,7 +318,7 @@ async def test_opening_twice_applies_each_migration_once(
     assert await case.read(postgres_url, schema) is True
     assert _ledger(postgres_url, schema) == first
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        again = migrate_postgres_sync(
+        again = migrate_postgres(
             conn, schema=schema, lock=advisory_key(case.lock), migrations=case.schema.postgres
         )
     assert again == []

@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     _msg = 'PostgreSQL conversations need psycopg 3: pip install "memvault[postgres]"'
     raise MemoryConfigError(_msg) from exc
 
-from memvault._sidetables import advisory_key, migrate_postgres_sync
+from memvault._sidetables import advisory_key, migrate_postgres
 from memvault.backends.postgres._dsn import check_schema, parse_dsn, scrub
 from memvault.conversation.store import CONVERSATION_TABLES, Q, SQLConversationStore
 
@@ -105,7 +105,7 @@ class PostgresConversationStore(SQLConversationStore):
             self._dsn.conninfo, autocommit=True, connect_timeout=max(2, int(self._timeout))
         )
         try:
-            migrate_postgres_sync(
+            migrate_postgres(
                 conn,
                 schema=self._schema,
                 lock=_CREATE_LOCK,

@@ -46,7 +46,7 @@ from memvault._sidetables import (
     SQLiteSide,
     advisory_key,
     from_us,
-    migrate_postgres_sync,
+    migrate_postgres,
     to_us,
 )
 from memvault.backends.sqlite._connect import immediate
@@ -744,7 +744,7 @@ class PostgresKeyStore(_KeyStoreBase):
         return conn
 
     def _create_table(self, conn: psycopg.Connection[TupleRow]) -> None:
-        migrate_postgres_sync(
+        migrate_postgres(
             conn, schema=self._schema, lock=_PG_CREATE_LOCK, migrations=KEY_TABLES.postgres
         )
 
