@@ -233,36 +233,39 @@ def _module_file(module: str, src: Path = SRC) -> Path:
 
 @dataclass
 class _Imports:
-    """What a module binds at top level: name -> (import line, at run time)."""
+    """What a module binds at top level (under ``if TYPE_CHECKING:`` too): name -> import line.
 
-    bound: dict[str, tuple[str, bool]]
+    Whether the generated module imports a name at run time is decided by its own use of it
+    (a default value needs it), not by how the source imports it.
+    """
+
+    bound: dict[str, str]
 
     @classmethod
     def of(cls, module: str, tree: ast.Module) -> _Imports:
-        bound: dict[str, tuple[str, bool]] = {}
+        bound: dict[str, str] = {}
 
-        def visit(body: list[ast.stmt], runtime: bool) -> None:
+        def visit(body: list[ast.stmt]) -> None:
             for node in body:
                 if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                    visit(node.body, False)
+                    visit(node.body)
                 elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                     for a in node.names:
                         as_ = f" as {a.asname}" if a.asname else ""
-                        line = f"from {node.module} import {a.name}{as_}"
-                        bound[a.asname or a.name] = (line, runtime)
+                        bound[a.asname or a.name] = f"from {node.module} import {a.name}{as_}"
                 elif isinstance(node, ast.Import):
                     for a in node.names:
                         as_ = f" as {a.asname}" if a.asname else ""
-                        bound[a.asname or a.name.split(".")[0]] = (f"import {a.name}{as_}", runtime)
+                        bound[a.asname or a.name.split(".")[0]] = f"import {a.name}{as_}"
                 elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                    bound.setdefault(node.name, (f"from {module} import {node.name}", runtime))
+                    bound.setdefault(node.name, f"from {module} import {node.name}")
                 elif isinstance(node, ast.Assign | ast.AnnAssign):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
                         if isinstance(t, ast.Name):
-                            bound.setdefault(t.id, (f"from {module} import {t.id}", runtime))
+                            bound.setdefault(t.id, f"from {module} import {t.id}")
 
-        visit(tree.body, True)
+        visit(tree.body)
         return cls(bound)
 
 
@@ -304,8 +307,7 @@ class _Generator:
             if name not in imports.bound:
                 msg = f"cannot resolve {name!r} in the source module"
                 raise SystemExit(msg)
-            line, _ = imports.bound[name]
-            (self.runtime if runtime else self.typing).add(line)
+            (self.runtime if runtime else self.typing).add(imports.bound[name])
 
     def facade(self, spec: Facade) -> str:
         tree = ast.parse(_module_file(spec.module, self.src).read_text(encoding="utf-8"))
@@ -392,18 +394,14 @@ class _Generator:
                 continue
             kind = "attr" if is_property else "meth"
             summary = _summary(fn)
-            see = f"See :{kind}:`{spec.source}.{fn.name}`."
+            see = (
+                f"Runs on the server (see :meth:`{spec.source}.{fn.name}`)."
+                if spec.remote
+                else f"See :{kind}:`{spec.source}.{fn.name}`."
+            )
             text = textwrap.wrap(summary, width=88) + ([""] if summary else []) + [see]
             doc = "\n        ".join(text) + "\n        "
-            call = f"self.{spec.core}.{fn.name}"
-            if not is_property:
-                call += f"({_call_args(fn.args)})"
-            if coroutine:
-                call = f"self._run({call})"
             if spec.remote:
-                see = f"Runs on the server (see :meth:`{spec.source}.{fn.name}`)."
-                text = textwrap.wrap(summary, width=88) + ([""] if summary else []) + [see]
-                doc = "\n        ".join(text) + "\n        "
                 operation = spec.ops.get(fn.name, fn.name)
                 kwargs = ", ".join(
                     f"{a.arg}={a.arg}"
@@ -416,6 +414,11 @@ class _Generator:
                 lines += [*head, "    async " + signature[4:], f'        """{doc}"""']
                 lines += [f"        return {call}", ""]
                 continue
+            call = f"self.{spec.core}.{fn.name}"
+            if not is_property:
+                call += f"({_call_args(fn.args)})"
+            if coroutine:
+                call = f"self._run({call})"
             if wrapper is not None:
                 call = f"{wrapper}({call}, self._run)"
             body = [f"        return {call}"]
