@@ -26,12 +26,9 @@ import argparse
 import ast
 import json
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -201,18 +198,6 @@ def rest_search_profile(src: Path) -> dict[str, int]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _proc_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process and its threads (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 _CPU = r"""
 import asyncio, json, sys, time
 import httpx
@@ -256,9 +241,8 @@ asyncio.run(main())
 
 def cpu_per_search(src: Path, searches: int) -> dict[str, float]:
     """CPU ms per search: a real server process vs AsyncMemory in process, one store."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    tmp = Path(tempfile.mkdtemp(prefix="house-"))
-    db = tmp / "store.db"
+    from bench_server import SpawnedServer  # the benchmarks' own server harness
+
     facts = [
         "Prefers Litestar over Flask",
         "Likes dark mode in every editor",
@@ -267,63 +251,34 @@ def cpu_per_search(src: Path, searches: int) -> dict[str, float]:
         "Writes scripts in Python, services in Go",
         "Standup is at 9:30 every weekday",
     ]
-    seed = (
-        "from memvault import Memory; import sys\n"
-        f"m = Memory('sqlite:///{db}')\n"
-        f"for i in range(40):\n"
-        f"    m.add_many([{{'content': f'{{t}} (note {{i}})'}} for t in {facts!r}],"
-        " agent_id='dev-1')\nm.close()\n"
-    )
-    subprocess.run([sys.executable, "-c", seed], env=env, check=True, capture_output=True)
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memvault",
-            "--db",
-            f"sqlite:///{db}",
-            "serve",
-            "--port",
-            str(port),
-            "--no-auth",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = SpawnedServer(no_auth=True, src=src)
+    server.start()
     try:
         import httpx
 
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code < 500:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.2)
+        assert server.tmp is not None and server.pid is not None
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            for i in range(40):
+                items = [{"content": f"{t} (note {i})"} for t in facts]
+                body = {"agent_id": "dev-1", "items": items}
+                client.post("/v1/memories/batch", json=body).raise_for_status()
         out = subprocess.run(
             [
                 sys.executable,
                 "-c",
                 _CPU,
-                f"http://127.0.0.1:{port}",
-                str(db),
+                server.url,
+                str(server.tmp / "bench.db"),
                 str(searches),
                 str(server.pid),
             ],
-            env=env,
+            env={**os.environ, "PYTHONPATH": str(src)},
             capture_output=True,
             text=True,
             check=True,
         ).stdout
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        shutil.rmtree(tmp, ignore_errors=True)
+        server.stop()
     data = json.loads(out.strip().splitlines()[-1])
     s_ms = statistics.median(data["server"]) * 1000
     l_ms = statistics.median(data["local"]) * 1000
