@@ -2214,19 +2214,17 @@ class AsyncMemory:
         """
         from memvault.learning.engine import open_learning
 
-        def opened() -> LearningEngine:
-            engine = open_learning(
+        return self._extensions.get(
+            "learning",
+            lambda: open_learning(
                 self,
                 self._learning_store,
                 self._side_url(),
                 self._config,
                 llm=self._llm,
                 audit=self._learning_audit,
-            )
-            self._learning_store = None  # the engine closes it now
-            return engine
-
-        return self._extensions.get("learning", opened)
+            ),
+        )
 
     def _side_url(self) -> str | None:
         """Where the side tables beside the memories live (a composite's default child)."""
@@ -2464,8 +2462,8 @@ class AsyncMemory:
         self._closed = True
         if self._graph_tasks:
             await asyncio.gather(*self._graph_tasks, return_exceptions=True)
-        if self._learning_store is not None:  # given, and learning never opened over it
-            await self._learning_store.close()
+        if self._learning_store is not None and not self._extensions.opened("learning"):
+            await self._learning_store.close()  # given, never opened: the engine closes its own
         await self._extensions.close()
         await self._backend.disconnect()
 
