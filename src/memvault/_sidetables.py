@@ -297,6 +297,8 @@ class SQLiteSide:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self.applied: list[str] = []
+        """The migrations the last open applied (empty when the file was up to date)."""
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         from memvault.backends.sqlite.schema import apply_migrations
@@ -304,7 +306,7 @@ class SQLiteSide:
         now_us = to_us(self._clock())
         if check_foreign(conn, self._path, self._what):
             apply_migrations(conn, now_us)
-        migrate_sqlite(conn, self._schema.sqlite, now_us)
+        self.applied = migrate_sqlite(conn, self._schema.sqlite, now_us)
         table = self._schema.table
         found = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         if not found >= self._schema.columns:
@@ -385,6 +387,8 @@ class PostgresSide:
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._open_lock = asyncio.Lock()
         self._closed = False
+        self.applied: list[str] = []
+        """The migrations the pool's open applied (empty when the schema was up to date)."""
 
     @contextlib.asynccontextmanager
     async def _guard(self, op: str, *, write: bool) -> AsyncIterator[None]:
@@ -413,7 +417,7 @@ class PostgresSide:
         with psycopg.Connection.connect(
             self._dsn.conninfo, autocommit=True, connect_timeout=max(2, int(self._connect_timeout))
         ) as conn:
-            migrate_postgres(
+            self.applied = migrate_postgres(
                 conn, schema=self._schema, lock=self._create_lock, migrations=self._migrations
             )
 

@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "memvault.graph": 2,  # entity graph side tables, extraction, recall
     "memvault.conversation": 2,  # message log, session snapshots, compaction, embedding queue
     "memvault.sessions": 2,  # the sessions API over memvault.conversation's session stores
+    "memvault.persistence": 2,  # operational records (seed 001) in side tables
     # 3: agent-side features over a memory (typed against injection.memory_api.MemoryAPI).
     "memvault.agent": 3,
     "memvault.injection": 3,

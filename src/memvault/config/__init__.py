@@ -105,6 +105,7 @@ from memvault.config.graph import (
     TieredRecallConfig,
 )
 from memvault.config.maintenance import MaintenanceConfig
+from memvault.config.persistence import PersistenceConfig
 from memvault.errors import MemoryConfigError
 from memvault.models import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -690,6 +691,9 @@ class MemvaultConfig(BaseModel):
     """The semantic response cache in front of memvault's own LLM calls (off by default)."""
     fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
     """The embedder fine-tune lifecycle and its checkpoint registry (issue 19; off by default)."""
+    persistence: PersistenceConfig = Field(default_factory=PersistenceConfig)
+    """Operational records (seed 001): written beside ``memory:`` at the top of the file, or
+    here; see :mod:`memvault.config.persistence`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -1285,8 +1289,16 @@ def _read_yaml(file: Path) -> tuple[dict[str, Any], str, bool]:
         return dict(section), "spec.memory", True
     section = loaded.get("memory", loaded)
     if section is None:
-        return {}, "memory", False
+        section = {}
     if not isinstance(section, dict):
         msg = f"'memory' in {file} must be a mapping"
         raise MemoryConfigError(msg)
-    return dict(section), "memory", False
+    section = dict(section)
+    if "memory" in loaded and "persistence" in loaded:
+        # Seed 001 writes persistence: beside memory: (a company's RootConfig); it is read
+        # into the memory section's own persistence key, written in one place or the other.
+        if "persistence" in section:
+            msg = f"{file} sets persistence both at the top and inside 'memory': keep one"
+            raise MemoryConfigError(msg)
+        section["persistence"] = loaded["persistence"]
+    return section, "memory", False
