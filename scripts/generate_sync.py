@@ -98,6 +98,7 @@ FACADES = (
         omit={
             "graph": "the entity graph's engine is async; graph_recall is the blocking read",
             "llm": "an async provider; pass one in, or use the async core (aio)",
+            "operations": "async repositories (seed 001): use the async core (aio.operations)",
             "__aenter__": "the sync facade is a plain context manager (_sync_base)",
             "__aexit__": "the sync facade is a plain context manager (_sync_base)",
             # Written in the base: the blocking view lives beside the async one; the loop.

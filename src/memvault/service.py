@@ -80,6 +80,7 @@ from memvault.finetune.manager import FineTuneManager
 from memvault.learning.factory import open_learning_store
 from memvault.memory import AsyncMemory
 from memvault.models import ChatMessage
+from memvault.persistence import create_persistence
 from memvault.protocols import Embedder, LLMProvider
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
 from memvault.validation import model_error
@@ -182,6 +183,9 @@ class MemoryService:
                     config=self._config,
                     llm=self._llm,
                     learning_store=open_learning_store(self._tenant_store_url(name)),
+                    operations=create_persistence(
+                        self._config, tenant=None if name == DEFAULT_TENANT else name
+                    ),
                 )
                 self._memories[name] = found
         return found

@@ -110,6 +110,11 @@ class PersistenceConfig(BaseModel):
     postgresql: PostgresPersistenceConfig = Field(default_factory=PostgresPersistenceConfig)
     costs: CostsConfig = Field(default_factory=CostsConfig)
 
+    @property
+    def configured(self) -> bool:
+        """True if a backend or a location is written (else the records follow the memories)."""
+        return bool(self.backend or self.sqlite.path or self.postgresql.url)
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         if self.backend == "postgres":

@@ -106,6 +106,7 @@ if TYPE_CHECKING:
     )
     from memvault.learning.store import LearningStore
     from memvault.llm.cache import CachingLLM
+    from memvault.persistence import PersistenceBackend
     from memvault.retrieval.tiered import RecallTier, TieredRecall
 
 __all__ = ["LEVEL_NONE_REASON", "AsyncMemory", "WriteResult", "register_remote"]
@@ -249,6 +250,7 @@ class AsyncMemory:
         track_access: bool = True,
         llm: LLMProvider | None = None,
         learning_store: LearningStore | None = None,
+        operations: PersistenceBackend | None = None,
     ) -> None:
         """Open (lazily) the store at ``url``.
 
@@ -258,7 +260,9 @@ class AsyncMemory:
         (``add(messages, infer=True)``), is the default LLM of :meth:`consolidate` and proposes
         lessons in :meth:`learn_from`. ``learning_store`` keeps the learning layer's records
         (approvals, agent profiles, trajectories); by default they live beside the memories
-        (in memory for a given ``backend``).
+        (in memory for a given ``backend``). ``operations`` holds the operational records
+        (:attr:`operations`); by default they live where the ``persistence:`` configuration
+        says, else beside the memories.
 
         Raises:
             MemoryConfigError: an empty URL, a preset that does not exist, a bad store.
@@ -279,6 +283,7 @@ class AsyncMemory:
         self._extensions = Extensions()
         self._learning_store = learning_store
         self._learning_url: str | None = None
+        self._operations = operations
         if backend is not None:
             self._backend: MemoryStore = backend
             self._config = config or MemvaultConfig()
@@ -384,6 +389,27 @@ class AsyncMemory:
                 llm=self.llm,
             ),
         )
+
+    @property
+    def operations(self) -> PersistenceBackend:
+        """Seed 001's operational records for this memory's company: tasks, cost records,
+        messages, audit entries, runtime state (:mod:`memvault.persistence`).
+
+        Where the ``persistence:`` section says, else beside the memories (the same SQLite
+        file or PostgreSQL schema; in process for ``memory://`` or a given backend). Opened on
+        first use and closed with the memory.
+        """
+        given = self._operations
+        if given is not None:
+            return given
+        from memvault.persistence import create_persistence, persistence_url
+
+        p = self._config.persistence
+        if self._learning_url is None and not p.configured:
+            url = "memory://"  # a given backend: in process, like its learning records
+        else:
+            url = persistence_url(self._config, memory_url=self._learning_url)
+        return self._extensions.get("operations", lambda: create_persistence(self._config, url=url))
 
     async def _ready(self, *, settle: bool = True) -> MemoryStore:
         if self._closed:
@@ -2464,6 +2490,8 @@ class AsyncMemory:
             await asyncio.gather(*self._graph_tasks, return_exceptions=True)
         if self._learning_store is not None and not self._extensions.opened("learning"):
             await self._learning_store.close()  # given, never opened: the engine closes its own
+        if self._operations is not None:
+            await self._operations.disconnect()  # given: handed over with the memory
         await self._extensions.close()
         await self._backend.disconnect()
 

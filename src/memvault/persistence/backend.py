@@ -343,6 +343,10 @@ class SQLPersistence:
             self._connected = False
         await self._db.close()
 
+    async def close(self) -> None:
+        """:meth:`disconnect` (what a memory calls on the features it closes)."""
+        await self.disconnect()
+
     async def health_check(self) -> bool:
         """True if the database answers ``SELECT 1``."""
         try:

@@ -15,20 +15,23 @@ OPERATIONS_FILE = "operations.db"
 """The file of operational records beside a store that is not SQLite (Qdrant, mem0)."""
 
 
-def persistence_url(config: MemvaultConfig, *, tenant: str | None = None) -> str:
+def persistence_url(
+    config: MemvaultConfig, *, tenant: str | None = None, memory_url: str | None = None
+) -> str:
     """Where a tenant's operational records live, as a storage URL (path or postgresql://).
 
     ``persistence.backend`` and its ``sqlite.path`` / ``postgresql.url`` win; unset, the
     records follow the memories: the memory store's SQLite file or PostgreSQL schema (for
     another tenant, that tenant's file or schema); an in-process store keeps them in process
     (``memory://``); a Qdrant or mem0 store in ``operations.db`` in its directory.
+    ``memory_url`` is the memory store's URL when it is not the configuration's (``Memory(url)``).
     """
     from memvault.backends._urls import parse_url
     from memvault.backends.factory import tenant_url
 
     p = config.persistence
     if p.backend == "postgresql" or (p.backend is None and p.postgresql.url):
-        url = p.postgresql.url or _memory_url(config)
+        url = p.postgresql.url or _memory_url(config, memory_url)
         if not url.startswith(("postgresql://", "postgres://")):
             msg = (
                 "persistence.backend is postgresql but no postgresql.url is set and the memory "
@@ -42,7 +45,7 @@ def persistence_url(config: MemvaultConfig, *, tenant: str | None = None) -> str
             return str(Path(path.replace("{tenant}", tenant or "default")).expanduser())
         path = str(Path(path).expanduser())
         return path if tenant is None else tenant_url(path, tenant)
-    url = _memory_url(config)
+    url = _memory_url(config, memory_url)
     kind, target = parse_url(url)
     if kind == "memory":
         return "memory://"
@@ -64,8 +67,8 @@ def persistence_url(config: MemvaultConfig, *, tenant: str | None = None) -> str
     return url if tenant is None else tenant_url(url, tenant)
 
 
-def _memory_url(config: MemvaultConfig) -> str:
-    url = config.resolved_url()
+def _memory_url(config: MemvaultConfig, given: str | None = None) -> str:
+    url = given or config.resolved_url()
     return config.composite_default_url() if url == COMPOSITE_URL else url
 
 
