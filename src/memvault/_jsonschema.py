@@ -44,6 +44,13 @@ def inline_schema(schema: Any, defs: Mapping[str, Any], *, optional_as_absent: b
             continue
         if key == "default" and value is None and optional_as_absent:
             continue
+        if key == "properties" and isinstance(value, Mapping):
+            # Property names are data, not schema keywords: a field called "title" stays.
+            out[key] = {
+                name: inline_schema(sub, defs, optional_as_absent=optional_as_absent)
+                for name, sub in value.items()
+            }
+            continue
         out[key] = inline_schema(value, defs, optional_as_absent=optional_as_absent)
     return out
 

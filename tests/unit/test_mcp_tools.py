@@ -153,6 +153,13 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
             "conversation_list",
             "conversation_context",
             "conversation_compact",
+            # issue 43: operational records (seed 001)
+            "list_tasks",
+            "create_task",
+            "set_task_status",
+            "cost_summary",
+            "channel_history",
+            "post_message",
         )
     )
     for tool in listed:
@@ -200,6 +207,12 @@ async def test_the_tools_are_listed_with_explicit_schemas(service: MemoryService
         "conversation_list": set(),
         "conversation_context": {"session_id"},
         "conversation_compact": {"session_id"},
+        "list_tasks": set(),
+        "create_task": {"title"},
+        "set_task_status": {"task_id", "status"},
+        "cost_summary": set(),
+        "channel_history": {"channel"},
+        "post_message": {"channel", "content"},
     }
     store = tools["store_memory"].input_schema["properties"]
     assert store["content"]["minLength"] == 1

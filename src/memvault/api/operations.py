@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from memvault.api import records as rec
 from memvault.api import requests as rq
 from memvault.api import responses as rs
 from memvault.api.auth import Scope, check_reason
@@ -68,6 +69,7 @@ from memvault.learning.models import (
 )
 from memvault.memory import AsyncMemory
 from memvault.models import MemoryEntry, StoreStats
+from memvault.persistence import models as pm
 from memvault.validation import model_error
 
 if TYPE_CHECKING:
@@ -1237,6 +1239,164 @@ OPERATIONS: tuple[Operation, ...] = (
             "POST", "/v1/admin/conversations/backfill", "conversations",
             response=rs.ConversationBackfillOut,
         ),
+    ),
+    # operational records (seed 001): tasks, costs, channel messages, audit entries, agent
+    # runtime states, settings; inputs and implementations in memvault.api.records
+    Operation(
+        "tasks", rec.TasksParams, Scope.READ, "Tasks by status, assignee and project",
+        rec.records_json("tasks"),
+        invoke=rec.tasks, policy=SELF,
+        http=Http("GET", "/v1/tasks", "operations", response=rec.TasksOut),
+        tool=Tool(
+            "list_tasks", "List tasks",
+            "The tasks assigned to the agent (by status and project), oldest first.",
+            read_only=True, limits={"limit": {"maximum": 200}},
+        ),
+    ),
+    Operation(
+        "task", rec.TaskParams, Scope.READ, "One task", rec.record_json,
+        invoke=rec.task, policy=SELF,
+        http=Http("GET", "/v1/tasks/{task_id}", "operations", response=pm.Task),
+    ),
+    Operation(
+        "create_task", rec.TaskBody, Scope.WRITE, "Create a task (assigned to agent_id)",
+        rec.record_json,
+        invoke=rec.create_task, policy=SELF,
+        http=Http("POST", "/v1/tasks", "operations", status=201, response=pm.Task),
+        tool=Tool(
+            "create_task", "Create a task",
+            "Record a task for the agent to work on: a title, optional description, project "
+            "and priority. Returns the task with its id.",
+            fields=("title", "description", "project", "priority", "agent_id"),
+        ),
+    ),
+    Operation(
+        "set_task_status", rec.TaskStatusBody, Scope.WRITE,
+        "Move a task to another status (allowed changes only)", rec.record_json,
+        invoke=rec.set_task_status, policy=SELF,
+        http=Http(
+            "POST", "/v1/tasks/{task_id}/status", "operations", response=pm.Task,
+            body="TaskStatusBody",
+        ),
+        tool=Tool(
+            "set_task_status", "Update a task's status",
+            "Move one of the agent's tasks to in_progress, in_review, blocked, completed, "
+            "failed or cancelled (only the changes the task lifecycle allows).",
+        ),
+    ),
+    Operation(
+        "delete_task", rec.TaskParams, Scope.WRITE, "Delete a task", _field("deleted"),
+        invoke=rec.delete_task, policy=SELF,
+        http=Http("DELETE", "/v1/tasks/{task_id}", "operations", response=rs.DeletedOut),
+    ),
+    Operation(
+        "costs", rec.CostsParams, Scope.READ,
+        "Cost records of model calls, by agent, task, model and time", rec.records_json("records"),
+        invoke=rec.costs, policy=SELF,
+        http=Http("GET", "/v1/costs", "operations", response=rec.CostsOut),
+    ),
+    Operation(
+        "cost_summary", rec.CostSummaryParams, Scope.READ,
+        "Costs summed per agent, task, model or day", rec.records_json("groups"),
+        invoke=rec.cost_summary, policy=SELF,
+        http=Http("GET", "/v1/costs/summary", "operations", response=rec.CostSummaryOut),
+        tool=Tool(
+            "cost_summary", "Summarise model costs",
+            "Tokens and cost of the agent's model calls, summed per task, model or day.",
+            read_only=True,
+        ),
+    ),
+    Operation(
+        "channel_messages", rec.ChannelMessagesParams, Scope.READ,
+        "A channel's messages in the order written (the latest limit)",
+        rec.records_json("messages"),
+        invoke=rec.channel_messages, policy=SELF,
+        http=Http(
+            "GET", "/v1/channels/{channel}/messages", "operations", response=rec.MessagesOut
+        ),
+        tool=Tool(
+            "channel_history", "Read a channel",
+            "The latest messages of a channel (the agent's own), oldest first.",
+            read_only=True, limits={"limit": {"maximum": 200}},
+        ),
+    ),
+    Operation(
+        "post_message", rec.MessageBody, Scope.WRITE, "Append a message to a channel",
+        rec.record_json,
+        invoke=rec.post_message, policy=SELF,
+        http=Http(
+            "POST", "/v1/channels/{channel}/messages", "operations", status=201,
+            response=pm.Message, body="MessageBody",
+        ),
+        tool=Tool(
+            "post_message", "Post to a channel",
+            "Append a message to a channel's history.",
+            fields=("channel", "content", "role", "agent_id"),
+        ),
+    ),
+    Operation(
+        "audit_entries", rec.AuditEntriesParams, Scope.READ,
+        "Audited agent actions by agent, action, verdict, risk and time, newest first",
+        rec.records_json("entries"),
+        invoke=rec.audit_entries, policy=SELF,
+        http=Http("GET", "/v1/audit-entries", "operations", response=rec.AuditEntriesOut),
+    ),
+    Operation(
+        "record_audit_entry", rec.AuditEntryBody, Scope.WRITE,
+        "Record an audited agent action", rec.record_json,
+        invoke=rec.record_audit_entry, policy=SELF,
+        http=Http("POST", "/v1/audit-entries", "operations", status=201, response=pm.AuditEntry),
+    ),
+    Operation(
+        "agent_states", rec.AgentStatesParams, Scope.READ,
+        "Agents' runtime states (active: running, paused or waiting)",
+        rec.records_json("states"),
+        invoke=rec.agent_states, policy=SELF,
+        http=Http("GET", "/v1/agent-states", "operations", response=rec.AgentStatesOut),
+    ),
+    Operation(
+        "agent_state", rec.AgentStateParams, Scope.READ, "One agent's runtime state",
+        rec.record_json,
+        invoke=rec.agent_state, policy=SELF,
+        http=Http(
+            "GET", "/v1/agent-states/{agent_id}", "operations", response=pm.AgentRuntimeState
+        ),
+    ),
+    Operation(
+        "set_agent_state", rec.AgentStateBody, Scope.WRITE, "Set an agent's runtime state",
+        rec.record_json,
+        invoke=rec.set_agent_state, policy=SELF,
+        http=Http(
+            "PUT", "/v1/agent-states/{agent_id}", "operations", response=pm.AgentRuntimeState,
+            body="AgentStateBody",
+        ),
+    ),
+    Operation(
+        "settings", rec.SettingsParams, Scope.READ, "Runtime settings (humans and admins)",
+        rec.records_json("settings"),
+        invoke=rec.settings, policy=TENANT,
+        http=Http("GET", "/v1/settings", "operations", response=rec.SettingsOut),
+    ),
+    Operation(
+        "setting", rec.SettingParams, Scope.READ, "One runtime setting (humans and admins)",
+        rec.record_json,
+        invoke=rec.setting, policy=TENANT,
+        http=Http("GET", "/v1/settings/{namespace}/{key}", "operations", response=pm.Setting),
+    ),
+    Operation(
+        "put_setting", rec.SettingBody, Scope.ADMIN, "Set one runtime setting (admin)",
+        rec.record_json,
+        invoke=rec.put_setting, policy=TENANT,
+        http=Http(
+            "PUT", "/v1/settings/{namespace}/{key}", "operations", response=pm.Setting,
+            body="SettingBody",
+        ),
+    ),
+    Operation(
+        "delete_setting", rec.SettingParams, Scope.ADMIN, "Delete one runtime setting (admin)",
+        _field("deleted"),
+        invoke=rec.delete_setting, policy=TENANT,
+        http=Http("DELETE", "/v1/settings/{namespace}/{key}", "operations", response=rs.DeletedOut),
     ),
 )  # fmt: skip
 

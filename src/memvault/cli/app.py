@@ -134,6 +134,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("keys", "keys", "API keys of the memvault server: create, list, revoke."),
     (
+        "costs",
+        "costs",
+        "Show tokens and cost of model calls, summed per agent, task, model or day.",
+    ),
+    (
         "api",
         "api",
         "Every memvault operation, one command each, with the fields of its REST body as "
