@@ -135,9 +135,7 @@ def test_tenants_never_share_operational_records(server: LiveServer) -> None:
         _ok(dev1.post("/v1/tasks", json={"title": "default tenant task"}), 201)
         assert _ok(acme.get("/v1/tasks"))["tasks"] == []
         _ok(acme.post("/v1/tasks", json={"title": "acme task"}), 201)
-        assert [t["title"] for t in _ok(dev1.get("/v1/tasks"))["tasks"]] == [
-            "default tenant task"
-        ]
+        assert [t["title"] for t in _ok(dev1.get("/v1/tasks"))["tasks"]] == ["default tenant task"]
 
 
 async def test_mcp_offers_the_task_and_channel_tools(server: LiveServer) -> None:
@@ -158,4 +156,3 @@ async def test_mcp_offers_the_task_and_channel_tools(server: LiveServer) -> None
         assert [m["content"] for m in body["messages"]] == ["hello"]
     with httpx.Client(base_url=server.url) as anon:
         assert anon.get("/v1/tasks").status_code == 401
-

@@ -416,9 +416,7 @@ async def agent_state(host: _Memories, call: Call, req: AgentStateParams) -> pm.
     return found
 
 
-async def set_agent_state(
-    host: _Memories, call: Call, req: AgentStateBody
-) -> pm.AgentRuntimeState:
+async def set_agent_state(host: _Memories, call: Call, req: AgentStateBody) -> pm.AgentRuntimeState:
     """Replace one agent's state."""
     made = pm.AgentRuntimeState(
         agent_id=call.agent_id,
