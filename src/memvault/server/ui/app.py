@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -707,6 +707,40 @@ def _router(ui: _Ui) -> APIRouter:
         await p.call(decision, {"item_id": item_id, "reason": reason})
         return RedirectResponse(
             f"{UI_PREFIX}/approvals?{urlencode({'decided': item_id})}", status_code=303
+        )
+
+    @router.get("/operations")
+    async def operations(request: Request) -> Response:
+        # Seed 001's operational records: what model calls cost, the tasks, the agents at work.
+        p = await page(request)
+        raw_days = request.query_params.get("days") or "30"
+        days = int(raw_days) if raw_days.isdigit() and 0 < int(raw_days) <= 3650 else 30
+        since = datetime.now(UTC) - timedelta(days=days)
+        window = {"since": since, "limit": 50}
+        by_agent = await p.call("cost_summary", {"by": "agent", **window})
+        by_model = await p.call("cost_summary", {"by": "model", **window})
+        by_day = await p.call("cost_summary", {"by": "day", **window, "limit": 400})
+        tasks = await p.call("tasks", {"limit": 200})
+        states = await p.call("agent_states", {"active": True})
+        daily = sorted(by_day, key=lambda g: g.group or "")
+        chart = plots.bar_chart(
+            [(g.group or "?")[5:] for g in daily],
+            {
+                "tokens in": [float(g.input_tokens) for g in daily],
+                "tokens out": [float(g.output_tokens) for g in daily],
+            },
+            title=f"Model tokens per day (last {days} days)",
+        )
+        return p.render(
+            "operations.html",
+            days=days,
+            by_agent=by_agent,
+            by_model=by_model,
+            chart=chart,
+            total=sum(g.cost for g in by_agent),
+            calls=sum(g.calls for g in by_agent),
+            tasks=tasks,
+            states=states,
         )
 
     @router.get("/metrics")
