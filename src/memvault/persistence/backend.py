@@ -114,14 +114,19 @@ class PersistenceBackend(Protocol):
 class _OpsSQLiteSide(SQLiteSide):
     """A :class:`SQLiteSide` that also applies the ``persistence.sqlite`` journal settings."""
 
-    def __init__(self, path: Path, *, wal_mode: bool, journal_size_limit: int) -> None:
+    def __init__(
+        self, path: Path, *, wal_mode: bool, journal_size_limit: int, synchronous: str
+    ) -> None:
         super().__init__(path, what="operational store", busy_timeout_ms=30_000, migrations=SCHEMA)
         self._wal = wal_mode
         self._journal_limit = journal_size_limit
+        self._synchronous = "FULL" if synchronous.lower() == "full" else "NORMAL"
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         super()._prepare(conn)
         conn.execute(f"PRAGMA journal_size_limit = {int(self._journal_limit)}")
+        # storage.durability: power (synchronous=full) holds for these records as for memories.
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         if not self._wal:
             # Only for a file of its own (the factory refuses it for the memory store's file,
             # whose readers rely on WAL).
@@ -139,11 +144,17 @@ class SQLiteDatabase:
         *,
         wal_mode: bool = True,
         journal_size_limit: int = 64 * 1024 * 1024,
+        synchronous: str = "normal",
         temporary: bool = False,
     ) -> None:
         self.path = path
         self._temporary = temporary
-        self._side = _OpsSQLiteSide(path, wal_mode=wal_mode, journal_size_limit=journal_size_limit)
+        self._side = _OpsSQLiteSide(
+            path,
+            wal_mode=wal_mode,
+            journal_size_limit=journal_size_limit,
+            synchronous=synchronous,
+        )
 
     @classmethod
     def in_process(cls) -> SQLiteDatabase:

@@ -109,6 +109,7 @@ def create_persistence(
             path,
             wal_mode=settings.sqlite.wal_mode,
             journal_size_limit=settings.sqlite.journal_size_limit,
+            synchronous=config.storage.synchronous,
         )
         return SQLPersistence(db, location=str(path))
     if kind == "postgresql":
