@@ -127,8 +127,11 @@ class SQLRepository(Generic[M]):
         if len(key) != len(self._entity.key):
             msg = f"{self._entity.name} are keyed by {', '.join(self._entity.key)}"
             raise MemoryValidationError(msg)
-        for part in key:
-            if not isinstance(part, str | int) or (isinstance(part, str) and not part.strip()):
+        for n, part in enumerate(key):
+            # The leading part is an id (never blank); later ones may be empty (LangGraph's
+            # root checkpoint namespace is "").
+            blank = isinstance(part, str) and not part.strip() and n == 0
+            if not isinstance(part, str | int) or blank:
                 msg = f"invalid {self._entity.name} key {tuple(key)!r}"
                 raise MemoryValidationError(msg)
         return [sql_value(k) for k in key]
