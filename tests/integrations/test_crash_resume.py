@@ -92,6 +92,7 @@ def test_a_killed_run_is_found_parked_and_resumed_from_its_checkpoint(tmp_path: 
             break
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
+    child.stdout.close()
     assert "finished" not in seen
 
     async def find_and_park() -> pm.ParkedContext:
@@ -129,7 +130,10 @@ def test_a_killed_run_is_found_parked_and_resumed_from_its_checkpoint(tmp_path: 
     done_before = list(before.values["steps"])
     # "done 2" printed: steps 0 and 1 are checkpointed; step 2 may have died before its own.
     assert done_before == list(range(len(done_before))) and len(done_before) >= 2
-    final = graph.invoke(None, config)
+    try:
+        final = graph.invoke(None, config)
+    finally:
+        graph.checkpointer.close()
     assert final["steps"] == list(range(STEPS))  # every step once, in order
     started = [int(s.split()[1]) for s in seen if s.startswith("start")]
     # Only a step in flight at the kill (after the last checkpoint) can have started twice.
