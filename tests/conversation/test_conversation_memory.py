@@ -10,6 +10,7 @@ from memvault import AsyncMemory, Memory
 from memvault.config import MemvaultConfig
 from memvault.errors import MemoryValidationError
 from memvault.llm.cache import CachingLLM
+from memvault.llm.metered import MeteredLLM
 from memvault.llm.scripted import ScriptedLLM
 from memvault.sessions import SessionManager
 
@@ -98,4 +99,5 @@ async def test_the_response_cache_wraps_memvaults_own_llm_and_follows_memory_cha
         assert (await cache.complete(ask)).text == "second"
     async with AsyncMemory("memory://", llm=llm) as plain:
         assert plain.response_cache is None
-        assert plain.llm is llm
+        # memory.llm is the metered view of the given LLM (cost records, budgets).
+        assert isinstance(plain.llm, MeteredLLM) and plain.llm.inner is llm

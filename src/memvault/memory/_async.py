@@ -303,6 +303,14 @@ class AsyncMemory:
         except KeyError as exc:
             raise MemoryConfigError(str(exc.args[0])) from None
         self._track_access = track_access
+        # Every call of memvault's own LLM is metered (a cost record per call, the per-agent
+        # budget gate); the response cache sits outside the meter, so a cache hit costs nothing.
+        from memvault.llm.metered import MeteredLLM
+        from memvault.memory._costs import CostMeter
+
+        self._meter = CostMeter(lambda: self.operations, self._config.persistence.costs)
+        if llm is not None:
+            llm = self._llm = MeteredLLM(llm, self._meter)
         if self._config.response_cache.enabled and llm is not None:
             self._response_cache = CachingLLM.from_config(llm, self._config.response_cache)
             self._llm = self._response_cache
@@ -683,10 +691,17 @@ class AsyncMemory:
         extra: Mapping[str, Any],
         tags: Sequence[str],
     ) -> builtins.list[MemoryStoreRequest]:
-        """The fact requests extracted from ``turns`` (which are not stored themselves)."""
+        """The fact requests extracted from ``turns`` (which are not stored themselves).
+
+        With the agent's model budget spent, the offline extractor runs instead of the LLM.
+        """
         from memvault.consolidation.extraction import EpisodicExtractor
+        from memvault.llm.metered import CostScope, cost_scope
 
         now = utc_now()
+        llm = self._llm
+        if llm is not None and not await self._meter.allow(CostScope(agent_id=agent)):
+            llm = None
         episodes = [
             MemoryEntry(
                 id=new_id(),
@@ -695,7 +710,7 @@ class AsyncMemory:
                 # The model is told who said what; the no-LLM path keeps sentences verbatim.
                 content=(
                     f"{t.metadata.extra.get('role', 'user')}: {t.content}"
-                    if self._llm is not None
+                    if llm is not None
                     else t.content
                 ),
                 metadata=t.metadata,
@@ -704,7 +719,8 @@ class AsyncMemory:
             )
             for t in turns
         ]
-        outcome = await EpisodicExtractor(self._llm).extract(episodes, now=now)
+        with cost_scope(agent, operation="extraction"):
+            outcome = await EpisodicExtractor(llm).extract(episodes, now=now)
         if outcome.error:
             msg = f"fact extraction failed, nothing was stored: {outcome.error}"
             raise MemoryStoreError(msg)
@@ -1130,18 +1146,21 @@ class AsyncMemory:
             if kind is ConsolidationStrategy.EXTRACT
             else await _stored_vectors(backend, entries, config)
         )
-        result = await run_consolidation(
-            entries,
-            agent_id=agent,
-            strategy=kind,
-            llm=llm if llm is not None else self._llm,
-            store=store_new,
-            archive_and_delete=archive_and_delete,
-            mark_consolidated=mark,
-            dry_run=dry_run,
-            config=config,
-            vectors=vectors,
-        )
+        from memvault.llm.metered import cost_scope
+
+        with cost_scope(agent, operation="consolidation"):
+            result = await run_consolidation(
+                entries,
+                agent_id=agent,
+                strategy=kind,
+                llm=llm if llm is not None else self._llm,
+                store=store_new,
+                archive_and_delete=archive_and_delete,
+                mark_consolidated=mark,
+                dry_run=dry_run,
+                config=config,
+                vectors=vectors,
+            )
         if not dry_run:
             self._scheduler.record_run(agent, utc_now())
         return result
@@ -1614,7 +1633,10 @@ class AsyncMemory:
         elif not cfg.enabled:
             chosen, by = RecallTier.TARGETED, "off"
         elif cfg.classifier == "llm" and self._llm is not None:
-            chosen, by = await LLMTierClassifier(self._llm).classify(query)
+            from memvault.llm.metered import cost_scope
+
+            with cost_scope(agent_id, operation="recall"):
+                chosen, by = await LLMTierClassifier(self._llm).classify(query)
         else:
             chosen, by = classify_tier(query), "heuristic"
         presets = {
@@ -1634,7 +1656,10 @@ class AsyncMemory:
         escalated = False
         validated: bool | None = None
         if cfg.enabled and cfg.validate_results and self._llm is not None:
-            validated = await LLMRecallValidator(self._llm).sufficient(query, entries)
+            from memvault.llm.metered import cost_scope
+
+            with cost_scope(agent_id, operation="recall"):
+                validated = await LLMRecallValidator(self._llm).sufficient(query, entries)
             if not validated and chosen is not RecallTier.DEEP:
                 chosen, escalated = RecallTier.DEEP, True
                 entries = await self.search(
@@ -2286,7 +2311,13 @@ class AsyncMemory:
         ``non-inferable`` PROCEDURAL memories that the agent's next context includes. Never
         raises: problems are logged and returned in the report's ``error``.
         """
-        return await self.learning.learn_from(outcome, agent_id=agent_id)
+        from memvault.llm.metered import cost_scope
+
+        task = outcome.get("task_id") if isinstance(outcome, Mapping) else None
+        with cost_scope(
+            agent_id, task_id=task if isinstance(task, str) else None, operation="learning"
+        ):
+            return await self.learning.learn_from(outcome, agent_id=agent_id)
 
     async def set_profile(
         self,
