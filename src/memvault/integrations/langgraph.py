@@ -25,7 +25,7 @@ How LangGraph's model maps onto memvault's:
 Not covered: TTLs (``supports_ttl`` is false; memvault's own retention rules apply instead) and
 per-item ``index=False`` (every item is searchable). Filters on list or object fields match
 nothing, as in memvault's metadata filters. LangGraph's checkpointer (the graph's step-by-step
-state) is not offered: see ``docs/integrations.md`` for why.
+state) is :class:`memvault.integrations.langgraph_checkpoint.MemvaultCheckpointSaver`.
 """
 
 from __future__ import annotations
