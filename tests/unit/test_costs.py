@@ -16,7 +16,7 @@ from memvault.persistence import models as pm
 from memvault.protocols import Embedder
 
 TRIP = [{"role": "user", "content": "My flight to Tokyo leaves on 12 March at 08:40."}]
-MOVE = [{"role": "user", "content": "My passport number is X1234567 and it expires on 4 June 2029."}]
+MOVE = [{"role": "user", "content": "My passport X1234567 expires on 4 June 2029."}]
 FACTS = "semantic: The flight to Tokyo leaves on 12 March at 08:40"
 
 

@@ -283,7 +283,7 @@ class AsyncMemory:
         self._extensions = Extensions()
         self._learning_store = learning_store
         self._learning_url: str | None = None
-        self._operations = operations
+        self._ops_backend = operations
         if backend is not None:
             self._backend: MemoryStore = backend
             self._config = config or MemvaultConfig()
@@ -407,7 +407,7 @@ class AsyncMemory:
         file or PostgreSQL schema; in process for ``memory://`` or a given backend). Opened on
         first use and closed with the memory.
         """
-        given = self._operations
+        given = self._ops_backend
         if given is not None:
             return given
         from memvault.persistence import create_persistence, persistence_url
@@ -2521,8 +2521,8 @@ class AsyncMemory:
             await asyncio.gather(*self._graph_tasks, return_exceptions=True)
         if self._learning_store is not None and not self._extensions.opened("learning"):
             await self._learning_store.close()  # given, never opened: the engine closes its own
-        if self._operations is not None:
-            await self._operations.disconnect()  # given: handed over with the memory
+        if self._ops_backend is not None:
+            await self._ops_backend.disconnect()  # given: handed over with the memory
         await self._extensions.close()
         await self._backend.disconnect()
 
