@@ -14,6 +14,10 @@ Install with ``pip install 'memvault[openai-agents]'``::
   lives next to the memories (``memvault sessions list/show`` see it). Plain text turns are stored
   as ordinary chat messages; every other item (tool calls, tool outputs, reasoning) is stored
   whole as JSON, so the history the SDK reads back is the one it wrote.
+* :class:`MemvaultMessageSession` implements the same protocol over the ``messages`` repository
+  of an operational store (:mod:`memvault.persistence`): one
+  :class:`~memvault.persistence.models.Message` per item on channel = session id, the item
+  whole in its metadata.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from memvault.integrations._common import (
 )
 from memvault.memory import AsyncMemory
 from memvault.models import ChatMessage
+from memvault.persistence import models as ops_models
+from memvault.persistence.backend import PersistenceBackend
 from memvault.sessions import SessionStore
 
 require("agents", "openai-agents")
@@ -41,7 +47,7 @@ from agents import FunctionTool, TResponseInputItem  # noqa: E402
 from agents.memory import SessionABC  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
 
-__all__ = ["MemvaultSession", "memvault_function_tools"]
+__all__ = ["MemvaultMessageSession", "MemvaultSession", "memvault_function_tools"]
 
 _KIND = "openai-agents"
 _PLAIN_ROLES = frozenset({"user", "assistant", "system"})
@@ -173,3 +179,82 @@ class MemvaultSession(SessionABC):
     async def close(self) -> None:
         """Close the session store (its connections live on the adapters' private loop)."""
         await bridge().arun(self._log.store.close())
+
+
+_ITEM = "openai_agents_item"
+
+
+class MemvaultMessageSession(SessionABC):
+    """The SDK's ``Session`` over the ``messages`` repository of an operational store.
+
+    Each item is one :class:`~memvault.persistence.models.Message` on channel ``session_id``:
+    the item whole (JSON) in ``metadata``, its role (``assistant`` for output items without
+    one) and its plain text in ``role`` / ``content``, so the history is readable by any client
+    of the operational store. Calls run on the caller's event loop: open the backend there (or
+    leave it unconnected; the first call connects it).
+
+    Args:
+        session_id: the session (the message channel).
+        backend: the operational store (:func:`memvault.persistence.create_persistence`).
+        agent_id: the agent whose history this is (stored on every message; also the sender).
+    """
+
+    def __init__(
+        self, session_id: str, *, backend: PersistenceBackend, agent_id: str | None = None
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings = None
+        self._backend = backend
+        self._agent_id = agent_id
+
+    async def _ops(self) -> PersistenceBackend:
+        if not self._backend.is_connected:
+            await self._backend.connect()
+        return self._backend
+
+    def _message(self, item: TResponseInputItem) -> ops_models.Message:
+        data = dict(cast(dict[str, Any], item))
+        role = data.get("role")
+        content = data.get("content")
+        text = content if isinstance(content, str) else (_plain_text(data) or "")
+        return ops_models.Message(
+            channel=self.session_id,
+            agent_id=self._agent_id,
+            sender=self._agent_id or str(role or "agent"),
+            role=str(role) if isinstance(role, str) and role else str(data.get("type", "item")),
+            content=text,
+            metadata={_ITEM: data},
+        )
+
+    @staticmethod
+    def _item(message: ops_models.Message) -> TResponseInputItem:
+        data = message.metadata.get(_ITEM)
+        if isinstance(data, dict):
+            return cast(TResponseInputItem, data)
+        return cast(TResponseInputItem, {"role": message.role, "content": message.content})
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history, oldest first; with ``limit``, only the latest ``limit`` items."""
+        if limit is not None and limit <= 0:
+            return []
+        ops = await self._ops()
+        history = await ops.messages.get_history(self.session_id, limit=limit)
+        return [self._item(m) for m in history]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` to the history, in order."""
+        if not items:
+            return
+        ops = await self._ops()
+        await ops.messages.save_many([self._message(i) for i in items])
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item (None when the history is empty)."""
+        ops = await self._ops()
+        message = await ops.messages.pop_latest(self.session_id)
+        return None if message is None else self._item(message)
+
+    async def clear_session(self) -> None:
+        """Delete every item of the session."""
+        ops = await self._ops()
+        await ops.messages.clear_channel(self.session_id)

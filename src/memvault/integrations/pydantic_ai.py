@@ -20,24 +20,39 @@ Install with ``pip install 'memvault[pydantic-ai]'`` (``pydantic-ai-slim``: no m
 ``agent_id`` is a string, or a function of the run context (``lambda ctx: ctx.deps.user_id``) so
 one agent can serve many users. The memory must be an :class:`~memvault.AsyncMemory` opened on
 the event loop the agent runs on.
+
+* :func:`save_message_history` / :func:`load_message_history` keep a run's messages
+  (``result.new_messages()``) on a channel of an operational store's ``messages`` repository
+  (:mod:`memvault.persistence`), one message each, lossless through pydantic-ai's
+  ``ModelMessagesTypeAdapter``; pass what :func:`load_message_history` returns as the next
+  run's ``message_history=``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from memvault.agent.memory_tools import MemoryToolsConfig
 from memvault.errors import MemoryConfigError
 from memvault.integrations._common import MemoryToolCall, memory_tool_calls, require
 from memvault.memory import AsyncMemory
+from memvault.persistence import models as ops_models
+from memvault.persistence.backend import PersistenceBackend
 
 require("pydantic_ai", "pydantic-ai")
 
 from pydantic_ai import RunContext, Tool  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
-__all__ = ["AgentIdSource", "memvault_instructions", "memvault_toolset"]
+__all__ = [
+    "AgentIdSource",
+    "load_message_history",
+    "memvault_instructions",
+    "memvault_toolset",
+    "save_message_history",
+]
 
 AgentIdSource: TypeAlias = str | Callable[[RunContext[Any]], str]
 """The memvault agent of a run: fixed, or computed from the run context (e.g. its deps)."""
@@ -122,3 +137,66 @@ def memvault_instructions(
         return "\n\n".join(parts)
 
     return instructions
+
+
+_MESSAGE = "pydantic_ai_message"
+
+
+def _text(message: ModelMessage) -> str:
+    texts = [
+        part.content
+        for part in message.parts
+        if part.part_kind in ("text", "user-prompt") and isinstance(part.content, str)
+    ]
+    return "\n".join(texts)
+
+
+async def _connected(backend: PersistenceBackend) -> PersistenceBackend:
+    if not backend.is_connected:
+        await backend.connect()
+    return backend
+
+
+async def save_message_history(
+    backend: PersistenceBackend,
+    channel: str,
+    messages: Sequence[ModelMessage],
+    *,
+    agent_id: str | None = None,
+) -> int:
+    """Append ``messages`` (e.g. ``result.new_messages()``) to ``channel``; how many.
+
+    Each becomes one :class:`~memvault.persistence.models.Message`: role ``request`` or
+    ``response``, its text parts as ``content``, the message whole (pydantic-ai's JSON form) in
+    ``metadata``. The backend is connected if it is not yet.
+    """
+    if not messages:
+        return 0
+    encoded = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    records = [
+        ops_models.Message(
+            channel=channel,
+            agent_id=agent_id,
+            sender=agent_id or ("user" if message.kind == "request" else "model"),
+            role=message.kind,
+            content=_text(message),
+            metadata={_MESSAGE: data},
+        )
+        for message, data in zip(messages, encoded, strict=True)
+    ]
+    ops = await _connected(backend)
+    return await ops.messages.save_many(records)
+
+
+async def load_message_history(
+    backend: PersistenceBackend, channel: str, *, limit: int | None = None
+) -> list[ModelMessage]:
+    """The pydantic-ai messages saved on ``channel``, oldest first (the latest ``limit``).
+
+    Messages on the channel that :func:`save_message_history` did not write are skipped. Note
+    that a ``limit`` can cut a tool call from its result; give whole runs to the model.
+    """
+    ops = await _connected(backend)
+    history = await ops.messages.get_history(channel, limit=limit)
+    payload = [m.metadata[_MESSAGE] for m in history if isinstance(m.metadata.get(_MESSAGE), dict)]
+    return list(ModelMessagesTypeAdapter.validate_python(payload))
