@@ -48,6 +48,7 @@ __all__ = [
     "MemoryConnectionError",
     "MemoryNotFoundError",
     "MemoryPermissionError",
+    "MemoryRateLimitError",
     "MemoryRetrievalError",
     "MemoryStoreError",
     "MemoryValidationError",
@@ -156,3 +157,11 @@ class MemoryAuthenticationError(MemoryError):
 
 class MemoryPermissionError(MemoryError):
     """The caller is known but may not do this: a missing scope, or another agent's memories."""
+
+
+class MemoryRateLimitError(MemoryError):
+    """The caller (or its tenant) sent more requests than its limit allows; retry later."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -21,6 +21,7 @@ from memvault.config import load_config
 from memvault.protocols import Embedder
 from memvault.server.keys import KeyStore, open_key_store
 from memvault.server.rest import ServerSettings, create_app
+from memvault.server.state import open_server_state
 from memvault.service import MemoryService
 
 __all__ = ["STANDARD_KEYS", "LiveServer", "ServerFactory", "run_app"]
@@ -47,7 +48,12 @@ ServerFactory = Callable[..., LiveServer]
 
 @pytest.fixture
 def live_server(tmp_path: Path, minilm: Embedder) -> Iterator[ServerFactory]:
-    """Start servers: ``live_server(auth=True, settings=None, keys={name: kwargs})``."""
+    """Start servers: ``live_server(auth=True, settings=None, keys={name: kwargs})``.
+
+    ``db`` puts a server on an existing store (several servers over one store: instances of
+    one service); ``shared_state`` gives it the store's shared server state (dashboard
+    sessions, shared rate limits), as ``memvault serve`` does.
+    """
     stops: list[Callable[[], None]] = []
 
     def start(
@@ -56,6 +62,7 @@ def live_server(tmp_path: Path, minilm: Embedder) -> Iterator[ServerFactory]:
         settings: ServerSettings | None = None,
         keys: dict[str, dict[str, Any]] | None = None,
         db: Path | None = None,
+        shared_state: bool = False,
     ) -> LiveServer:
         path = db or tmp_path / f"server{len(stops)}.db"
         service = MemoryService(load_config(url=str(path)), embedder=minilm)
@@ -64,7 +71,8 @@ def live_server(tmp_path: Path, minilm: Embedder) -> Iterator[ServerFactory]:
         if store is not None:
             for name, spec in (keys or {}).items():
                 _, secrets[name] = store.create(name=name, **spec)
-        app = create_app(service, keys=store, settings=settings)
+        state = open_server_state(str(path)) if shared_state else None
+        app = create_app(service, keys=store, settings=settings, state=state)
         url, stop = run_app(app)
         stops.append(stop)
         return LiveServer(url=url, db=path, service=service, keys=store, secrets=secrets)

@@ -76,6 +76,28 @@ def serve(
         int | None,
         typer.Option("--rate-burst", help="Requests a key may send at once [2 x --rate-limit]."),
     ] = None,
+    shared_rate_limit: Annotated[
+        bool,
+        typer.Option(
+            "--shared-rate-limit",
+            help="Keep --rate-limit's buckets in the store, one limit across every worker and "
+            "server over it (a write per request).",
+        ),
+    ] = False,
+    tenant_rate_limit: Annotated[
+        float,
+        typer.Option(
+            "--tenant-rate-limit",
+            help="Requests/s allowed per tenant, whatever its keys (shared like --rate-limit "
+            "with --shared-rate-limit). 0: no limit.",
+        ),
+    ] = 0.0,
+    tenant_rate_burst: Annotated[
+        int | None,
+        typer.Option(
+            "--tenant-rate-burst", help="Requests a tenant may send at once [2 x the limit]."
+        ),
+    ] = None,
     log_level: Annotated[
         str, typer.Option("--log-level", help="uvicorn log level (info, warning, error).")
     ] = "info",
@@ -106,6 +128,15 @@ def serve(
     if rate_burst is not None and rate_burst < 1:
         msg = f"--rate-burst must be at least 1, got {rate_burst}"
         raise MemoryValidationError(msg)
+    if not 0 <= tenant_rate_limit < math.inf:
+        msg = f"--tenant-rate-limit must be 0 (off) or a positive number, got {tenant_rate_limit}"
+        raise MemoryValidationError(msg)
+    if tenant_rate_burst is not None and tenant_rate_burst < 1:
+        msg = f"--tenant-rate-burst must be at least 1, got {tenant_rate_burst}"
+        raise MemoryValidationError(msg)
+    if shared_rate_limit and no_auth:
+        msg = "--shared-rate-limit needs API keys (the state lives beside them), not --no-auth"
+        raise MemoryValidationError(msg)
     if not 1 <= workers <= 64:
         msg = f"--workers must be between 1 and 64, got {workers}"
         raise MemoryValidationError(msg)
@@ -119,6 +150,9 @@ def serve(
         "max_body_bytes": max_body_bytes,
         "rate_limit": rate_limit,
         "rate_burst": rate_burst,
+        "shared_rate_limit": shared_rate_limit,
+        "tenant_rate_limit": tenant_rate_limit,
+        "tenant_rate_burst": tenant_rate_burst,
         "cors_origins": list(cors_origin or ()),
     }
     _warn_without_mcp()
@@ -315,12 +349,23 @@ def build_app(options: dict[str, Any], *, warn: bool = False) -> Any:
     settings = ServerSettings(
         max_body_bytes=int(options.get("max_body_bytes") or DEFAULT_MAX_BODY),
         cors_origins=tuple(options.get("cors_origins") or ()),
-        # Per process: with --workers N every worker keeps its own buckets.
+        # Per process unless --shared-rate-limit: with --workers N (or N servers) each keeps
+        # its own buckets.
         rate_limit=float(options.get("rate_limit") or 0) or None,
         rate_burst=options.get("rate_burst"),
+        shared_rate_limit=bool(options.get("shared_rate_limit")),
+        tenant_rate_limit=float(options.get("tenant_rate_limit") or 0) or None,
+        tenant_rate_burst=options.get("tenant_rate_burst"),
     )
+    # Dashboard sessions (and shared limits) live beside the API keys, so every worker and
+    # every server over the store knows them; without keys (--no-auth, loopback) in process.
+    state = None
+    if keys is not None:
+        from memvault.server.state import open_server_state
+
+        state = open_server_state(options.get("db") or config.resolved_url())
     service = MemoryService(config)
-    app = create_app(service, keys=keys, settings=settings)
+    app = create_app(service, keys=keys, settings=settings, state=state)
     if config.maintenance.enabled:
         # The app's lifespan runs it: consolidation, sweeps and the evolver when due, for every
         # tenant served; the store's lease lets one worker (or server) at a time run a pass.

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from memvault._version import __version__
 from memvault.api.operations import OPERATIONS, Operation
 from memvault.api.responses import ErrorOut
-from memvault.errors import MemoryValidationError
+from memvault.errors import MemoryConfigError, MemoryValidationError
 from memvault.server.metrics import Metrics, MetricsMiddleware
 from memvault.server.rest.auth import Authenticator, Caller
 from memvault.server.rest.errors import install_error_handlers
@@ -28,6 +28,7 @@ from memvault.server.rest.guards import (
     BodyLimit,
     McpEndpoint,
     RateLimit,
+    TenantLimit,
 )
 from memvault.server.rest.routes import operation_routers
 from memvault.server.ui import mount_ui
@@ -35,6 +36,7 @@ from memvault.service import MemoryService
 
 if TYPE_CHECKING:
     from memvault.server.keys import KeyStore
+    from memvault.server.state import ServerState
 
 __all__ = ["ServerSettings", "create_app"]
 
@@ -47,7 +49,11 @@ class ServerSettings:
 
     ``rate_limit`` (requests/s per API key, or per client address for requests without a key;
     ``None``: no limit) with bursts of up to ``rate_burst`` requests (``None``: twice the rate,
-    at least 1) answers 429 with ``Retry-After``. The limit is kept per server process.
+    at least 1) answers 429 with ``Retry-After``. The limit is kept per server process unless
+    ``shared_rate_limit``: then in the app's shared server state, one limit across every
+    instance over the store. ``tenant_rate_limit`` (requests/s per tenant, bursts of
+    ``tenant_rate_burst``, default twice the rate) caps each tenant after authentication, in the
+    shared state when there is one.
     ``clock`` is the time in seconds the rate limit refills its buckets by and the API-key cache
     expires by (default :func:`time.monotonic`; a test passes a clock it advances instead of
     sleeping).
@@ -58,6 +64,9 @@ class ServerSettings:
     mount_mcp: bool = True
     rate_limit: float | None = None
     rate_burst: int | None = None
+    shared_rate_limit: bool = False
+    tenant_rate_limit: float | None = None
+    tenant_rate_burst: int | None = None
     clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
@@ -68,6 +77,15 @@ class ServerSettings:
         if self.rate_burst is not None and self.rate_burst < 1:
             msg = f"rate_burst must be at least 1, got {self.rate_burst}"
             raise MemoryValidationError(msg)
+        if self.tenant_rate_limit is not None and not 0 < self.tenant_rate_limit < math.inf:
+            msg = (
+                "tenant_rate_limit must be a positive number of requests/s, got "
+                f"{self.tenant_rate_limit}"
+            )
+            raise MemoryValidationError(msg)
+        if self.tenant_rate_burst is not None and self.tenant_rate_burst < 1:
+            msg = f"tenant_rate_burst must be at least 1, got {self.tenant_rate_burst}"
+            raise MemoryValidationError(msg)
 
     @property
     def burst(self) -> int:
@@ -75,6 +93,13 @@ class ServerSettings:
         if self.rate_burst is not None:
             return self.rate_burst
         return max(1, math.ceil(2 * (self.rate_limit or 0)))
+
+    @property
+    def tenant_burst(self) -> int:
+        """The bucket size of the per-tenant limit."""
+        if self.tenant_rate_burst is not None:
+            return self.tenant_rate_burst
+        return max(1, math.ceil(2 * (self.tenant_rate_limit or 0)))
 
 
 def _ops_router(metrics: Metrics) -> APIRouter:
@@ -102,15 +127,30 @@ def create_app(
     keys: KeyStore | None,
     settings: ServerSettings | None = None,
     operations: Iterable[Operation] = OPERATIONS,
+    state: ServerState | None = None,
 ) -> FastAPI:
     """The REST app over ``service``: a route per operation of ``operations``.
 
     ``keys=None`` disables authentication: every request acts as the local admin of the default
-    tenant (only for local use; ``memvault serve`` allows it on loopback only).
+    tenant (only for local use; ``memvault serve`` allows it on loopback only). ``state`` is
+    the server state every instance over the store shares (dashboard sessions, shared rate
+    limits; :func:`~memvault.server.state.open_server_state`); without it that state is kept
+    in this process, and the app closes it when it stops.
+
+    Raises:
+        MemoryConfigError: ``settings.shared_rate_limit`` without a ``state`` to share.
     """
     conf = settings or ServerSettings()
     ops = tuple(operations)
-    auth = Authenticator(keys, clock=conf.clock)
+    if conf.shared_rate_limit and state is None:
+        msg = "a shared rate limit needs the server state of the store (state=...)"
+        raise MemoryConfigError(msg)
+    tenant_limit = (
+        None
+        if conf.tenant_rate_limit is None
+        else TenantLimit(conf.tenant_rate_limit, conf.tenant_burst, state)
+    )
+    auth = Authenticator(keys, clock=conf.clock, tenant_limit=tenant_limit)
     metrics = Metrics()
     mcp_http: Any = None
     if conf.mount_mcp:
@@ -150,6 +190,8 @@ def create_app(
                         logger.exception("maintenance task failed")
                     await maintenance.close()
                 await service.close()
+                if state is not None:
+                    await state.close()
                 if keys is not None:
                     await asyncio.to_thread(keys.close)
 
@@ -169,7 +211,7 @@ def create_app(
     app.include_router(_ops_router(metrics))
     for router in operation_routers(service, ops):
         app.include_router(router)
-    mount_ui(app, service, metrics=metrics, open_access=keys is None)
+    mount_ui(app, service, metrics=metrics, open_access=keys is None, state=state)
 
     if mcp_http is not None:
         # A Route, not a Mount: "/mcp" itself answers (a mount would redirect it to "/mcp/").
@@ -189,7 +231,13 @@ def create_app(
     app.add_middleware(BodyLimit, limit=conf.max_body_bytes)
     if conf.rate_limit is not None:
         # Outside the body limit: a throttled caller is refused before its body is read.
-        app.add_middleware(RateLimit, rate=conf.rate_limit, burst=conf.burst, clock=conf.clock)
+        app.add_middleware(
+            RateLimit,
+            rate=conf.rate_limit,
+            burst=conf.burst,
+            clock=conf.clock,
+            shared=state if conf.shared_rate_limit else None,
+        )
     if keys is None:
         # Without keys the server trusts whoever can reach it, which --no-auth limits to this
         # machine; a Host check stops web pages from reaching it through DNS rebinding.

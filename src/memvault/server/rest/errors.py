@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memvault.errors import MemoryError
+from memvault.errors import MemoryError, MemoryRateLimitError
 from memvault.server.errors import error_code, error_status, public_message
 from memvault.server.rest.guards import error_response
 
@@ -34,6 +35,8 @@ def install_error_handlers(app: FastAPI) -> None:
             # The store is down, full or read-only for now: nothing was written, and the same
             # request may succeed once the fault is gone.
             response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        elif isinstance(exc, MemoryRateLimitError):
+            response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
         return response
 
     @app.exception_handler(OverflowError)

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi.responses import JSONResponse
 
-from memvault.errors import MemoryError
+from memvault.errors import MemoryError, MemoryRateLimitError
 from memvault.server.errors import error_code, error_status, public_message
 from memvault.server.rest.auth import Authenticator
+
+if TYPE_CHECKING:
+    from memvault.server.state import ServerState
+
+logger = logging.getLogger("memvault.server.rest")
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -21,6 +27,7 @@ __all__ = [
     "BodyLimit",
     "McpEndpoint",
     "RateLimit",
+    "TenantLimit",
     "TokenBucket",
     "declared_length",
     "error_response",
@@ -154,8 +161,12 @@ class RateLimit:
 
     The caller is the API key (a hash of its secret: one key, one bucket, without asking the key
     store before the request is even admitted) or, for a request without a bearer key, the
-    client address. The buckets live in this process: under ``serve --workers N`` each worker
-    keeps its own, so the effective limit is per worker. ``/health`` and ``/metrics`` are exempt.
+    client address. By default the buckets live in this process: under ``serve --workers N``
+    (or N servers) each keeps its own, so the effective limit is N times the rate. With
+    ``shared`` (``serve --shared-rate-limit``) every bucket lives in the store's shared server
+    state instead (one upsert per request), so the limit holds across every instance; if that
+    state cannot be reached the request is judged by this process's bucket (logged), never
+    refused for it. ``/health`` and ``/metrics`` are exempt.
 
     ``clock`` gives the current time in seconds (default :func:`time.monotonic`); only
     differences between its readings count, so a test can pass a clock it advances by hand.
@@ -168,11 +179,13 @@ class RateLimit:
         burst: int,
         *,
         clock: Callable[[], float] = time.monotonic,
+        shared: ServerState | None = None,
     ) -> None:
         self.app = app
         self.rate = rate
         self.burst = float(max(1, burst))
         self.clock = clock
+        self.shared = shared
         self.buckets: dict[str, TokenBucket] = {}
 
     @staticmethod
@@ -197,14 +210,8 @@ class RateLimit:
         if scope["type"] != "http" or scope.get("path") in RATE_LIMIT_EXEMPT:
             await self.app(scope, receive, send)
             return
-        now = self.clock()
         name = self.caller(scope)
-        bucket = self.buckets.get(name)
-        if bucket is None:
-            if len(self.buckets) >= MAX_BUCKETS:
-                self._prune(now)
-            bucket = self.buckets[name] = TokenBucket(self.rate, self.burst, now)
-        wait = bucket.take(now)
+        wait = await self._take(name)
         if wait <= 0.0:
             await self.app(scope, receive, send)
             return
@@ -214,6 +221,20 @@ class RateLimit:
         response.headers["Retry-After"] = str(retry_after)
         await response(scope, receive, send)
 
+    async def _take(self, name: str) -> float:
+        if self.shared is not None:
+            try:
+                return await self.shared.take_token(name, self.rate, self.burst)
+            except MemoryError as exc:
+                logger.warning("shared rate limit unavailable, using this process's: %s", exc)
+        now = self.clock()
+        bucket = self.buckets.get(name)
+        if bucket is None:
+            if len(self.buckets) >= MAX_BUCKETS:
+                self._prune(now)
+            bucket = self.buckets[name] = TokenBucket(self.rate, self.burst, now)
+        return bucket.take(now)
+
     def _prune(self, now: float) -> None:
         # Full buckets carry no state (a new one starts full); if every bucket is in use the
         # oldest half goes, which at worst lets those callers burst once more.
@@ -221,6 +242,38 @@ class RateLimit:
         if len(self.buckets) >= MAX_BUCKETS:
             keep = sorted(self.buckets.items(), key=lambda kv: kv[1].stamp)[MAX_BUCKETS // 2 :]
             self.buckets = dict(keep)
+
+
+class TenantLimit:
+    """A request budget per tenant, taken after authentication (REST and MCP alike).
+
+    Every tenant gets ``rate`` requests/s (bursts up to ``burst``) whatever its keys, so one
+    noisy tenant cannot take the server's capacity from the others. The buckets live in
+    ``state``: the store's shared server state (one limit across every instance) or, by
+    default, this process.
+    """
+
+    def __init__(self, rate: float, burst: int, state: ServerState | None = None) -> None:
+        from memvault.server.state import InMemoryServerState
+
+        self.rate = rate
+        self.burst = float(max(1, burst))
+        self.state: ServerState = state if state is not None else InMemoryServerState()
+
+    async def __call__(self, tenant: str) -> None:
+        """Take one request of ``tenant``'s budget.
+
+        Raises:
+            MemoryRateLimitError: the tenant's budget is spent (``retry_after`` seconds).
+        """
+        try:
+            wait = await self.state.take_token(f"tenant:{tenant}", self.rate, self.burst)
+        except MemoryError as exc:  # the limit must not take the service down with it
+            logger.warning("tenant rate limit unavailable: %s", exc)
+            return
+        if wait > 0.0:
+            msg = f"tenant {tenant!r} is over its limit of {self.rate:g} requests/s"
+            raise MemoryRateLimitError(msg, retry_after=wait)
 
 
 class McpEndpoint:

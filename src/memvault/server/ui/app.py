@@ -41,8 +41,15 @@ from memvault.errors import (
 from memvault.models import AuditRecord, MemoryCategory, MemoryEntry
 from memvault.server.errors import error_status, public_message
 from memvault.server.metrics import Metrics
+from memvault.server.state import InMemoryServerState, ServerState
 from memvault.server.ui import data, plots
-from memvault.server.ui.sessions import COOKIE_NAME, UiSession, UiSessionStore
+from memvault.server.ui.sessions import (
+    COOKIE_NAME,
+    LOGIN_COOKIE,
+    UiSession,
+    login_token,
+    login_token_ok,
+)
 from memvault.service import MemoryService
 
 if TYPE_CHECKING:
@@ -83,7 +90,8 @@ class _Ui:
 
     service: MemoryService
     auth: Authenticator
-    sessions: UiSessionStore
+    sessions: ServerState
+    """Where logged-in sessions live (shared by every server instance over the store)."""
     env: Environment
     latency: data.LatencyHistory
     open_access: bool
@@ -244,14 +252,14 @@ def _route_class(ui_ref: list[_Ui]) -> type[APIRoute]:
                     response = _to_login(request)
                 except MemoryAuthenticationError:
                     # The key was revoked (or never valid): forget the session, log in again.
-                    ui.sessions.drop(request.cookies.get(COOKIE_NAME, ""))
+                    await ui.sessions.drop_session(request.cookies.get(COOKIE_NAME))
                     response = _to_login(request)
                 except (MemoryError, RequestValidationError) as exc:
                     if isinstance(exc, MemoryError):
                         status, message = error_status(exc), public_message(exc)
                     else:
                         status, message = 422, "invalid request parameters"
-                    session = ui.sessions.get(request.cookies.get(COOKIE_NAME))
+                    session = await ui.sessions.session(request.cookies.get(COOKIE_NAME))
                     response = _render(
                         ui, "error.html", session, None, status=status, status_code=status,
                         message=message,
@@ -270,10 +278,12 @@ def _to_login(request: Request) -> Response:
     return RedirectResponse(f"{UI_PREFIX}/login", status_code=303)
 
 
-def _set_cookie(request: Request, response: Response, session: UiSession) -> None:
+def _set_cookie(
+    request: Request, response: Response, value: str, *, name: str = COOKIE_NAME
+) -> None:
     response.set_cookie(
-        COOKIE_NAME,
-        session.id,
+        name,
+        value,
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -290,6 +300,7 @@ def mount_ui(
     *,
     metrics: Metrics | None = None,
     open_access: bool = False,
+    state: ServerState | None = None,
 ) -> None:
     """Add the dashboard (pages under ``/ui``, static files under ``/ui/static``) to ``app``.
 
@@ -298,12 +309,14 @@ def mount_ui(
     ``metrics`` (the app's request metrics) feeds the search-latency chart. ``open_access``
     says the app has no API keys (``serve --no-auth``): the login page then only opens a session
     (for its CSRF token) and every session acts as the local admin, as REST does.
+    ``state`` keeps the logged-in sessions (default: in this process only; ``memvault serve``
+    passes the store's shared state, :func:`~memvault.server.state.open_server_state`).
     """
     auth: Authenticator = app.state.memvault_auth
     ui = _Ui(
         service=service,
         auth=auth,
-        sessions=UiSessionStore(),
+        sessions=state if state is not None else InMemoryServerState(),
         env=_environment(),
         latency=data.LatencyHistory(
             metrics,
@@ -348,11 +361,10 @@ def _router(ui: _Ui) -> APIRouter:
 
     async def page(request: Request) -> _Page:
         ui.latency.sample()
-        session = ui.sessions.get(request.cookies.get(COOKIE_NAME))
-        if session is None or not session.logged_in:
+        session = await ui.sessions.session(request.cookies.get(COOKIE_NAME))
+        if session is None:
             raise _LoginRequired
-        header = f"Bearer {session.secret}" if session.secret else None
-        actor = await ui.auth(header)
+        actor = await ui.auth.by_key_id(session.key_id)
         return _Page(ui, request, session, actor)
 
     async def posted(request: Request) -> tuple[_Page, Mapping[str, str]]:
@@ -382,41 +394,47 @@ def _router(ui: _Ui) -> APIRouter:
 
     @router.get("/login")
     async def login_form(request: Request) -> Response:
-        session = ui.sessions.get(request.cookies.get(COOKIE_NAME)) or ui.sessions.new()
-        response = _render(ui, "login.html", session, None, error=None)
-        _set_cookie(request, response, session)
+        # Nothing is stored before a login: the form's token is a double-submit cookie.
+        token = request.cookies.get(LOGIN_COOKIE) or login_token()
+        form = UiSession("", token, None)
+        response = _render(ui, "login.html", form, None, error=None)
+        _set_cookie(request, response, token, name=LOGIN_COOKIE)
         return response
 
     @router.post("/login")
     async def login(request: Request) -> Response:
-        session = ui.sessions.get(request.cookies.get(COOKIE_NAME))
+        cookie = request.cookies.get(LOGIN_COOKIE)
         form = await request.form()
         token = form.get("csrf")
-        if session is None or not session.csrf_ok(token if isinstance(token, str) else None):
-            fresh = ui.sessions.new()
+        if not login_token_ok(cookie, token if isinstance(token, str) else None):
+            fresh = login_token()
             refused: Response = _render(
-                ui, "login.html", fresh, None, status=403,
+                ui, "login.html", UiSession("", fresh, None), None, status=403,
                 error="The login form expired; please try again.",
             )  # fmt: skip
-            _set_cookie(request, refused, fresh)
+            _set_cookie(request, refused, fresh, name=LOGIN_COOKIE)
             return refused
         key = form.get("key")
         secret = key.strip() if isinstance(key, str) else ""
         try:
-            await ui.auth(f"Bearer {secret}" if not ui.open_access else None)
+            key_id = None if ui.open_access else await ui.auth.key_id(secret)
         except MemoryAuthenticationError:
             return _render(
-                ui, "login.html", session, None, status=401, error="Invalid or revoked API key."
-            )
-        fresh = ui.sessions.login(session, None if ui.open_access else secret)
+                ui, "login.html", UiSession("", str(cookie), None), None, status=401,
+                error="Invalid or revoked API key.",
+            )  # fmt: skip
+        # A new session id at every login (no fixation); an earlier session of this browser ends.
+        await ui.sessions.drop_session(request.cookies.get(COOKIE_NAME))
+        opened = await ui.sessions.open_session(key_id)
         response = RedirectResponse(f"{UI_PREFIX}/", status_code=303)
-        _set_cookie(request, response, fresh)
+        _set_cookie(request, response, opened.id)
+        response.delete_cookie(LOGIN_COOKIE, path=UI_PREFIX)
         return response
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
         current, _ = await posted(request)
-        ui.sessions.drop(current.session.id)
+        await ui.sessions.drop_session(current.session.id)
         response = RedirectResponse(f"{UI_PREFIX}/login", status_code=303)
         response.delete_cookie(COOKIE_NAME, path=UI_PREFIX)
         return response
