@@ -116,3 +116,31 @@ async def test_unreported_usage_is_estimated() -> None:
     await metered.complete([ChatMessage(role="user", content="x" * 40)])
     assert seen[0].estimated and seen[0].input_tokens == estimate_tokens("x" * 40) == 10
     assert seen[0].output_tokens == 3
+
+
+async def test_two_processes_over_one_store_enforce_one_budget(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two memories over one file stand in for two servers: what one spends, the other's meter
+    # reads back from the cost records once its cached spend is older than REFRESH_SECONDS.
+    from memvault.memory import _costs
+
+    monkeypatch.setattr(_costs, "REFRESH_SECONDS", 0.0)
+    budget = 250  # one extraction call spends between half of it and all of it (checked below)
+    config = _config(agent_token_budget=budget)
+    first_llm = ScriptedLLM([FACTS], repeat_last=True)
+    second_llm = ScriptedLLM([FACTS], repeat_last=True)
+    path = str(tmp_path / "shared.db")
+    async with (
+        AsyncMemory(path, config=config, embedder=minilm, llm=first_llm) as first,
+        AsyncMemory(path, config=config, embedder=minilm, llm=second_llm) as second,
+    ):
+        await second.add(MOVE, agent_id="a", infer=True)  # the second meter now holds one call
+        (record,) = await second.operations.cost_records.query(agent_id="a")
+        assert budget / 2 <= record.input_tokens + record.output_tokens < budget
+        await first.add(TRIP, agent_id="a", infer=True)  # together: over the budget
+        assert len(first_llm.calls) == 1
+        with pytest.warns(RuntimeWarning, match="budget"):
+            await second.add(MOVE, agent_id="a", infer=True)
+        # Counting only its own call the second meter would have allowed this one.
+        assert len(second_llm.calls) == 1

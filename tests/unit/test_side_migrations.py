@@ -37,6 +37,7 @@ from memvault.learning.store import LEARNING_TABLES
 from memvault.maintenance.state import MAINTENANCE_TABLES, SQLiteMaintenanceState
 from memvault.persistence._tables import SCHEMA as PERSISTENCE_TABLES
 from memvault.server.keys import KEY_TABLES, SQLiteKeyStore
+from memvault.server.state import SERVER_TABLES
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -49,9 +50,10 @@ SCHEMAS: dict[str, SideSchema] = {
     "memvault.maintenance.state": MAINTENANCE_TABLES,
     "memvault.server.keys": KEY_TABLES,
     "memvault.persistence._tables": PERSISTENCE_TABLES,
+    "memvault.server.state": SERVER_TABLES,
 }
 
-BORN_WITH_THE_LEDGER = {"persistence"}
+BORN_WITH_THE_LEDGER = {"persistence", "server"}
 """Stores first released with named migrations: no older file to adopt, so no Case."""
 
 

@@ -382,14 +382,17 @@ class LearningEngine:
     # -- context: pools and policies ------------------------------------------------------------
 
     async def _pool_has_entries(self, pool: str) -> bool:
-        # Counting every pool on every context call would add a query per pool; a short cache
-        # keeps the common case (empty pools) nearly free and still sees new skills in seconds.
+        # Only "the pool has entries" is cached (briefly): wrong, it costs a search that finds
+        # nothing. "Empty" is asked again every time (one indexed count), because an entry
+        # written through another process or server must reach the very next context there
+        # too; this process's own writes forget the cache at once (_pools_changed).
         seen = self._pool_seen.get(pool)
         now = time.monotonic()
         if seen is not None and now - seen[0] < _POOL_CACHE_SECONDS:
-            return seen[1]
+            return True
         has = await self._memory.count(agent_id=pool) > 0
-        self._pool_seen[pool] = (now, has)
+        if has:
+            self._pool_seen[pool] = (now, True)
         return has
 
     def _pools_changed(self, pool: str) -> None:

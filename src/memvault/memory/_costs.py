@@ -4,14 +4,17 @@ Every call through the memory's :class:`~memvault.llm.metered.MeteredLLM` become
 :class:`~memvault.persistence.models.CostRecord` in the memory's operational store (best
 effort: a failed write is logged, never raised into the memory operation). With
 ``persistence.costs.agent_budget`` or ``agent_token_budget`` set, the meter keeps each agent's
-spend for the current UTC day in memory (read once per agent and day from the store, then
-added to per call: no query per call) and refuses calls once it reaches the budget, with one
-warning per agent and day; the refused call takes its offline path.
+spend for the current UTC day in memory (read from the store, then added to per call: no
+query per call) and refuses calls once it reaches the budget, with one warning per agent and
+day; the refused call takes its offline path. The spend is read again from the store every
+:data:`REFRESH_SECONDS`, so several processes or servers over one store enforce one budget:
+together they overshoot it by at most what they spend in that time.
 """
 
 from __future__ import annotations
 
 import logging
+import time as clock
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, time
@@ -21,9 +24,12 @@ from memvault.llm.metered import CostScope, LLMCall
 from memvault.persistence import PersistenceBackend
 from memvault.persistence.models import CostKind, CostRecord
 
-__all__ = ["SYSTEM_AGENT", "CostMeter"]
+__all__ = ["REFRESH_SECONDS", "SYSTEM_AGENT", "CostMeter"]
 
 logger = logging.getLogger("memvault.costs")
+
+REFRESH_SECONDS = 10.0
+"""How long an agent's spend read from the store is trusted before it is read again."""
 
 SYSTEM_AGENT = "memvault"
 """The agent of cost records made outside any agent's operation (a tenant-wide consolidation)."""
@@ -43,7 +49,8 @@ class CostMeter:
         self._costs = costs
         self._clock = clock or (lambda: datetime.now(UTC))
         self._day = self._clock().date()
-        self._spent: dict[str, tuple[int, float]] = {}
+        # agent -> (tokens, cost, when read from the store: time.monotonic())
+        self._spent: dict[str, tuple[int, float, float]] = {}
         self._warned: set[str] = set()
 
     @property
@@ -62,15 +69,19 @@ class CostMeter:
         """The agent's ``(tokens, cost)`` for the current UTC day."""
         self._roll()
         found = self._spent.get(agent)
-        if found is None:
+        now = clock.monotonic()
+        # Without cost records (record: false) the store knows nothing: count here only.
+        stale = found is not None and self._costs.record and now - found[2] > REFRESH_SECONDS
+        if found is None or stale:
             since = datetime.combine(self._day, time(), tzinfo=UTC)
             try:
-                found = await self._operations().cost_records.totals(agent_id=agent, since=since)
+                totals = await self._operations().cost_records.totals(agent_id=agent, since=since)
             except Exception as exc:  # the budget must not take the memory down with the store
-                logger.warning("cost totals of %s unreadable (%s): counting from 0", agent, exc)
-                found = (0, 0.0)
+                logger.warning("cost totals of %s unreadable (%s): counting from here", agent, exc)
+                totals = (0, 0.0) if found is None else (found[0], found[1])
+            found = (totals[0], totals[1], now)
             self._spent[agent] = found
-        return found
+        return found[0], found[1]
 
     async def allow(self, scope: CostScope) -> bool:
         """False once the agent's budget for today is spent (warned once per agent and day)."""
@@ -101,6 +112,7 @@ class CostMeter:
             self._spent[agent] = (
                 tokens + call.input_tokens + call.output_tokens,
                 spent + (cost or 0.0),
+                self._spent[agent][2],
             )
         if not self._costs.record:
             return
