@@ -117,3 +117,88 @@ class SchemaFactory:
                     sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
                 )
         self.names.clear()
+
+
+class Replica:
+    """A private primary (pgserver) and a streaming standby made from it with pg_basebackup.
+
+    ``stop()`` kills the standby (``-m immediate``, as a crash) and ``start()`` brings it back;
+    ``pause()``/``resume()`` hold and release WAL replay, so a test can tell a read served by
+    the standby (which does not see a write yet) from one served by the primary.
+    """
+
+    def __init__(self, root: Path) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver
+            from pgserver import _commands
+
+        self._commands: Any = _commands
+        self.server: Any = pgserver.get_server(root / "primary", cleanup_mode="stop")
+        self.primary_url = str(self.server.get_uri())
+        info = self.server.get_postmaster_info()
+        user = self.server.system_user
+        self._kw: dict[str, Any] = {"user": user} if user else {}
+        self.standby = root / "standby"
+        self.standby.mkdir(mode=0o700)
+        sockets = root / "standby-socket"
+        sockets.mkdir()
+        sockets.chmod(0o777)
+        if user:
+            import pwd
+
+            entry = pwd.getpwnam(user)
+            os.chown(self.standby, entry.pw_uid, entry.pw_gid)
+        self._commands.pg_basebackup(
+            ["-h", str(info.socket_dir), "-p", str(info.port), "-U", "postgres",
+             "-D", str(self.standby), "-R", "-X", "stream"],
+            timeout=120, **self._kw,
+        )  # fmt: skip
+        self._start_args = ["-w", "-o", '-h ""', "-o", f"-k {sockets}", "-l",
+                            str(self.standby / "log"), "start"]  # fmt: skip
+        self.replica_url = f"postgresql://postgres:@/postgres?host={sockets}&port={info.port}"
+        _prepare(self.primary_url)
+        self.start()
+
+    def start(self) -> None:
+        """Start the standby (it catches up from the primary)."""
+        self._commands.pg_ctl(self._start_args, pgdata=self.standby, timeout=60, **self._kw)
+
+    def stop(self) -> None:
+        """Kill the standby outright."""
+        self._commands.pg_ctl(
+            ["-w", "-m", "immediate", "stop"], pgdata=self.standby, timeout=60, **self._kw
+        )
+
+    def _on_standby(self, statement: str) -> None:
+        with psycopg.connect(self.replica_url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(statement)
+
+    def pause(self) -> None:
+        """Hold WAL replay on the standby."""
+        self._on_standby("SELECT pg_wal_replay_pause()")
+
+    def resume(self) -> None:
+        """Let the standby replay again."""
+        self._on_standby("SELECT pg_wal_replay_resume()")
+
+    def close(self) -> None:
+        """Stop both servers."""
+        with contextlib.suppress(Exception):
+            self.stop()
+        with contextlib.suppress(Exception):
+            self.server.cleanup()
+
+
+@contextlib.contextmanager
+def primary_with_replica() -> Iterator[Replica]:
+    """A private primary and its streaming standby, both deleted afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="memvault-replica-"))
+    try:
+        replica = Replica(root)
+        try:
+            yield replica
+        finally:
+            replica.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

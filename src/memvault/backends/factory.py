@@ -91,7 +91,36 @@ def open_backend(
     # MemoryConfigError naming ``memvault[postgres]`` when it is missing).
     from memvault.backends.postgres import PostgresBackend
 
+    read_url = _replica_of(cfg, target)
+    if read_url is not None:
+        opts["read_url"] = read_url
     return PostgresBackend(target, embedder, **opts)
+
+
+def _replica_of(cfg: MemvaultConfig, target: str) -> str | None:
+    """``storage.read_url`` when ``target`` is the configured database (any schema of it).
+
+    A replica replicates a whole cluster, so a tenant's schema is read from it too; another
+    database opened with the same configuration (a migration target) is not.
+
+    Raises:
+        MemoryConfigError: ``read_url`` is not a PostgreSQL URL.
+    """
+    read_url = cfg.storage.read_url
+    if not read_url:
+        return None
+    from memvault.backends.postgres._dsn import parse_dsn
+
+    kind, replica = parse_url(read_url)
+    if kind != "postgresql":
+        msg = (
+            f"storage.read_url must be a postgresql:// URL (a streaming replica), got {read_url!r}"
+        )
+        raise MemoryConfigError(msg)
+    own_kind, own = parse_url(cfg.resolved_url())
+    if own_kind != "postgresql" or parse_dsn(own).conninfo != parse_dsn(target).conninfo:
+        return None
+    return replica
 
 
 def _open_adapter(

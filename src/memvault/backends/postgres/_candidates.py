@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memvault.backends._base import BaseBackend, Vectors
 from memvault.backends._common import analysed_from_counts
@@ -41,6 +41,8 @@ from memvault.retrieval.bm25 import (
     idf,
     prune_common_terms,
 )
+
+T = TypeVar("T")
 
 __all__ = ["PostgresCandidatesMixin", "exact_scans"]
 
@@ -89,6 +91,8 @@ class PostgresCandidatesMixin(_MixinBase):
         def _connection(
             self, op: str, *, write: bool = False
         ) -> contextlib.AbstractAsyncContextManager[Conn]: ...
+
+        async def _read(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T: ...
 
     async def search_candidates(
         self,
@@ -154,56 +158,72 @@ class PostgresCandidatesMixin(_MixinBase):
         exact = _EXACT.get()
         where, params = _where(query, now)
         where, params = f"{scope} AND {where}", [*scope_params, *params]
-        async with self._connection("search") as conn, conn.transaction():
-            # One snapshot for the statistics and the rows they score, as FTS5 has; the dense
-            # side reads the same snapshot, so no search sees half of a write.
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cur = await conn.execute(stats_sql, stats_params)
-            stats = await cur.fetchone()
-            assert stats is not None
-            n_total, total_len, n_agent, dfs = int(stats[0]), int(stats[1]), int(stats[2]), stats[3]
-            dense: list[tuple[int, float]] = []
-            if vector is not None and n_agent:
-                dense = await self._dense(
-                    conn, where, params, vector, pool, n_total, n_agent, exact
-                )
-            lexical: list[tuple[int, float]] = []
-            kept = prune_common_terms(terms, dict(zip(terms, dfs, strict=True)), n_total)
-            if len(kept) < len(terms):
-                dfs = [df for t, df in zip(terms, dfs, strict=True) if t in kept]
-                terms = kept
-            if terms and any(dfs):
-                lexical = await self._lexical(
-                    conn, where, params, terms, dfs, pool, n_total, total_len, [r for r, _ in dense]
-                )
-            rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
-            by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
-            analysed: dict[str, str] = {}
-            static: dict[str, bytes] = {}
-            if rowids:
-                # Long texts' term counts come along: ranking reads a candidate's terms from them
-                # instead of analysing its text again (tens of microseconds per long turn that
-                # its memo misses). Short texts stay with the memo, which holds many of them;
-                # parsing their counts would cost more than it saves.
-                # The static vectors stored at insert come along too when ranking reads them
-                # (with the dense side; it would otherwise tokenise every candidate it has not
-                # seen before).
-                static_col = "m.static" if vector is not None else "NULL"
-                cur = await conn.execute(
-                    f"SELECT {_COLUMNS}, vector_send(m.embedding),"
-                    f" CASE WHEN length(m.content) > {LONG_TEXT_CHARS} THEN m.term_freqs END,"
-                    f" {static_col} FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
-                    [rowids],
-                )
-                for row in await cur.fetchall():
-                    entry = _row_entry(row)
-                    by_rowid[int(row[0])] = (entry, _vector_from_send(row[-3]))
-                    if row[-2] is not None:
-                        text = analysed_from_counts(entry, row[-2])
-                        if text is not None:
-                            analysed[entry.id] = text
-                    if row[-1] is not None:
-                        static[entry.id] = bytes(row[-1])
+
+        async def run(conn: Conn) -> tuple[Any, ...]:
+            qterms = terms  # pruned below: a retry on the primary starts from the query's
+            async with conn.transaction():
+                # One snapshot for the statistics and the rows they score, as FTS5 has; the
+                # dense side reads the same snapshot, so no search sees half of a write.
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                cur = await conn.execute(stats_sql, stats_params)
+                stats = await cur.fetchone()
+                assert stats is not None
+                n_total, total_len = int(stats[0]), int(stats[1])
+                n_agent, dfs = int(stats[2]), stats[3]
+                dense: list[tuple[int, float]] = []
+                if vector is not None and n_agent:
+                    dense = await self._dense(
+                        conn, where, params, vector, pool, n_total, n_agent, exact
+                    )
+                lexical: list[tuple[int, float]] = []
+                kept = prune_common_terms(qterms, dict(zip(qterms, dfs, strict=True)), n_total)
+                if len(kept) < len(qterms):
+                    dfs = [df for t, df in zip(qterms, dfs, strict=True) if t in kept]
+                    qterms = kept
+                if qterms and any(dfs):
+                    lexical = await self._lexical(
+                        conn,
+                        where,
+                        params,
+                        qterms,
+                        dfs,
+                        pool,
+                        n_total,
+                        total_len,
+                        [r for r, _ in dense],
+                    )
+                rowids = sorted({r for r, _ in dense} | {r for r, _ in lexical})
+                by_rowid: dict[int, tuple[MemoryEntry, Vectors]] = {}
+                analysed: dict[str, str] = {}
+                static: dict[str, bytes] = {}
+                if rowids:
+                    # Long texts' term counts come along: ranking reads a candidate's terms
+                    # from them instead of analysing its text again (tens of microseconds per
+                    # long turn that its memo misses). Short texts stay with the memo, which
+                    # holds many of them; parsing their counts would cost more than it saves.
+                    # The static vectors stored at insert come along too when ranking reads
+                    # them (with the dense side; it would otherwise tokenise every candidate it
+                    # has not seen before).
+                    static_col = "m.static" if vector is not None else "NULL"
+                    cur = await conn.execute(
+                        f"SELECT {_COLUMNS}, vector_send(m.embedding),"
+                        f" CASE WHEN length(m.content) > {LONG_TEXT_CHARS}"
+                        " THEN m.term_freqs END,"
+                        f" {static_col} FROM memories m WHERE m.rowid = ANY(%s::bigint[])",
+                        [rowids],
+                    )
+                    for row in await cur.fetchall():
+                        entry = _row_entry(row)
+                        by_rowid[int(row[0])] = (entry, _vector_from_send(row[-3]))
+                        if row[-2] is not None:
+                            text = analysed_from_counts(entry, row[-2])
+                            if text is not None:
+                                analysed[entry.id] = text
+                        if row[-1] is not None:
+                            static[entry.id] = bytes(row[-1])
+            return n_agent, dense, lexical, by_rowid, analysed, static
+
+        n_agent, dense, lexical, by_rowid, analysed, static = await self._read("search", run)
         # The scope's row count before the other filters: counting what they leave would cost
         # a scan, and the gate needs only the order of magnitude.
         cands = CandidateSet(query_vector=vector, searched=n_agent if vector is not None else None)
@@ -221,7 +241,8 @@ class PostgresCandidatesMixin(_MixinBase):
     ) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
         if not ids:
             return {}
-        async with self._connection("search") as conn:
+
+        async def run(conn: Conn) -> dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]]:
             # Insertion order per agent is rowid order (the identity column only grows).
             cur = await conn.execute(
                 "SELECT t.id,"
@@ -234,6 +255,8 @@ class PostgresCandidatesMixin(_MixinBase):
                 [hops, hops, agent_id, list(ids)],
             )
             return await _hydrate_sides(conn, await cur.fetchall())
+
+        return await self._read("search", run)
 
     def _ef_search(self, *, exact: bool, n_total: int, n_agent: int, pool: int) -> int | None:
         """``hnsw.ef_search`` for a dense query, or None to scan exactly.

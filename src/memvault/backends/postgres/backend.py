@@ -25,6 +25,7 @@ import contextlib
 import logging
 import math
 import re
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
@@ -134,6 +135,13 @@ def _is_connection_error(exc: psycopg.Error) -> bool:
     return state.startswith(_CONNECTION_STATES)
 
 
+REPLICA_RETRY_SECONDS = 5.0
+"""How long reads stay on the primary after the replica could not be reached."""
+# Writes a client never reads back (access counts behind searches): they do not hold the
+# writer's reads on the primary.
+_UNTRACKED_WRITES = frozenset({"record access"})
+
+
 class PostgresBackend(
     PostgresReindexMixin,
     PostgresSideMixin,
@@ -166,6 +174,13 @@ class PostgresBackend(
             (default 20,000, the size from which common query terms are dropped as well):
             smaller stores score every match, as SQLite does.
         connect_timeout: seconds to wait for the server when connecting.
+        read_url: a streaming replica of the same database (``storage.read_url``): searches,
+            lists, counts and gets go there, writes to the primary. Read-your-writes: after a
+            write through this backend its reads stay on the primary until the replica has
+            replayed that write's WAL position (one ``pg_last_wal_replay_lsn()`` per read
+            while it has not); a replica that cannot be reached is left alone for
+            :data:`REPLICA_RETRY_SECONDS` and reads fall back to the primary, the read in
+            flight included. The replica is used in this backend's own schema.
         **kwargs: :class:`~memvault.backends._base.BaseBackend` options.
     """
 
@@ -187,10 +202,18 @@ class PostgresBackend(
         lexical_bound_min_rows: int = PRUNE_MIN_DOCS,
         index_build_memory: str = "1GB",
         connect_timeout: float = 10.0,
+        read_url: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
         self._dsn = parse_dsn(url)
+        self._read_dsn = None if not read_url else parse_dsn(read_url)
+        self._replica: AsyncConnectionPool[Conn] | None = None
+        self._replica_down_until = 0.0
+        self._write_lsn: str | None = None
+        self.read_routes: Counter[str] = Counter()
+        """Where reads went: ``replica``, ``primary (lag)`` (the replica had not replayed this
+        backend's last write yet), ``primary (replica down)``; empty without a replica."""
         if self._dsn.schema is not None and schema not in ("public", self._dsn.schema):
             msg = f"schema {schema!r} conflicts with schema={self._dsn.schema!r} in the URL"
             raise MemoryConfigError(msg)
@@ -288,13 +311,61 @@ class PostgresBackend(
         async with self._guard(op, write=True):
             for attempt in range(_RETRIES):
                 try:
-                    async with pool.connection() as conn, conn.transaction():
-                        return await fn(conn)
+                    async with pool.connection() as conn:
+                        async with conn.transaction():
+                            done = await fn(conn)
+                        if self._read_dsn is not None and op not in _UNTRACKED_WRITES:
+                            # After the commit: a replica at this position has replayed it.
+                            cur = await conn.execute("SELECT pg_current_wal_insert_lsn()::text")
+                            row = await cur.fetchone()
+                            self._write_lsn = None if row is None else str(row[0])
+                        return done
                 except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                     if attempt == _RETRIES - 1:
                         raise
                     await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    async def _read(self, op: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run the read ``fn`` on the replica when it may answer, else on the primary.
+
+        See ``read_url`` in the class docstring. A replica failure never fails the read: it
+        runs again on the primary.
+        """
+        replica = self._replica
+        if replica is not None:
+            if time.monotonic() < self._replica_down_until:
+                self.read_routes["primary (replica down)"] += 1
+            else:
+                try:
+                    async with self._guard(op), replica.connection(timeout=1.0) as conn:
+                        if await self._replayed(conn):
+                            found = await fn(conn)
+                            self.read_routes["replica"] += 1
+                            return found
+                    self.read_routes["primary (lag)"] += 1
+                except MemoryConnectionError as exc:
+                    self._replica_down_until = time.monotonic() + REPLICA_RETRY_SECONDS
+                    self.read_routes["primary (replica down)"] += 1
+                    logger.warning(
+                        "memory.replica.down",
+                        extra={"location": self.location, "error": str(exc)},
+                    )
+        async with self._connection(op) as conn:
+            return await fn(conn)
+
+    async def _replayed(self, conn: Conn) -> bool:
+        """True if the replica has replayed this backend's last tracked write."""
+        wanted = self._write_lsn
+        if wanted is None:
+            return True
+        cur = await conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [wanted])
+        row = await cur.fetchone()
+        if row is not None and row[0]:
+            if self._write_lsn == wanted:
+                self._write_lsn = None  # replayed: later reads need not ask until a new write
+            return True
+        return False
 
     async def _configure(self, conn: Conn) -> None:
         """Session settings of every pooled connection."""
@@ -336,6 +407,21 @@ class PostgresBackend(
                 await pool.close()
                 raise
         self._pool = pool
+        if self._read_dsn is not None:
+            # Opened without waiting: a replica that is down must not stop the store opening
+            # (reads use the primary until it answers).
+            replica: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+                self._read_dsn.conninfo,
+                min_size=1,
+                max_size=self._pool_max,
+                open=False,
+                kwargs={"autocommit": True, **self._connect_kwargs()},
+                configure=self._configure,
+                name=f"memvault-replica:{self._schema}",
+                reconnect_timeout=0,
+            )
+            await replica.open(wait=False)
+            self._replica = replica
         self._connected = True
         logger.info("memory.connect", extra={"backend": "postgresql", "location": self.location})
 
@@ -358,6 +444,9 @@ class PostgresBackend(
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+        replica, self._replica = self._replica, None
+        if replica is not None:
+            await replica.close()
 
     async def health_check(self) -> bool:
         """True if ``SELECT 1`` answers."""
@@ -608,12 +697,15 @@ class PostgresBackend(
         agent = check_agent(agent_id)
         mid = check_id(memory_id)
         self._require_connected()
-        async with self._connection("get") as conn:
+
+        async def run(conn: Conn) -> Any:
             cur = await conn.execute(
                 f"SELECT {_COLUMNS} FROM memories m WHERE m.id = %s AND m.agent_id = %s",
                 [mid, agent],
             )
-            row = await cur.fetchone()
+            return await cur.fetchone()
+
+        row = await self._read("get", run)
         return None if row is None else _row_entry(row)
 
     async def count(
@@ -636,9 +728,12 @@ class PostgresBackend(
             cond, values = _filters_sql(wanted)
             query += f" AND {cond}"
             params.extend(values)
-        async with self._connection("count") as conn:
+
+        async def run(conn: Conn) -> Any:
             cur = await conn.execute(query, params)
-            row = await cur.fetchone()
+            return await cur.fetchone()
+
+        row = await self._read("count", run)
         return int(row[0]) if row else 0
 
     async def list_entries(
@@ -654,11 +749,14 @@ class PostgresBackend(
         query = with_filters(query, filters)
         self._require_connected()
         where, params = _where(query, self._clock())
-        async with self._connection("list") as conn:
+
+        async def run(conn: Conn) -> list[Any]:
             cur = await conn.execute(
                 f"SELECT {_COLUMNS} FROM memories m WHERE {_PRIVATE_SCOPE} AND {where}"
                 " ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s",
                 [agent, *params, query.limit, offset],
             )
-            rows = await cur.fetchall()
+            return list(await cur.fetchall())
+
+        rows = await self._read("list", run)
         return [_row_entry(r) for r in rows]
