@@ -434,8 +434,11 @@ class PostgresSide:
                 await asyncio.to_thread(self._migrate)
                 pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
                     self._dsn.conninfo,
-                    min_size=1,
+                    # No idle connection kept: a side store of each of thousands of tenants
+                    # must not hold one (see PostgresBackend's pool_min).
+                    min_size=0,
                     max_size=self._pool_max,
+                    max_idle=60.0,
                     open=False,
                     kwargs={"autocommit": True},
                     name=self._pool_name,

@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
+import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,6 +92,10 @@ LLM_URL_ENV = "MEMVAULT_LLM_BASE_URL"
 LLM_MODEL_ENV = "MEMVAULT_LLM_MODEL"
 """The model of that LLM (default :data:`DEFAULT_LLM_MODEL`)."""
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
+DEFAULT_MAX_OPEN_TENANTS = 256
+"""Tenants a service keeps open before it closes the least recently used idle ones."""
+TENANT_IDLE_SECONDS = 120.0
+"""A tenant unused for this long (and with no call in flight) may be closed to make room."""
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -118,12 +124,22 @@ class MemoryService:
         *,
         embedder: Embedder | None = None,
         llm: LLMProvider | None = None,
+        max_open_tenants: int = DEFAULT_MAX_OPEN_TENANTS,
     ) -> None:
+        if max_open_tenants < 1:
+            msg = f"max_open_tenants must be at least 1, got {max_open_tenants}"
+            raise MemoryConfigError(msg)
         self._config = config if config is not None else load_config()
         self._embedder = embedder
         self._llm = llm
         self._env_llm: LLMProvider | None = None
         self._memories: dict[str, AsyncMemory] = {}
+        # Open tenants: when each was last used, and the calls running on each. Past
+        # max_open_tenants the least recently used idle ones are closed (their stores hold
+        # connections); they open again on their next request.
+        self._max_open = max_open_tenants
+        self._last_used: dict[str, float] = {}
+        self._in_flight: Counter[str] = Counter()
         self._sessions: dict[str, SessionStore] = {}
         self._single_tenant = False
         self._fine_tuners: dict[str, FineTuneManager] = {}
@@ -156,10 +172,12 @@ class MemoryService:
         name = check_tenant(tenant)
         found = self._memories.get(name)
         if found is not None:
+            self._last_used[name] = time.monotonic()
             return found
         if self._single_tenant:
             msg = f"tenant {name!r} does not exist on this server"
             raise MemoryPermissionError(msg)
+        idle: builtins.list[str] = []
         async with self._lock:
             if self._closed:
                 msg = "the memory service is closed"
@@ -188,7 +206,82 @@ class MemoryService:
                     ),
                 )
                 self._memories[name] = found
+                self._last_used[name] = time.monotonic()
+                idle = self._idle_tenants()
+        for other in idle:
+            await self.close_tenant(other)
         return found
+
+    def _idle_tenants(self) -> builtins.list[str]:
+        """Tenants to close so that at most ``max_open_tenants`` stay open (idle ones only)."""
+        excess = len(self._memories) - self._max_open
+        if excess <= 0:
+            return []
+        oldest = time.monotonic() - TENANT_IDLE_SECONDS
+        idle = sorted(
+            (at, t)
+            for t, at in self._last_used.items()
+            if t != DEFAULT_TENANT
+            and t in self._memories
+            and at < oldest
+            and not self._in_flight[t]
+            and t not in self._fine_tuners
+        )
+        return [t for _, t in idle[:excess]]
+
+    @property
+    def open_tenants(self) -> builtins.list[str]:
+        """The tenants whose stores are open now."""
+        return sorted(self._memories)
+
+    async def close_tenant(self, tenant: str) -> bool:
+        """Close one tenant's stores (they open again on its next request); False if closed.
+
+        Raises:
+            MemoryConfigError: an invalid tenant name.
+        """
+        name = check_tenant(tenant)
+        async with self._lock:
+            memory = self._memories.pop(name, None)
+            sessions = self._sessions.pop(name, None)
+            conversation = self._conversations.pop(name, None)
+            self._last_used.pop(name, None)
+        if memory is None:
+            return False
+        if conversation is not None:
+            await conversation.close()
+        if sessions is not None:
+            await sessions.close()
+        await memory.close()
+        return True
+
+    async def drop_tenant(self, tenant: str) -> builtins.list[str]:
+        """Delete a tenant and everything it stores; the storage removed.
+
+        Its stores are closed first; then its PostgreSQL schema is dropped (``CASCADE``) or its
+        SQLite files are deleted. The default tenant cannot be dropped, nor a tenant with a
+        call in flight. Its API keys stay in the key store (revoke them: ``memvault keys``).
+
+        Raises:
+            MemoryPermissionError: the default tenant, or a single-memory service.
+            MemoryConflictError: a call of the tenant is running.
+            MemoryCapabilityError: a store kind without per-tenant storage to remove.
+        """
+        from memvault.errors import MemoryConflictError
+
+        name = check_tenant(tenant)
+        if name == DEFAULT_TENANT or self._single_tenant:
+            msg = "the default tenant cannot be dropped"
+            raise MemoryPermissionError(msg)
+        if self._in_flight[name]:
+            msg = f"tenant {name!r} has calls in flight; retry when they are done"
+            raise MemoryConflictError(msg)
+        await self.close_tenant(name)
+        fine_tuner = self._fine_tuners.pop(name, None)
+        del fine_tuner
+        from memvault.backends.factory import drop_tenant_storage
+
+        return await asyncio.to_thread(drop_tenant_storage, self._config, name)
 
     def _tenant_store_url(self, tenant: str) -> str:
         """The storage URL of a tenant's side tables (learning records)."""
@@ -270,8 +363,14 @@ class MemoryService:
                 # Host's method is the declaration (its body is "..."): run this service's own.
                 invoke = getattr(type(self), invoke.__name__)
             why = getattr(request, "reason", None) if op.audit is Audit.REASON else None
-            with _audited(op.audit, actor, why):
-                return await invoke(self, call, request)
+            self._in_flight[actor.tenant] += 1
+            try:
+                with _audited(op.audit, actor, why):
+                    return await invoke(self, call, request)
+            finally:
+                self._in_flight[actor.tenant] -= 1
+                if not self._in_flight[actor.tenant]:
+                    del self._in_flight[actor.tenant]
         args = op.arguments(request)
         why = args.pop("reason", None) if op.audit is Audit.REASON else None
         if agent is not None and "agent_id" in args:
@@ -280,8 +379,15 @@ class MemoryService:
         # Looked up on the instance, so that a subclass's override runs (the remote client is
         # an AsyncMemory whose methods send requests): op.impl(memory) would bypass it.
         method = getattr(memory, op.impl.__name__)
-        with _audited(op.audit, actor, why):
-            return await method(**args, **local)
+        tenant = actor.tenant
+        self._in_flight[tenant] += 1  # an open tenant is never closed under a running call
+        try:
+            with _audited(op.audit, actor, why):
+                return await method(**args, **local)
+        finally:
+            self._in_flight[tenant] -= 1
+            if not self._in_flight[tenant]:
+                del self._in_flight[tenant]
 
     def ask_llm(self) -> LLMProvider | None:
         """The LLM of Search-and-Ask and compaction summaries.

@@ -303,6 +303,11 @@ class MaintenanceScheduler:
         return self._state
 
     @property
+    def memory(self) -> AsyncMemory:
+        """The memory this scheduler maintains."""
+        return self._memory
+
+    @property
     def config(self) -> MaintenanceConfig:
         """The intervals and lease this scheduler runs with."""
         return self._config
@@ -651,6 +656,13 @@ class ServiceMaintenance:
         reports = []
         for tenant in self._tenants():
             scheduler = self._schedulers.get(tenant)
+            opened = getattr(self._service, "_memories", {}).get(tenant)
+            if scheduler is not None and opened is not None and scheduler.memory is not opened:
+                # The service closed the tenant (idle) and opened it again: a new scheduler.
+                with contextlib.suppress(Exception):
+                    await scheduler.state.close()
+                del self._schedulers[tenant]
+                scheduler = None
             if scheduler is None:
                 try:
                     memory = await self._service.memory(tenant)

@@ -158,7 +158,10 @@ class PostgresBackend(
         embedder: the embedder to index with; its model id and dimension are recorded.
         schema: the schema holding the tables (created if missing); one schema per tenant
             isolates tenants in one database.
-        pool_min: connections kept open.
+        pool_min: connections kept open however idle (default 0: a store nobody uses holds
+            none, so a server can keep thousands of tenants' stores open on one database;
+            connections above it close after ``pool_idle_seconds`` unused).
+        pool_idle_seconds: how long an unused connection above ``pool_min`` is kept.
         pool_max: most connections opened at once.
         hnsw: build and use the HNSW index; without it every dense search is exact.
         index_build_memory: ``maintenance_work_mem`` while the HNSW index is built.
@@ -194,7 +197,7 @@ class PostgresBackend(
         embedder: Embedder,
         *,
         schema: str = "public",
-        pool_min: int = 1,
+        pool_min: int = 0,
         pool_max: int = 10,
         hnsw: bool = True,
         exact_below: int = 2_000,
@@ -203,6 +206,7 @@ class PostgresBackend(
         index_build_memory: str = "1GB",
         connect_timeout: float = 10.0,
         read_url: str | None = None,
+        pool_idle_seconds: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(embedder, **kwargs)
@@ -218,10 +222,14 @@ class PostgresBackend(
             msg = f"schema {schema!r} conflicts with schema={self._dsn.schema!r} in the URL"
             raise MemoryConfigError(msg)
         self._schema = check_schema(self._dsn.schema or schema)
-        if not 1 <= pool_min <= pool_max:
-            msg = f"need 1 <= pool_min <= pool_max, got pool_min={pool_min}, pool_max={pool_max}"
+        if not (0 <= pool_min <= pool_max and pool_max >= 1):
+            msg = (
+                f"need 0 <= pool_min <= pool_max and pool_max >= 1, got pool_min={pool_min}, "
+                f"pool_max={pool_max}"
+            )
             raise MemoryConfigError(msg)
         self._pool_min = pool_min
+        self._pool_idle = pool_idle_seconds
         self._pool_max = pool_max
         self._hnsw = hnsw
         self._exact_below = max(0, exact_below)
@@ -396,6 +404,7 @@ class PostgresBackend(
                 self._dsn.conninfo,
                 min_size=self._pool_min,
                 max_size=self._pool_max,
+                max_idle=self._pool_idle,
                 open=False,
                 kwargs={"autocommit": True, **self._connect_kwargs()},
                 configure=self._configure,
@@ -412,8 +421,9 @@ class PostgresBackend(
             # (reads use the primary until it answers).
             replica: AsyncConnectionPool[Conn] = AsyncConnectionPool(
                 self._read_dsn.conninfo,
-                min_size=1,
+                min_size=self._pool_min,
                 max_size=self._pool_max,
+                max_idle=self._pool_idle,
                 open=False,
                 kwargs={"autocommit": True, **self._connect_kwargs()},
                 configure=self._configure,
