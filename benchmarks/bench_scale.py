@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import resource
 import statistics
 import tempfile
 import time
@@ -151,6 +153,21 @@ async def run_sqlite(args: argparse.Namespace, console: Console) -> list[dict[st
     return rows
 
 
+async def _schema_bytes(url: str, schema: str) -> int:
+    """Heap, indexes and TOAST of every table of ``schema``."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+            [schema],
+        )
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
 async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
     """HNSW versus exact on one PostgreSQL schema per size."""
     from memvault.backends.postgres import PostgresBackend
@@ -195,6 +212,7 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
                 )
                 await indexed.connect()
             build_s = time.perf_counter() - t
+            disk = await _schema_bytes(url, schema)
             for exact in (False, True):
                 lat = []
                 tops: list[list[str]] = []
@@ -224,8 +242,10 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
                         "load": rate,
                         "p50": statistics.median(lat),
                         "p95": pct(lat, 95),
+                        "p99": pct(lat, 99),
                         "recall": rec,
                         "build_s": build_s,
+                        "disk_bytes": disk,
                     }
                 )
             # The lexical side alone (BM25 over the query's terms, no dense candidates).
@@ -264,7 +284,10 @@ async def run_postgres(args: argparse.Namespace, console: Console) -> list[dict[
                         "load": rate,
                         "p50": statistics.median(times),
                         "p95": pct(times, 95),
+                        "p99": pct(times, 99),
                         "recall": rec,
+                        "disk_bytes": disk,
+                        "client_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                     }
                 )
             await indexed.disconnect()
@@ -300,6 +323,7 @@ def main() -> None:
         default=None,
         help="PostgreSQL lexical_scan_rows (default: the backend's; 0: score every match)",
     )
+    ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = ap.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
     console = Console(stderr=True)
@@ -318,6 +342,8 @@ def main() -> None:
             "-" if r["recall"] is None else f"{r['recall']:.3f}",
         )
     Console().print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2, default=float) + "\n")
     for r in rows:
         if "build_s" in r:
             Console().print(f"HNSW build at {r['size']:,} rows: {r['build_s']:.0f} s")
