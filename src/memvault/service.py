@@ -279,9 +279,7 @@ class MemoryService:
         await self.close_tenant(name)
         fine_tuner = self._fine_tuners.pop(name, None)
         del fine_tuner
-        from memvault.backends.factory import drop_tenant_storage
-
-        return await asyncio.to_thread(drop_tenant_storage, self._config, name)
+        return await asyncio.to_thread(_drop_tenant_storage, self._config, name)
 
     def _tenant_store_url(self, tenant: str) -> str:
         """The storage URL of a tenant's side tables (learning records)."""
@@ -754,3 +752,58 @@ def _audited(audit: Audit, actor: Actor, reason: str | None) -> Iterator[None]:
     why = check_reason(reason) if audit is Audit.REASON else None
     with acting_as(actor.label, why):
         yield
+
+
+def _drop_tenant_storage(config: MemvaultConfig, tenant: str) -> list[str]:
+    """Remove every store a tenant has: its PostgreSQL schemas or SQLite files; what went.
+
+    The tenant's memory store and, where the operational records live elsewhere, theirs. The
+    stores must be closed first (:meth:`memvault.service.MemoryService.drop_tenant`).
+
+    Raises:
+        MemoryConfigError: the default tenant's name or an invalid one.
+        MemoryCapabilityError: a store kind without per-tenant storage (composite, Qdrant...).
+    """
+    from memvault.backends.factory import parse_url
+    from memvault.persistence.factory import persistence_url
+
+    name = check_tenant(tenant)
+    url = config.resolved_url()
+    kind = parse_url(url)[0]
+    if kind not in ("sqlite", "postgresql", "memory"):
+        msg = f"dropping a tenant of a {kind} store is not supported; remove its data by hand"
+        raise MemoryCapabilityError(msg)
+    targets = [tenant_url(url, name)]
+    ops = persistence_url(config, tenant=name)
+    if ops not in targets and parse_url(ops)[0] in ("sqlite", "postgresql"):
+        targets.append(ops)
+    removed: list[str] = []
+    for target in targets:
+        kind, where = parse_url(target)
+        if kind == "postgresql":
+            removed.extend(_drop_schema(where))
+        elif kind == "sqlite":
+            base = Path(where).expanduser()
+            for path in (base, *(base.with_name(base.name + s) for s in ("-wal", "-shm"))):
+                if path.exists():
+                    path.unlink()
+                    removed.append(str(path))
+    return removed
+
+
+def _drop_schema(url: str) -> list[str]:
+    from memvault.backends.postgres._driver import psycopg, sql
+    from memvault.backends.postgres._dsn import parse_dsn
+
+    dsn = parse_dsn(url)
+    if dsn.schema is None or dsn.schema == "public":
+        msg = "refusing to drop the public schema"
+        raise MemoryConfigError(msg)
+    with psycopg.connect(dsn.conninfo, autocommit=True, connect_timeout=10) as conn:
+        found = conn.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", [dsn.schema]
+        ).fetchone()
+        if found is None:
+            return []
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(dsn.schema)))
+    return [f"{dsn.location} schema {dsn.schema}"]

@@ -47,6 +47,7 @@ EXPECTED_ALL = [
     "MemoryNotFoundError",
     "MemoryPermissionError",
     "MemoryQuery",
+    "MemoryRateLimitError",
     "MemoryRetrievalError",
     "MemoryScope",
     "MemoryStoreError",

@@ -26,7 +26,6 @@ from memvault.protocols import Embedder, MemoryStore
 __all__ = [
     "check_tenant",
     "create_memory_backend",
-    "drop_tenant_storage",
     "keep_working_in_process",
     "open_backend",
     "open_memory_store",
@@ -376,61 +375,6 @@ def _tenant_postgres_url(url: str, tenant: str) -> str:
     kept = [p for p in query.split("&") if p and unquote(p.partition("=")[0]) != "schema"]
     kept.append(f"schema={quote(schema, safe='')}")
     return f"{head}?{'&'.join(kept)}"
-
-
-def drop_tenant_storage(config: MemvaultConfig, tenant: str) -> list[str]:
-    """Remove every store a tenant has: its PostgreSQL schemas or SQLite files; what went.
-
-    The tenant's memory store and, where the operational records live elsewhere, theirs. The
-    stores must be closed first (:meth:`memvault.service.MemoryService.drop_tenant`).
-
-    Raises:
-        MemoryConfigError: the default tenant's name or an invalid one.
-        MemoryCapabilityError: a store kind without per-tenant storage (composite, Qdrant...).
-    """
-    from memvault.errors import MemoryCapabilityError
-    from memvault.persistence.factory import persistence_url
-
-    name = check_tenant(tenant)
-    url = config.resolved_url()
-    kind = parse_url(url)[0]
-    if kind not in ("sqlite", "postgresql", "memory"):
-        msg = f"dropping a tenant of a {kind} store is not supported; remove its data by hand"
-        raise MemoryCapabilityError(msg)
-    targets = [tenant_url(url, name)]
-    ops = persistence_url(config, tenant=name)
-    if ops not in targets and parse_url(ops)[0] in ("sqlite", "postgresql"):
-        targets.append(ops)
-    removed: list[str] = []
-    for target in targets:
-        kind, where = parse_url(target)
-        if kind == "postgresql":
-            removed.extend(_drop_schema(where))
-        elif kind == "sqlite":
-            base = Path(where).expanduser()
-            for path in (base, *(base.with_name(base.name + s) for s in ("-wal", "-shm"))):
-                if path.exists():
-                    path.unlink()
-                    removed.append(str(path))
-    return removed
-
-
-def _drop_schema(url: str) -> list[str]:
-    from memvault.backends.postgres._driver import psycopg, sql
-    from memvault.backends.postgres._dsn import parse_dsn
-
-    dsn = parse_dsn(url)
-    if dsn.schema is None or dsn.schema == "public":
-        msg = "refusing to drop the public schema"
-        raise MemoryConfigError(msg)
-    with psycopg.connect(dsn.conninfo, autocommit=True, connect_timeout=10) as conn:
-        found = conn.execute(
-            "SELECT 1 FROM pg_namespace WHERE nspname = %s", [dsn.schema]
-        ).fetchone()
-        if found is None:
-            return []
-        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(dsn.schema)))
-    return [f"{dsn.location} schema {dsn.schema}"]
 
 
 # -- composite ------------------------------------------------------------------------------------
