@@ -77,6 +77,25 @@ async def test_stale_injections_are_not_counted(
         assert report.applications_recorded == 0 and report.error is None
 
 
+async def test_an_outcome_reported_to_another_process_counts_the_injection_once(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    # Two memories over one file stand in for two servers: the context is prepared by one,
+    # the outcome reported to the other (as a load balancer would send them).
+    path = str(tmp_path / "shared.db")
+    async with (
+        AsyncMemory(path, embedder=minilm) as first,
+        AsyncMemory(path, embedder=minilm) as second,
+    ):
+        skill_id = await _org_skill(first)
+        assert skill_id in {e.id for e in (await first.context(QUERY, agent_id="dev-1")).entries}
+        report = await second.learn_from({"success": True}, agent_id="dev-1")
+        assert report.applied_skills == (skill_id,) and report.applications_recorded == 1
+        # Claimed once: the first process's own outcome finds nothing left to count.
+        assert (await first.learn_from({"success": True}, agent_id="dev-1")).applied_skills == ()
+        assert (await first.learning.usage.get(skill_id))[0] == 1
+
+
 def _entry(n: int, *tags: str) -> MemoryEntry:
     now = datetime.now(UTC)
     return MemoryEntry(

@@ -16,12 +16,14 @@ through the service):
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -69,6 +71,8 @@ from memvault.learning.sanitize import error_category
 from memvault.learning.skill_md import write_skill_md
 from memvault.learning.store import (
     ApprovalQueue,
+    InMemoryLearningStore,
+    LearningRow,
     LearningStore,
     ProfileRepository,
     SkillUsage,
@@ -89,12 +93,16 @@ _PROCEDURAL_KEY = "procedural"
 _POOL_CACHE_SECONDS = 2.0
 _RECENT_SCORES = 50
 _PRUNE_PAGE = 500
-# Skills injected into contexts and not yet followed by an outcome, kept in this process only:
-# at most this many agents (least recently injected dropped first), this many skills per agent,
-# and for this long (a context older than this belongs to some earlier, unreported task).
+# Skills injected into contexts and not yet followed by an outcome: at most this many agents
+# (least recently injected dropped first; in process), this many skills per agent, and for this
+# long (a context older than this belongs to some earlier, unreported task). A durable learning
+# store also keeps them (kind "injection"), so an outcome reported to another process or server
+# counts them, exactly once.
 _INJECTED_AGENTS = 10_000
 _INJECTED_PER_AGENT = 64
 _INJECTED_TTL_SECONDS = 3600.0
+_INJECTION = "injection"
+_PENDING, _APPLIED = "pending", "applied"
 
 
 def _proposal_of(entry: MemoryEntry) -> ProceduralMemoryProposal | None:
@@ -162,6 +170,9 @@ class LearningEngine:
         self.usage = SkillUsage(store)
         self._pool_seen: dict[str, tuple[float, bool]] = {}
         self._injected: OrderedDict[str, dict[str, float]] = OrderedDict()
+        # Injections written behind (note_injected is called from a synchronous hook).
+        self._injection_writes: set[asyncio.Task[None]] = set()
+        self._shared_injections = not isinstance(store, InMemoryLearningStore)
         # Every org write (REST org_write, publish(scope="org"), approvals) forgets the cached
         # "is the org pool empty?" answer, so the next context sees the new fact at once.
         self.org = HybridPromptRetrievalOrgMemory(
@@ -179,7 +190,8 @@ class LearningEngine:
         return self._llm
 
     async def close(self) -> None:
-        """Close the learning records' store."""
+        """Close the learning records' store (after the injections written behind)."""
+        await self.flush_injections()
         await self._store.close()
 
     # -- learn_from -----------------------------------------------------------------------------
@@ -224,7 +236,7 @@ class LearningEngine:
         # The task is over: what its context injected is either named by the outcome or,
         # when the framework names nothing, taken as applied (the seed's "counted when a
         # skill is injected and used"). Either way the pending injections are consumed.
-        injected = self._take_injected(agent)
+        injected = await self._take_injected(agent)
         applied = tuple(dict.fromkeys(task.applied_skills)) or injected
         if applied:
             report["applications_recorded"] = await self.usage.record(applied, now)
@@ -451,9 +463,10 @@ class LearningEngine:
         agent that names no ``applied_skills`` counts one application of each (success or
         failure alike: the skill was injected for that task and the task was carried out).
 
-        Kept in this process only and bounded (agents, skills per agent, age), so a context
-        prepared by one server process and an outcome reported to another are not matched;
-        frameworks that know which skills were used should name them in ``applied_skills``.
+        Bounded (agents, skills per agent, age). With a durable learning store (SQLite,
+        PostgreSQL) they are also written to it, behind the call, so an outcome reported to
+        another process or server over the same store counts them, once; frameworks that know
+        which skills were used can still name them in ``applied_skills``.
         """
         if is_pool_id(agent_id):
             return 0
@@ -470,14 +483,68 @@ class LearningEngine:
         self._injected[agent_id] = pending
         while len(self._injected) > _INJECTED_AGENTS:
             self._injected.popitem(last=False)
+        if self._shared_injections:
+            self._write_injections(agent_id, ids)
         return len(ids)
 
-    def _take_injected(self, agent_id: str) -> tuple[str, ...]:
-        pending = self._injected.pop(agent_id, None)
-        if not pending:
-            return ()
-        oldest = time.monotonic() - _INJECTED_TTL_SECONDS
-        return tuple(skill_id for skill_id, at in pending.items() if at >= oldest)
+    def _write_injections(self, agent_id: str, ids: Sequence[str]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a synchronous caller): this process's record only
+            return
+        at = utc_now()
+        rows = [
+            LearningRow(
+                kind=_INJECTION,
+                id=f"{agent_id}:{skill_id}",
+                agent_id=agent_id,
+                status=_PENDING,
+                at=at,
+                data={"skill_id": skill_id},
+            )
+            for skill_id in dict.fromkeys(ids)
+        ]
+
+        async def write() -> None:
+            for row in rows:
+                try:
+                    await self._store.put(row)
+                except Exception as exc:  # counting is best effort, never the context's failure
+                    logger.warning("memory.learn.injection_unsaved: %s", exc)
+                    return
+
+        task = loop.create_task(write())
+        self._injection_writes.add(task)
+        task.add_done_callback(self._injection_writes.discard)
+
+    async def flush_injections(self) -> None:
+        """Wait for the injections :meth:`note_injected` is writing behind to be stored."""
+        if self._injection_writes:
+            await asyncio.gather(*list(self._injection_writes), return_exceptions=True)
+
+    async def _take_injected(self, agent_id: str) -> tuple[str, ...]:
+        pending = self._injected.pop(agent_id, None) or {}
+        if not self._shared_injections:
+            oldest = time.monotonic() - _INJECTED_TTL_SECONDS
+            return tuple(skill_id for skill_id, at in pending.items() if at >= oldest)
+        await self.flush_injections()
+        # Whichever process prepared the context: claim each pending injection of the agent
+        # (pending -> applied, conditional), so two outcomes never count one injection twice.
+        since = utc_now() - timedelta(seconds=_INJECTED_TTL_SECONDS)
+        rows = await self._store.find(
+            _INJECTION,
+            status=_PENDING,
+            agent_id=agent_id,
+            since=since,
+            limit=_INJECTED_PER_AGENT,
+            newest_first=True,
+        )
+        claimed = []
+        for row in reversed(rows):  # oldest first, as the in-process record orders them
+            done = replace(row, status=_APPLIED)
+            if await self._store.transition(done, expected_status=_PENDING):
+                claimed.append(str(row.data.get("skill_id", "")))
+        return tuple(c for c in claimed if c)
 
     # -- profiles -------------------------------------------------------------------------------
 

@@ -1978,7 +1978,11 @@ class AsyncMemory:
                 min_relevance=min_relevance,
             ),
         )
-        return await strategy.prepare_context(agent_id, query, token_budget)
+        prepared = await strategy.prepare_context(agent_id, query, token_budget)
+        # The skills it injected are on record before the context is handed out, so an outcome
+        # reported to any process over this store counts them.
+        await self.learning.flush_injections()
+        return prepared
 
     def injection_strategy(
         self,
