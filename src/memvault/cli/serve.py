@@ -122,18 +122,8 @@ def serve(
     if max_body_bytes < 1024:
         msg = "--max-body-bytes must be at least 1024"
         raise MemoryValidationError(msg)
-    if not 0 <= rate_limit < math.inf:
-        msg = f"--rate-limit must be 0 (off) or a positive number, got {rate_limit}"
-        raise MemoryValidationError(msg)
-    if rate_burst is not None and rate_burst < 1:
-        msg = f"--rate-burst must be at least 1, got {rate_burst}"
-        raise MemoryValidationError(msg)
-    if not 0 <= tenant_rate_limit < math.inf:
-        msg = f"--tenant-rate-limit must be 0 (off) or a positive number, got {tenant_rate_limit}"
-        raise MemoryValidationError(msg)
-    if tenant_rate_burst is not None and tenant_rate_burst < 1:
-        msg = f"--tenant-rate-burst must be at least 1, got {tenant_rate_burst}"
-        raise MemoryValidationError(msg)
+    _check_limit("--rate-limit", rate_limit, "--rate-burst", rate_burst)
+    _check_limit("--tenant-rate-limit", tenant_rate_limit, "--tenant-rate-burst", tenant_rate_burst)
     if shared_rate_limit and no_auth:
         msg = "--shared-rate-limit needs API keys (the state lives beside them), not --no-auth"
         raise MemoryValidationError(msg)
@@ -172,6 +162,16 @@ def serve(
     listener.listen(2048)
     prepare_workers(options, workers)
     raise typer.Exit(_supervise(workers, listener, log_level))
+
+
+def _check_limit(name: str, rate: float, burst_name: str, burst: int | None) -> None:
+    """A requests/s option is 0 (off) or positive and finite; its burst at least 1."""
+    if not 0 <= rate < math.inf:
+        msg = f"{name} must be 0 (off) or a positive number, got {rate}"
+        raise MemoryValidationError(msg)
+    if burst is not None and burst < 1:
+        msg = f"{burst_name} must be at least 1, got {burst}"
+        raise MemoryValidationError(msg)
 
 
 def prepare_workers(options: dict[str, Any], workers: int) -> None:

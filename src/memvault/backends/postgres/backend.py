@@ -400,16 +400,7 @@ class PostgresBackend(
                 await self._migrate(conn)
             finally:
                 await conn.close()
-            pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                self._dsn.conninfo,
-                min_size=self._pool_min,
-                max_size=self._pool_max,
-                max_idle=self._pool_idle,
-                open=False,
-                kwargs={"autocommit": True, **self._connect_kwargs()},
-                configure=self._configure,
-                name=f"memvault:{self._schema}",
-            )
+            pool = self._new_pool(self._dsn.conninfo, f"memvault:{self._schema}")
             try:
                 await pool.open(wait=True, timeout=self._connect_timeout)
             except BaseException:
@@ -419,21 +410,27 @@ class PostgresBackend(
         if self._read_dsn is not None:
             # Opened without waiting: a replica that is down must not stop the store opening
             # (reads use the primary until it answers).
-            replica: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                self._read_dsn.conninfo,
-                min_size=self._pool_min,
-                max_size=self._pool_max,
-                max_idle=self._pool_idle,
-                open=False,
-                kwargs={"autocommit": True, **self._connect_kwargs()},
-                configure=self._configure,
-                name=f"memvault-replica:{self._schema}",
-                reconnect_timeout=0,
+            replica = self._new_pool(
+                self._read_dsn.conninfo, f"memvault-replica:{self._schema}", reconnect_timeout=0
             )
             await replica.open(wait=False)
             self._replica = replica
         self._connected = True
         logger.info("memory.connect", extra={"backend": "postgresql", "location": self.location})
+
+    def _new_pool(self, conninfo: str, name: str, **extra: Any) -> AsyncConnectionPool[Conn]:
+        """A (not yet open) pool of autocommit connections set up by :meth:`_configure`."""
+        return AsyncConnectionPool(
+            conninfo,
+            min_size=self._pool_min,
+            max_size=self._pool_max,
+            max_idle=self._pool_idle,
+            open=False,
+            kwargs={"autocommit": True, **self._connect_kwargs()},
+            configure=self._configure,
+            name=name,
+            **extra,
+        )
 
     def _connect_kwargs(self) -> dict[str, Any]:
         """libpq options memvault sets unless the URL sets them itself."""
