@@ -325,19 +325,25 @@ def test_three_servers_over_one_postgres_are_one_service(
 
         # -- what the clients were told holds, on every instance -----------------------------
         lost, resurrected = [], []
+        live = {m: v for m, v in ledger.content.items() if m not in ledger.deleted}
         for s in servers:
             with httpx.Client(base_url=s.url, headers=auth, timeout=60) as c:
-                for mid, (agent, text) in ledger.content.items():
-                    if mid in ledger.deleted:
-                        continue
-                    r = c.get(f"/v1/memories/{mid}", params={"agent_id": agent})
-                    if r.status_code != 200 or r.json()["content"] != text:
-                        lost.append(f"server {s.n}: {mid} {r.status_code}")
-                for mid in ledger.deleted:
-                    for agent in AGENTS:
-                        r = c.get(f"/v1/memories/{mid}", params={"agent_id": agent})
-                        if r.status_code == 200:
-                            resurrected.append(f"server {s.n}: {mid}")
+                seen: dict[str, str] = {}
+                for agent in AGENTS:
+                    offset = 0
+                    while True:
+                        r = c.get(
+                            "/v1/memories",
+                            params={"agent_id": agent, "limit": 1000, "offset": offset},
+                        )
+                        assert r.status_code == 200, r.text
+                        page = r.json()["memories"]
+                        seen.update({m["id"]: m["content"] for m in page})
+                        if len(page) < 1000:
+                            break
+                        offset += 1000
+                lost += [f"server {s.n}: {m}" for m, (_, t) in live.items() if seen.get(m) != t]
+                resurrected += [f"server {s.n}: {m}" for m in ledger.deleted if m in seen]
         # The audit log: each acknowledged add and delete once.
         with httpx.Client(base_url=servers[2].url, headers=auth, timeout=60) as c:
             audit: Counter[tuple[str, str]] = Counter()

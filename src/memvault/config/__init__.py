@@ -182,9 +182,9 @@ class MemoryStorageConfig(BaseModel):
 
     url: str | None = None
     data_dir: str | None = None
-    # A streaming replica of a PostgreSQL store: searches, lists, counts and gets go there
-    # (with read-your-writes for the writing process), writes to ``url``. PostgreSQL only.
     read_url: str | None = None
+    """A streaming replica of a PostgreSQL store: searches, lists, counts and gets go there
+    (read-your-writes for the writing process), writes to ``url`` (docs/scaling.md)."""
     # What an acknowledged write survives. ``process`` (the default): a crash or kill -9 of any
     # memvault process loses nothing acknowledged; a power cut or kernel crash may drop the last
     # writes of a SQLite store (never corrupts it). ``power``: acknowledged writes also survive a
