@@ -1981,7 +1981,10 @@ class AsyncMemory:
         prepared = await strategy.prepare_context(agent_id, query, token_budget)
         # The skills it injected are on record before the context is handed out, so an outcome
         # reported to any process over this store counts them.
-        await self.learning.flush_injections()
+        # (A remote memory has no learning engine of its own: the server records them.)
+        opened = getattr(self, "_extensions", None)
+        if opened is not None and opened.opened("learning"):
+            await self.learning.flush_injections()
         return prepared
 
     def injection_strategy(
