@@ -41,6 +41,7 @@ __all__ = [
     "EmbeddingModelChangedError",
     "FineTuneCancelledError",
     "FineTuneDependencyError",
+    "LLMNotConfiguredError",
     "MemoryAuthenticationError",
     "MemoryCapabilityError",
     "MemoryConfigError",
@@ -141,6 +142,10 @@ class FineTuneCancelledError(MemoryError):
         super().__init__(message)
         self.run_id = run_id
         self.stage = stage
+
+
+class LLMNotConfiguredError(MemoryConfigError):
+    """The request needs an LLM and none is configured (``llm:`` or ``MEMVAULT_LLM_BASE_URL``)."""
 
 
 class MemoryCapabilityError(MemoryError):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -55,6 +54,7 @@ from memvault.backends.factory import (
     working_routed,
 )
 from memvault.config import COMPOSITE_URL, MemvaultConfig, load_config
+from memvault.config.llm import DEFAULT_LLM_MODEL, LLM_MODEL_ENV, LLM_URL_ENV
 from memvault.conversation.compaction import CompactionReport
 from memvault.conversation.memory import ContextWindow, ConversationMemory, ConversationStatus
 from memvault.conversation.models import (
@@ -65,6 +65,7 @@ from memvault.conversation.models import (
 )
 from memvault.conversation.session_store import check_session_id
 from memvault.errors import (
+    LLMNotConfiguredError,
     MemoryCapabilityError,
     MemoryConfigError,
     MemoryNotFoundError,
@@ -87,18 +88,16 @@ from memvault.protocols import Embedder, LLMProvider
 from memvault.sessions import SessionRecord, SessionStore, open_session_store
 from memvault.validation import model_error
 
-LLM_URL_ENV = "MEMVAULT_LLM_BASE_URL"
-"""The OpenAI-compatible base URL of the LLM a service uses when it was given none."""
-LLM_MODEL_ENV = "MEMVAULT_LLM_MODEL"
-"""The model of that LLM (default :data:`DEFAULT_LLM_MODEL`)."""
-DEFAULT_LLM_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_OPEN_TENANTS = 256
 """Tenants a service keeps open before it closes the least recently used idle ones."""
 TENANT_IDLE_SECONDS = 120.0
 """A tenant unused for this long (and with no call in flight) may be closed to make room."""
 
 __all__ = [
+    "DEFAULT_LLM_MODEL",
     "DEFAULT_TENANT",
+    "LLM_MODEL_ENV",
+    "LLM_URL_ENV",
     "Actor",
     "ActorKind",
     "MemoryService",
@@ -107,6 +106,19 @@ __all__ = [
     "parse_scopes",
     "scope_rank",
 ]
+
+
+def configured_llm(config: MemvaultConfig) -> LLMProvider | None:
+    """The LLM ``config.llm`` (else ``MEMVAULT_LLM_BASE_URL``/``_MODEL``) names, or None."""
+    found = config.llm.resolved()
+    if found is None:
+        return None
+    from memvault.llm import OpenAICompatibleLLM
+
+    url, model = found
+    return OpenAICompatibleLLM(
+        url, model, api_key_env=config.llm.api_key_env, timeout=config.llm.timeout
+    )
 
 
 class MemoryService:
@@ -131,7 +143,10 @@ class MemoryService:
             raise MemoryConfigError(msg)
         self._config = config if config is not None else load_config()
         self._embedder = embedder
-        self._llm = llm
+        # The configured LLM (``llm:``, else MEMVAULT_LLM_*) when none is given: every tenant's
+        # memory then proposes lessons, consolidates with llm/dual_mode, extracts facts and
+        # compacts with it, in serve and maintain alike.
+        self._llm = llm if llm is not None else configured_llm(self._config)
         self._env_llm: LLMProvider | None = None
         self._memories: dict[str, AsyncMemory] = {}
         # Open tenants: when each was last used, and the calls running on each. Past
@@ -397,11 +412,9 @@ class MemoryService:
         """
         if self._llm is not None:
             return self._llm
-        if self._env_llm is None and os.environ.get(LLM_URL_ENV):
-            from memvault.llm import OpenAICompatibleLLM
-
-            model = os.environ.get(LLM_MODEL_ENV) or DEFAULT_LLM_MODEL
-            self._env_llm = OpenAICompatibleLLM(os.environ[LLM_URL_ENV], model)
+        if self._env_llm is None:
+            # The environment may have changed since the service was built (tests, a CLI).
+            self._env_llm = configured_llm(self._config)
         return self._env_llm
 
     # -- sessions -------------------------------------------------------------------------------
@@ -590,7 +603,7 @@ class MemoryService:
         or ``MEMVAULT_LLM_BASE_URL``); ``"extractive"`` uses the deterministic extractor.
 
         Raises:
-            MemoryValidationError: ``llm`` asked for and the server has no LLM.
+            LLMNotConfiguredError: ``llm`` asked for and the server has no LLM.
             MemoryNotFoundError: the agent has no conversation ``session_id``.
         """
         agent = call.agent_id
@@ -599,9 +612,9 @@ class MemoryService:
         if req.summariser == "llm" and conversations.llm is None:
             msg = (
                 "compaction with summariser 'llm' needs an LLM and this server has none "
-                f"(set {LLM_URL_ENV}, or ask for summariser 'extractive')"
+                f"(set llm.base_url or {LLM_URL_ENV}, or ask for summariser 'extractive')"
             )
-            raise MemoryValidationError(msg)
+            raise LLMNotConfiguredError(msg)
         await self._conversation_info(conversations, agent, sid)
         return await conversations.compact(
             sid, agent_id=agent, extractive=req.summariser == "extractive"

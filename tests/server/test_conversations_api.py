@@ -244,7 +244,7 @@ def test_context_window_and_extractive_compaction_over_http(start: Start) -> Non
         assert _ok(bare)["messages"] == []
         # No LLM on this server: the default summariser is refused, clearly, and nothing moved.
         refused = dev1.post(_path("c-1", "compact"), json={"agent_id": "dev-1"})
-        assert "LLM" in _error(refused, 422, "validation_error")
+        assert "LLM" in _error(refused, 422, "llm_not_configured")
         report = _ok(
             dev1.post(
                 _path("c-1", "compact"), json={"agent_id": "dev-1", "summariser": "extractive"}

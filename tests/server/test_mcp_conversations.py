@@ -87,7 +87,7 @@ async def test_an_agent_uses_its_conversation_over_mcp(server: LiveServer) -> No
         assert report["before"]["level"] == "ok" and report["summaries"] == []
         # No LLM on this server: the default summariser is refused with a clear error.
         no_llm = await _refused(client, "conversation_compact", {"session_id": "m-1"})
-        assert no_llm.startswith("validation_error") and "LLM" in no_llm
+        assert no_llm.startswith("llm_not_configured") and "LLM" in no_llm
         other = await _refused(
             client, "conversation_messages", {"session_id": "m-1", "agent_id": "dev-2"}
         )

@@ -83,7 +83,15 @@ def open_memory() -> Memory:
 
     if state.memory is None:
         cfg = load_cli_config()
-        state.memory = Memory(state.db, config=cfg, api_key=state.api_key)
+        remote = bool(state.db) and str(state.db).startswith(("http://", "https://"))
+        # The configured LLM (llm:, else MEMVAULT_LLM_*) for what the command runs (maintain's
+        # consolidation, infer adds); a remote store's server uses its own.
+        llm = None
+        if not remote:
+            from memvault.service import configured_llm
+
+            llm = configured_llm(cfg)
+        state.memory = Memory(state.db, config=cfg, api_key=state.api_key, llm=llm)
     return state.memory
 
 

@@ -104,6 +104,7 @@ from memvault.config.graph import (
     ImportanceConfig,
     TieredRecallConfig,
 )
+from memvault.config.llm import LLMConfig
 from memvault.config.maintenance import MaintenanceConfig
 from memvault.config.persistence import PersistenceConfig
 from memvault.errors import MemoryConfigError
@@ -697,6 +698,9 @@ class MemvaultConfig(BaseModel):
     persistence: PersistenceConfig = Field(default_factory=PersistenceConfig)
     """Operational records (seed 001): written beside ``memory:`` at the top of the file, or
     here; see :mod:`memvault.config.persistence`."""
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    """The OpenAI-compatible model memvault's own LLM-backed work uses (unset: the
+    ``MEMVAULT_LLM_*`` variables, else none); see :mod:`memvault.config.llm`."""
 
     @model_validator(mode="before")
     @classmethod

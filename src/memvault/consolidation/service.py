@@ -45,7 +45,7 @@ from memvault.consolidation.selectors import (
     HighestRelevanceSelector,
     eligible_entries,
 )
-from memvault.errors import MemoryConfigError, MemvaultError
+from memvault.errors import LLMNotConfiguredError, MemoryConfigError, MemvaultError
 from memvault.models import MemoryCategory, MemoryEntry, MemoryStoreRequest, aware_utc
 from memvault.protocols import LLMProvider
 
@@ -235,7 +235,7 @@ def build_op(
     ``distillation_context`` is handed to the ``llm`` strategy's synthesis prompt.
 
     Raises:
-        MemoryConfigError: ``llm`` or ``dual_mode`` without an LLM.
+        LLMNotConfiguredError: ``llm`` or ``dual_mode`` without an LLM (a MemoryConfigError).
         ValueError: ``strategy`` is unknown or is ``extract`` (which is not a group op).
     """
     cfg = config or ConsolidationConfig()
@@ -249,10 +249,10 @@ def build_op(
         )
     if llm is None:
         msg = (
-            f"consolidation strategy {kind.value!r} needs an LLM; pass llm= (or configure one) "
-            "or use strategy 'simple'"
+            f"consolidation strategy {kind.value!r} needs an LLM; pass llm= (or configure one: "
+            "llm.base_url or MEMVAULT_LLM_BASE_URL) or use strategy 'simple'"
         )
-        raise MemoryConfigError(msg)
+        raise LLMNotConfiguredError(msg)
     if kind is ConsolidationStrategy.LLM:
         return _llm_op(LLMSynthesisOp, llm, concat, cfg, distillation_context)
     if kind is ConsolidationStrategy.DUAL_MODE:

@@ -12,6 +12,7 @@ from memvault.errors import (
     EmbeddingModelChangedError,
     FineTuneCancelledError,
     FineTuneDependencyError,
+    LLMNotConfiguredError,
     MemoryAuthenticationError,
     MemoryCapabilityError,
     MemoryConfigError,
@@ -43,6 +44,9 @@ ERROR_TABLE: dict[type[MemoryError], tuple[str, int]] = {
     # the message names), so it is a 501 whose message reaches the client.
     FineTuneDependencyError: ("fine_tune_dependency_missing", 501),
     FineTuneCancelledError: ("cancelled", 409),
+    # A MemoryConfigError too (the library's callers catch that), but for a client it is a
+    # request this server cannot serve as asked: 422 with the message, not a 500.
+    LLMNotConfiguredError: ("llm_not_configured", 422),
     MemoryConfigError: ("configuration_error", 500),
     MemoryStoreError: ("store_failed", 500),
     MemoryRetrievalError: ("retrieval_failed", 500),
