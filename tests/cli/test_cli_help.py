@@ -109,3 +109,15 @@ def test_top_level_help_lists_every_command(run) -> None:
     listed = result.out.split("Commands:", 1)[1].split()
     for command in COMMANDS:
         assert command in listed
+
+
+def test_version_and_short_help(run: Any) -> None:
+    from memvault._version import __version__
+
+    shown = run("--version")
+    assert shown.code == 0 and shown.out.strip() == f"memvault {__version__}"
+    for args in (("-h",), ("serve", "-h"), ("keys", "create", "-h")):
+        result = run(*args)
+        assert result.code == 0, (args, result.err)
+        assert result.out.startswith("Usage: memvault"), (args, result.out[:200])
+        assert "-h, --help" in result.out

@@ -269,7 +269,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     cls=_LazyGroup,
+    # -h as well as --help, on every command (click passes it down to each subcommand).
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from memvault._version import __version__
+
+        typer.echo(f"memvault {__version__}")
+        raise typer.Exit(0)
 
 
 @app.callback()
@@ -293,6 +303,15 @@ def _global(
             help="API key for a server URL given as --db (http://host:8765).",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print memvault's version and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Durable, typed memory for LLM agents."""
     state.db = db
