@@ -68,6 +68,7 @@ from memvault.errors import (
     LLMNotConfiguredError,
     MemoryCapabilityError,
     MemoryConfigError,
+    MemoryConflictError,
     MemoryNotFoundError,
     MemoryPermissionError,
     MemoryValidationError,
@@ -282,8 +283,6 @@ class MemoryService:
             MemoryConflictError: a call of the tenant is running.
             MemoryCapabilityError: a store kind without per-tenant storage to remove.
         """
-        from memvault.errors import MemoryConflictError
-
         name = check_tenant(tenant)
         if name == DEFAULT_TENANT or self._single_tenant:
             msg = "the default tenant cannot be dropped"
@@ -292,8 +291,7 @@ class MemoryService:
             msg = f"tenant {name!r} has calls in flight; retry when they are done"
             raise MemoryConflictError(msg)
         await self.close_tenant(name)
-        fine_tuner = self._fine_tuners.pop(name, None)
-        del fine_tuner
+        self._fine_tuners.pop(name, None)
         return await asyncio.to_thread(_drop_tenant_storage, self._config, name)
 
     def _tenant_store_url(self, tenant: str) -> str:
@@ -376,14 +374,8 @@ class MemoryService:
                 # Host's method is the declaration (its body is "..."): run this service's own.
                 invoke = getattr(type(self), invoke.__name__)
             why = getattr(request, "reason", None) if op.audit is Audit.REASON else None
-            self._in_flight[actor.tenant] += 1
-            try:
-                with _audited(op.audit, actor, why):
-                    return await invoke(self, call, request)
-            finally:
-                self._in_flight[actor.tenant] -= 1
-                if not self._in_flight[actor.tenant]:
-                    del self._in_flight[actor.tenant]
+            with self._running(actor.tenant), _audited(op.audit, actor, why):
+                return await invoke(self, call, request)
         args = op.arguments(request)
         why = args.pop("reason", None) if op.audit is Audit.REASON else None
         if agent is not None and "agent_id" in args:
@@ -392,11 +384,15 @@ class MemoryService:
         # Looked up on the instance, so that a subclass's override runs (the remote client is
         # an AsyncMemory whose methods send requests): op.impl(memory) would bypass it.
         method = getattr(memory, op.impl.__name__)
-        tenant = actor.tenant
-        self._in_flight[tenant] += 1  # an open tenant is never closed under a running call
+        with self._running(actor.tenant), _audited(op.audit, actor, why):
+            return await method(**args, **local)
+
+    @contextmanager
+    def _running(self, tenant: str) -> Iterator[None]:
+        """Count a call of ``tenant`` as in flight: an open tenant is never closed under one."""
+        self._in_flight[tenant] += 1
         try:
-            with _audited(op.audit, actor, why):
-                return await method(**args, **local)
+            yield
         finally:
             self._in_flight[tenant] -= 1
             if not self._in_flight[tenant]:

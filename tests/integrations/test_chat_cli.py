@@ -10,60 +10,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from llm_stub import Reply, Stub, completion
 from memvault import Memory, MemoryCategory
-
-Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
-
-
-class Stub:
-    """A chat-completions endpoint on 127.0.0.1 answering from ``replies``, in order."""
-
-    def __init__(self) -> None:
-        self.replies: list[Reply] = []
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append({"path": self.path, **body})
-                stub.headers.append(dict(self.headers))
-                status, payload = stub.replies.pop(0)(body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-def completion(content: str | None = None, tool_calls: list[Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    finish = "tool_calls" if tool_calls else "stop"
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "stub",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-    }
 
 
 def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
@@ -78,8 +32,7 @@ def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> 
 def stub() -> Iterator[Stub]:
     s = Stub()
     yield s
-    s.server.shutdown()
-    s.server.server_close()
+    s.close()
 
 
 def chat(db: Path, stub_url: str, stdin: str, *extra: str, key: str | None = None) -> Any:

@@ -8,16 +8,14 @@ requests that need one answer 422 ``llm_not_configured``, never a 500.
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from llm_stub import Stub, completion
 from memvault.cli.serve import build_app
 from memvault.config.llm import LLM_URL_ENV
 
@@ -26,51 +24,11 @@ from .conftest import run_app
 SYNTHESIS = "The deploy pipeline pushes images one at a time and retries on HTTP 429."
 
 
-class Stub:
-    """Answers every chat completion with ``SYNTHESIS``; records the requests."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append({"path": self.path, **body})
-                payload = {
-                    "id": "c1",
-                    "object": "chat.completion",
-                    "model": body.get("model", "stub"),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": SYNTHESIS},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 12},
-                }
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
 def stub() -> Iterator[Stub]:
-    found = Stub()
+    found = Stub(default=lambda body: (200, completion(SYNTHESIS)))
     yield found
-    found.server.shutdown()
-    found.server.server_close()
+    found.close()
 
 
 @pytest.fixture(autouse=True)

@@ -44,6 +44,7 @@ __all__ = [
     "PostgresServerState",
     "SQLiteServerState",
     "ServerState",
+    "TokenBucket",
     "UiSession",
     "open_server_state",
 ]
@@ -96,6 +97,36 @@ SERVER_TABLES = SideSchema(
     table="server_ui_sessions",
     columns=frozenset({"id_hash", "key_id", "csrf", "created_at", "last_seen"}),
 )
+
+
+class TokenBucket:
+    """``rate`` tokens a second up to ``burst``; a request takes one token or waits for it."""
+
+    __slots__ = ("burst", "rate", "stamp", "tokens")
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.stamp = now
+
+    def _refill(self, now: float) -> None:
+        # Never negative: a wall clock (the in-process server state's) may step back.
+        self.tokens = min(self.burst, self.tokens + max(0.0, now - self.stamp) * self.rate)
+        self.stamp = max(self.stamp, now)
+
+    def take(self, now: float) -> float:
+        """Take a token: 0.0 if one was there, else the seconds until one will be."""
+        self._refill(now)
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+    def full(self, now: float) -> bool:
+        """True when the bucket has refilled completely (forgetting it changes nothing)."""
+        self._refill(now)
+        return self.tokens >= self.burst
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +209,7 @@ class InMemoryServerState(_Base):
     def __init__(self, *, idle_seconds: float = IDLE_SECONDS, clock: Any = None) -> None:
         super().__init__(idle_seconds, clock)
         self._sessions: dict[str, tuple[UiSession, float]] = {}
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self._buckets: dict[str, TokenBucket] = {}
 
     @property
     def location(self) -> str:
@@ -220,19 +251,16 @@ class InMemoryServerState(_Base):
         return len(self._sessions)
 
     async def take_token(self, name: str, rate: float, burst: float) -> float:
-        """The token bucket in a dict (single-threaded event loop: no lock needed)."""
+        """A :class:`TokenBucket` per name (single-threaded event loop: no lock needed)."""
         now = self._clock()
-        tokens, stamp = self._buckets.get(name, (burst, now))
-        tokens = min(burst, tokens + max(0.0, now - stamp) * rate)
-        granted = tokens >= 1.0
-        if granted:
-            tokens -= 1.0
-        self._buckets[name] = (tokens, max(stamp, now))
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            bucket = self._buckets[name] = TokenBucket(rate, burst, now)
+        wait = bucket.take(now)
         if self._prune_due():
-            self._buckets = {
-                k: v for k, v in self._buckets.items() if v[0] + (now - v[1]) * rate < burst
-            }
-        return _wait(tokens, granted, rate)
+            # A full bucket carries no state (a new one starts full).
+            self._buckets = {k: b for k, b in self._buckets.items() if not b.full(now)}
+        return wait
 
     async def close(self) -> None:
         """Forget everything."""

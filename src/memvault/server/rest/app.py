@@ -53,7 +53,7 @@ class ServerSettings:
     ``shared_rate_limit``: then in the app's shared server state, one limit across every
     instance over the store. ``tenant_rate_limit`` (requests/s per tenant, bursts of
     ``tenant_rate_burst``, default twice the rate) caps each tenant after authentication, in the
-    shared state when there is one.
+    shared state too when ``shared_rate_limit``.
     ``clock`` is the time in seconds the rate limit refills its buckets by and the API-key cache
     expires by (default :func:`time.monotonic`; a test passes a clock it advances instead of
     sleeping).
@@ -145,10 +145,11 @@ def create_app(
     if conf.shared_rate_limit and state is None:
         msg = "a shared rate limit needs the server state of the store (state=...)"
         raise MemoryConfigError(msg)
+    shared = state if conf.shared_rate_limit else None
     tenant_limit = (
         None
         if conf.tenant_rate_limit is None
-        else TenantLimit(conf.tenant_rate_limit, conf.tenant_burst, state)
+        else TenantLimit(conf.tenant_rate_limit, conf.tenant_burst, shared)
     )
     auth = Authenticator(keys, clock=conf.clock, tenant_limit=tenant_limit)
     metrics = Metrics()
@@ -236,7 +237,7 @@ def create_app(
             rate=conf.rate_limit,
             burst=conf.burst,
             clock=conf.clock,
-            shared=state if conf.shared_rate_limit else None,
+            shared=shared,
         )
     if keys is None:
         # Without keys the server trusts whoever can reach it, which --no-auth limits to this

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from memvault.errors import MemoryError, MemoryRateLimitError
 from memvault.server.errors import error_code, error_status, public_message
 from memvault.server.rest.auth import Authenticator
+from memvault.server.state import TokenBucket
 
 if TYPE_CHECKING:
     from memvault.server.state import ServerState
@@ -125,35 +126,6 @@ RATE_LIMIT_EXEMPT = frozenset({"/health", "/metrics"})
 #: Buckets kept per process before idle (full) ones are dropped: bounds the memory a stream of
 #: distinct (possibly made-up) keys or addresses can take.
 MAX_BUCKETS = 10_000
-
-
-class TokenBucket:
-    """``rate`` tokens a second up to ``burst``; a request takes one token or waits for it."""
-
-    __slots__ = ("burst", "rate", "stamp", "tokens")
-
-    def __init__(self, rate: float, burst: float, now: float) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.tokens = burst
-        self.stamp = now
-
-    def _refill(self, now: float) -> None:
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-
-    def take(self, now: float) -> float:
-        """Take a token: 0.0 if one was there, else the seconds until one will be."""
-        self._refill(now)
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return 0.0
-        return (1.0 - self.tokens) / self.rate
-
-    def full(self, now: float) -> bool:
-        """True when the bucket has refilled completely (forgetting it changes nothing)."""
-        self._refill(now)
-        return self.tokens >= self.burst
 
 
 class RateLimit:
