@@ -115,7 +115,7 @@ from memvault.retrieval.packing import MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
 from memvault.retrieval.tiered import RecallTier, TieredRecall
 from memvault.server.errors import ERROR_TABLE
-from memvault.validation import check_agent, check_id, model_error
+from memvault.validation import check_agent, check_id, model_error, scope_agent
 from memvault.write.pipeline import WriteDecision
 from memvault.write.retention import RetentionPolicy, RetentionReport
 
@@ -583,6 +583,11 @@ class RemoteBase(AsyncMemory):
         model and decoded (:func:`_answer`).
         """
         op = self._operation(operation)
+        if "agent_id" in arguments and arguments["agent_id"] is None:
+            # The embedded memory's default agent (user_id alone is a scope), resolved here:
+            # the server's request models name the agent of every call.
+            scopes = [arguments[k] for k in ("user_id", "run_id") if k in arguments]
+            arguments = {**arguments, "agent_id": scope_agent(None, *scopes)}
         data = await self._send(op, _request(op, arguments))
         with self._decoding(_kind(op)):
             return _answer(op, data)
@@ -661,7 +666,7 @@ class RemoteBase(AsyncMemory):
         self,
         messages: Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         infer: bool = False,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -721,7 +726,7 @@ class RemoteBase(AsyncMemory):
             ids.extend(got)
         return ids
 
-    async def delete(self, memory_id: str, *, agent_id: str) -> bool:
+    async def delete(self, memory_id: str, *, agent_id: str | None = None) -> bool:
         """Delete one memory; False if the agent has no memory with that id."""
         try:
             await self._op("delete", memory_id=memory_id, agent_id=agent_id)
@@ -799,7 +804,7 @@ class RemoteBase(AsyncMemory):
         self,
         memory_id: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         content: str | None = None,
         category: CategoryLike | None = None,
         tags: Sequence[str] | None = None,
@@ -827,7 +832,7 @@ class RemoteBase(AsyncMemory):
         self,
         query: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         token_budget: int = 800,
         limit: int = 20,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
@@ -872,6 +877,7 @@ class RemoteBase(AsyncMemory):
             )
         except ValidationError as exc:
             raise model_error(exc) from None
+        agent_id = scope_agent(agent_id, user_id, run_id)
         _check_request(agent_id, query, token_budget)
         return await self._op(
             "context",

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from memvault.errors import MemoryValidationError
+from memvault.errors import MemoryNotFoundError, MemoryValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -276,6 +276,11 @@ FilterOp = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists"]
 FILTER_OPS: tuple[str, ...] = get_args(FilterOp)
 """Every operator a :class:`MetadataFilter` takes."""
 RANGE_OPS = frozenset({"gt", "gte", "lt", "lte"})
+LogicalOp = Literal["and", "or", "not"]
+"""How a :class:`MetadataFilter` of ``clauses`` combines them."""
+LOGICAL_OPS: frozenset[str] = frozenset(get_args(LogicalOp))
+_MAX_FILTER_DEPTH = 8
+_MAX_CLAUSES = 100
 
 FilterScalar = str | int | float | bool | None
 FilterValue = FilterScalar | tuple[FilterScalar, ...]
@@ -350,6 +355,9 @@ class MetadataFilter(BaseModel):
     * ``exists`` (``True``/``False``) tests whether the key is present (a ``null`` value is
       present).
     * Filters of one query all AND together.
+    * A logical filter (``op`` ``and``/``or``/``not``, no ``key``) combines its ``clauses``:
+      ``and`` all of them, ``or`` at least one, ``not`` none of them (``not`` of several
+      clauses excludes what matches any). Logical filters nest (at most 8 deep).
 
     ``value``: a string, number, boolean, ``None`` or date/datetime (converted to the canonical
     string) for ``eq``/``ne``/ranges; a list of those for ``in``/``nin``; a bool for ``exists``.
@@ -357,13 +365,16 @@ class MetadataFilter(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    key: str = Field(min_length=1, max_length=200)
-    op: FilterOp = "eq"
+    key: str = Field(default="", max_length=200)
+    op: FilterOp | LogicalOp = "eq"
     value: FilterValue = None
+    clauses: tuple[MetadataFilter, ...] = Field(default=(), max_length=_MAX_CLAUSES)
 
     @field_validator("key", mode="after")
     @classmethod
     def _key(cls, value: str) -> str:
+        if value == "":
+            return value  # a logical filter's; a condition's key is required below
         problem = _text_problem(value)
         if problem is not None:
             msg = f"the key {problem}"
@@ -388,6 +399,24 @@ class MetadataFilter(BaseModel):
     @model_validator(mode="after")
     def _fits_op(self) -> MetadataFilter:
         op, value = self.op, self.value
+        if op in LOGICAL_OPS:
+            if self.key or value is not None:
+                msg = f"a logical filter ({op!r}) takes clauses, not a key or a value"
+                raise ValueError(msg)
+            if not self.clauses:
+                msg = f"a logical filter ({op!r}) needs at least one clause"
+                raise ValueError(msg)
+            # Twice the parser's bound: each level of an object may add an implicit "and".
+            if self.depth > 2 * _MAX_FILTER_DEPTH:
+                msg = f"logical filters nest at most {_MAX_FILTER_DEPTH} deep"
+                raise ValueError(msg)
+            return self
+        if not self.key:
+            msg = "a filter needs the metadata key it tests"
+            raise ValueError(msg)
+        if self.clauses:
+            msg = f"filter on {self.key!r}: only 'and', 'or' and 'not' take clauses"
+            raise ValueError(msg)
         problem = None
         if op in ("eq", "ne") and isinstance(value, tuple):
             problem = f"'{op}' takes one value, not a list (use 'in' or 'nin')"
@@ -402,9 +431,20 @@ class MetadataFilter(BaseModel):
             raise ValueError(msg)
         return self
 
+    @property
+    def depth(self) -> int:
+        """How deep logical filters nest here (a condition: 0)."""
+        return 1 + max((c.depth for c in self.clauses), default=0) if self.clauses else 0
+
     def matches(self, extra: Mapping[str, Any]) -> bool:
         """True if an entry whose ``metadata.extra`` is ``extra`` passes this filter."""
         op, value = self.op, self.value
+        if op == "and":
+            return all(c.matches(extra) for c in self.clauses)
+        if op == "or":
+            return any(c.matches(extra) for c in self.clauses)
+        if op == "not":
+            return not any(c.matches(extra) for c in self.clauses)
         present = self.key in extra
         if op == "exists":
             return present is value
@@ -457,13 +497,19 @@ def parse_filters(spec: Mapping[str, Any] | None) -> tuple[MetadataFilter, ...]:
 
     ``{"project": "x"}`` is ``eq``; ``{"status": {"in": ["a", "b"]}}`` names the operator;
     several operators on one key AND together (``{"priority": {"gte": 2, "lt": 5}}``), as do
-    the keys. Dates and datetimes become canonical UTC strings. Operators may be written with a
-    leading ``$`` (``$in``) as in MongoDB.
+    the keys. ``{"OR": [{...}, {...}]}``, ``{"AND": [...]}`` and ``{"NOT": [...]}`` (or
+    ``$or``...) combine filter objects (``NOT`` of a list: none of them). Dates and datetimes
+    become canonical UTC strings. Operators may be written with a leading ``$`` (``$in``) as
+    in MongoDB.
 
     Raises:
         MemoryValidationError: not an object, an unknown operator, or a value the operator does
             not take (e.g. ``in`` without a list, a range on a boolean); one line naming the key.
     """
+    return _parse_filters(spec, 0)
+
+
+def _parse_filters(spec: Mapping[str, Any] | None, depth: int) -> tuple[MetadataFilter, ...]:
     if spec is None:
         return ()
     if not isinstance(spec, Mapping):
@@ -477,12 +523,10 @@ def parse_filters(spec: Mapping[str, Any] | None) -> tuple[MetadataFilter, ...]:
         if not isinstance(key, str):
             msg = f"filter keys must be strings, got {key!r}"
             raise MemoryValidationError(msg)
-        if key.lstrip("$").upper() in _LOGICAL and isinstance(cond, (list, tuple)):
-            msg = (
-                f"filter {key!r}: logical operators are not supported; give several keys "
-                "(they AND together) or 'in' for alternatives"
-            )
-            raise MemoryValidationError(msg)
+        logical = key.lstrip("$").upper()
+        if logical in _LOGICAL:
+            out.append(_logical_filter(key, logical.lower(), cond, depth + 1))
+            continue
         if isinstance(cond, Mapping):
             if not cond:
                 msg = (
@@ -501,6 +545,38 @@ def parse_filters(spec: Mapping[str, Any] | None) -> tuple[MetadataFilter, ...]:
         else:
             out.append(_make_filter(key, "eq", cond))
     return tuple(out)
+
+
+def _logical_filter(key: str, op: str, cond: Any, depth: int) -> MetadataFilter:
+    """``{"OR": [spec, ...]}`` (also ``AND``, ``NOT``, ``$or``...) as one logical filter.
+
+    Each item of the list is a filter object of its own (its keys AND together); ``NOT``
+    also takes one object.
+    """
+    if depth > _MAX_FILTER_DEPTH:
+        msg = f"filter {key!r}: logical filters nest at most {_MAX_FILTER_DEPTH} deep"
+        raise MemoryValidationError(msg)
+    items = [cond] if op == "not" and isinstance(cond, Mapping) else cond
+    if not isinstance(items, (list, tuple)) or not items:
+        msg = (
+            f"filter {key!r}: give a non-empty list of filter objects "
+            f'(e.g. {{"{key}": [{{"project": "a"}}, {{"project": "b"}}]}})'
+        )
+        raise MemoryValidationError(msg)
+    clauses: list[MetadataFilter] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            msg = f"filter {key!r}: every item is a filter object, got {type(item).__name__}"
+            raise MemoryValidationError(msg)
+        parts = _parse_filters(item, depth)
+        if not parts:
+            msg = f"filter {key!r}: an empty filter object {{}} in the list"
+            raise MemoryValidationError(msg)
+        clauses.append(parts[0] if len(parts) == 1 else MetadataFilter(op="and", clauses=parts))
+    try:
+        return MetadataFilter(op=op, clauses=tuple(clauses))
+    except ValueError as exc:
+        raise MemoryValidationError(_filter_error(key, exc)) from None
 
 
 def _make_filter(key: str, op: str, value: Any) -> MetadataFilter:
@@ -1051,8 +1127,18 @@ class MemoryHistory(BaseModel):
     memory_id: str
     versions: tuple[MemoryEntry, ...]
     audit: tuple[AuditRecord, ...] = ()
+    deleted: bool = False
+    """True when the newest version was deleted: ``versions`` holds what remains (older
+    versions, superseded), ``audit`` what happened."""
 
     @property
     def current(self) -> MemoryEntry:
-        """The newest version."""
+        """The newest version.
+
+        Raises:
+            MemoryNotFoundError: every version was deleted (the audit tells what happened).
+        """
+        if self.deleted or not self.versions:
+            msg = f"memory {self.memory_id} was deleted: its history holds what remains"
+            raise MemoryNotFoundError(msg)
         return self.versions[-1]

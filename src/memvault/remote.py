@@ -60,7 +60,7 @@ class RemoteAsyncMemory(RemoteBase):
         self,
         content: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -156,7 +156,7 @@ class RemoteAsyncMemory(RemoteBase):
         self,
         query: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         limit: int = 10,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
         tags: Sequence[str] | None = None,
@@ -205,14 +205,14 @@ class RemoteAsyncMemory(RemoteBase):
             ),
         )
 
-    async def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+    async def get(self, memory_id: str, *, agent_id: str | None = None) -> MemoryEntry:
         """One memory of the agent.
 
         Runs on the server (see :meth:`AsyncMemory.get`).
         """
         return cast("MemoryEntry", await self._op("get", memory_id=memory_id, agent_id=agent_id))
 
-    async def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+    async def history(self, memory_id: str, *, agent_id: str | None = None) -> MemoryHistory:
         """Every version of a memory (give any version's id), oldest first, with its audit.
 
         Runs on the server (see :meth:`AsyncMemory.history`).
@@ -224,7 +224,7 @@ class RemoteAsyncMemory(RemoteBase):
     async def count(
         self,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike | None = None,
         filters: Mapping[str, Any] | None = None,
         user_id: str | None = None,
@@ -253,7 +253,7 @@ class RemoteAsyncMemory(RemoteBase):
     async def list(
         self,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike | None = None,
         label: str | None = None,
         tags: Sequence[str] | None = None,

@@ -20,6 +20,7 @@ from memvault.models import validate_agent_id, validate_memory_id
 from memvault.protocols import Embedder
 
 __all__ = [
+    "DEFAULT_AGENT_ID",
     "append_only_error",
     "as_dict",
     "check_agent",
@@ -27,6 +28,7 @@ __all__ = [
     "check_stored_model",
     "check_times",
     "model_error",
+    "scope_agent",
 ]
 
 
@@ -48,6 +50,34 @@ def check_agent(agent_id: str) -> str:
         return validate_agent_id(agent_id)
     except ValueError as exc:
         raise MemoryValidationError(str(exc)) from None
+
+
+DEFAULT_AGENT_ID = "default"
+"""The agent of memories written with only a ``user_id`` (or ``run_id``), mem0-style."""
+
+
+def scope_agent(agent_id: str | None, *scopes: str | None) -> str:
+    """The agent a call addresses: ``agent_id``, else the default agent.
+
+    ``scopes`` are the call's ``user_id``/``run_id``: when any is given, a call without an
+    ``agent_id`` is scoped by it within :data:`DEFAULT_AGENT_ID` (mem0's habit of keying a
+    store by user alone). A call that names no scope at all is refused when it takes
+    scopes, so a multi-agent program that forgets ``agent_id`` does not write into, or
+    read from, one common agent unnoticed. Calls addressed by a memory id (``scopes``
+    empty) default to :data:`DEFAULT_AGENT_ID`.
+
+    Raises:
+        MemoryValidationError: an invalid ``agent_id``, or no scope where one is needed.
+    """
+    if agent_id is not None:
+        return check_agent(agent_id)
+    if scopes and all(scope is None for scope in scopes):
+        msg = (
+            "give agent_id or user_id (or run_id): memories written with only a user_id "
+            f"live under the agent {DEFAULT_AGENT_ID!r}"
+        )
+        raise MemoryValidationError(msg)
+    return DEFAULT_AGENT_ID
 
 
 def check_id(memory_id: str) -> str:

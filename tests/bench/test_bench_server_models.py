@@ -14,11 +14,14 @@ def test_models_search_each_in_turns_and_survive_a_killed_worker(
 ) -> None:
     bench = bench_server
     out = tmp_path / "models.json"
+    # 12 s after a kill at a quarter: uvicorn's supervisor notices a dead worker only after
+    # pinging the others one by one (0.5 s loop, up to 5 s per busy worker), so a 6 s run on a
+    # loaded 2-core machine sometimes ended before the replacement appeared.
     bench.main(
         [
             "--models", "serve,uvicorn", "--workers", "2", "--memories", "40", "--agents", "2",
             "--adds", "0", "--concurrency", "2", "--duration", "1", "--rounds", "2",
-            "--warmup", "2", "--kill", "--kill-duration", "6", "--kill-concurrency", "2",
+            "--warmup", "2", "--kill", "--kill-duration", "12", "--kill-concurrency", "2",
             "--out", str(out),
         ]
     )  # fmt: skip

@@ -34,6 +34,13 @@ from memvault.models import (
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
 
+def _nested(levels: int) -> dict[str, Any]:
+    spec: dict[str, Any] = {"a": 1}
+    for _ in range(levels):
+        spec = {"OR": [spec]}
+    return spec
+
+
 def entry(**extra: Any) -> MemoryEntry:
     return MemoryEntry(
         id="01900000-0000-7000-8000-000000000001",
@@ -78,6 +85,24 @@ def test_the_mem0_style_forms() -> None:
     assert set(FILTER_OPS) == {"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists"}
 
 
+def test_logical_filters_nest_and_match_the_reference_semantics() -> None:
+    assert matches({"OR": [{"a": 1}, {"b": 2}]}, b=2)
+    assert not matches({"OR": [{"a": 1}, {"b": 2}]}, a=2, b=1)
+    assert matches({"NOT": [{"a": 1}, {"b": 2}]}, a=3)
+    assert not matches({"NOT": [{"a": 1}, {"b": 2}]}, b=2)
+    assert matches({"AND": [{"a": {"gt": 1}}, {"NOT": {"a": 5}}]}, a=3)
+    assert not matches({"AND": [{"a": {"gt": 1}}, {"NOT": {"a": 5}}]}, a=5)
+    # An object in a list ANDs its keys; eight levels are accepted.
+    assert not matches({"OR": [{"a": 1, "b": 2}]}, a=1)
+    assert matches(_nested(8), a=1)
+    (combined,) = parse_filters({"OR": [{"a": 1, "b": 2}, {"c": 3}]})
+    assert combined.op == "or" and combined.clauses[0].op == "and"
+    with pytest.raises(ValidationError, match="takes clauses, not a key"):
+        MetadataFilter(key="a", op="or", clauses=(MetadataFilter(key="a", value=1),))
+    with pytest.raises(ValidationError, match="needs the metadata key"):
+        MetadataFilter(op="eq", value=1)
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
@@ -98,7 +123,12 @@ def test_the_mem0_style_forms() -> None:
         ({"k": "a\x00b"}, "NUL"),
         ({"": 1}, "filter on ''"),
         ({"x" * 201: 1}, "at most 200"),
-        ({"OR": [{"a": 1}, {"b": 2}]}, "logical operators are not supported"),
+        ({"OR": []}, "give a non-empty list of filter objects"),
+        ({"$or": {"a": 1}}, "give a non-empty list of filter objects"),
+        ({"AND": [1]}, "every item is a filter object"),
+        ({"NOT": [{}]}, "an empty filter object"),
+        ({"OR": [{"a": {"bogus": 1}}]}, "unknown operator 'bogus'"),
+        (_nested(9), "nest at most 8 deep"),
     ],
 )
 def test_bad_filters_are_one_line_errors_naming_the_key(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault._jsonschema import tool_parameters
+from memvault.config import MemoryOptionsConfig
 from memvault.errors import MemoryValidationError
 from memvault.injection.dispatch import ToolRegistry
 from memvault.injection.tools import ToolDefinition
@@ -59,6 +60,24 @@ class MemoryToolsConfig(BaseModel):
     max_episodes: int = Field(default=500, ge=1)
     max_procedures: int = Field(default=100, ge=1)
     max_injected_procedures: int = Field(default=20, ge=1, le=200)
+
+    @classmethod
+    def from_options(cls, options: MemoryOptionsConfig) -> MemoryToolsConfig:
+        """The tools a store's configuration implies: the types it switched off are not
+        offered (``episodic.enabled: false``...), and its per-type caps
+        (``options.max_per_category``, InitRunner's ``semantic.max_memories``...) are the
+        tools' caps."""
+        off = set(options.disabled_categories)
+        caps = options.max_per_category
+        defaults = cls()
+        return cls(
+            semantic_enabled=MemoryCategory.SEMANTIC not in off,
+            episodic_enabled=MemoryCategory.EPISODIC not in off,
+            procedural_enabled=MemoryCategory.PROCEDURAL not in off,
+            max_memories=caps.get(MemoryCategory.SEMANTIC, defaults.max_memories),
+            max_episodes=caps.get(MemoryCategory.EPISODIC, defaults.max_episodes),
+            max_procedures=caps.get(MemoryCategory.PROCEDURAL, defaults.max_procedures),
+        )
 
 
 _CATEGORY_HELP = "A short topic label, e.g. 'preferences' or 'deployment'."
@@ -134,7 +153,16 @@ class MemoryTools:
     def __init__(self, memory: MemoryAPI, config: MemoryToolsConfig | None = None) -> None:
         """Offer the tools of ``config``'s enabled memory types over ``memory``."""
         self._memory = memory
-        self._config = config or MemoryToolsConfig()
+        if config is None:
+            # A memory's own configuration decides which types are on and their caps.
+            store = getattr(memory, "config", None)
+            options = getattr(store, "options", None)
+            config = (
+                MemoryToolsConfig.from_options(options)
+                if isinstance(options, MemoryOptionsConfig)
+                else MemoryToolsConfig()
+            )
+        self._config = config
         self.invocations: dict[str, int] = {}
         registry = ToolRegistry()
         if self._config.semantic_enabled:

@@ -398,8 +398,10 @@ class EvolverConfig(BaseModel):
 class ProceduralMemoryConfig(BaseModel):
     """Procedural memory auto-generation (``memory.procedural`` in ``memvault.yaml``).
 
-    ``model`` is recorded on every lesson; the call itself goes to the memory's LLM provider.
-    ``skill_md_directory`` also writes each lesson as an Agent Skills ``SKILL.md`` file.
+    ``model``, when written, is the model the proposer asks (the memory's LLM endpoint with that
+    model); left out, the proposer asks the LLM's own model. Every lesson records the model
+    that proposed it. ``skill_md_directory`` also writes each lesson as an Agent Skills
+    ``SKILL.md`` file.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -554,7 +556,8 @@ class DualModeSettings(BaseModel):
     )
     """Density score at or above which a group counts as dense."""
     summarization_model: str | None = None
-    """Recorded with abstractive summaries; the call goes to the memory's LLM provider."""
+    """The model of the dual-mode LLM summaries (the memory's LLM endpoint with that model;
+    else ``consolidation.model_override``, else the LLM's own model)."""
     max_facts: int = Field(default=10, ge=0)
     """Key facts kept verbatim per dense entry (besides its start/mid/end anchors)."""
     anchor_chars: int = Field(default=300, ge=20)
@@ -601,7 +604,7 @@ class ConsolidationSettings(BaseModel):
     ``interval`` are moved to ``options`` when the file is read (see :func:`normalize_section`).
     ``strategy`` is also the strategy of scheduled runs (``maintenance.consolidation_strategy``
     follows it unless written itself). ``model_override`` names the model of consolidation LLM
-    calls (InitRunner).
+    calls (InitRunner): the memory's LLM endpoint asked with that model.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -925,6 +928,14 @@ def _from_initrunner(data: dict[str, Any], origins: Origins, *, role_file: bool)
     store_path = data.pop("store_path", None)
     if store_path is not None:
         _put(data, ("storage", "url"), str(store_path), "store_path", origins)
+        # InitRunner: "the directory is created automatically": a managed data directory.
+        storage = data.get("storage")
+        if (
+            isinstance(storage, dict)
+            and not storage.get("data_dir")
+            and "://" not in str(store_path)
+        ):
+            storage["data_dir"] = str(Path(str(store_path)).expanduser().parent)
     legacy = data.pop("max_memories", None)
     disabled: list[str] = []
     for name, (cap_key, default) in _INITRUNNER_TYPES.items():

@@ -78,6 +78,7 @@ from memvault.learning.store import (
     SkillUsage,
     TrajectoryLog,
 )
+from memvault.llm._protocol import with_model
 from memvault.models import MemoryCategory, MemoryEntry, MemoryScope
 from memvault.protocols import LLMProvider
 from memvault.validation import check_agent, model_error
@@ -268,7 +269,13 @@ class LearningEngine:
         if self._llm is None:
             report["reason"] = "no LLM configured for the proposer"
             return None
-        strategy = capture_strategy(self._llm, cfg)
+        # procedural.model, when written, is the model the proposer asks.
+        llm = with_model(
+            self._llm,
+            cfg.model if "model" in cfg.model_fields_set else None,
+            key="procedural.model",
+        )
+        strategy = capture_strategy(llm, cfg)
         report["strategy"] = strategy.name
         recent: list[float] = []
         if task.success and task.quality_score is not None:
@@ -289,7 +296,9 @@ class LearningEngine:
                 extra={"event": "memory.learn.discarded", "agent_id": agent},
             )
             return None
-        lesson_id = await self._store_lesson(agent, proposal, result.tag, payload)
+        lesson_id = await self._store_lesson(
+            agent, proposal, result.tag, payload, model=llm.model_id
+        )
         report.update(captured=True, reason=result.reason, lesson_id=lesson_id, proposal=proposal)
         if cfg.skill_md_directory:
             report["skill_file"] = str(write_skill_md(cfg.skill_md_directory, proposal, lesson_id))
@@ -314,6 +323,7 @@ class LearningEngine:
         tag: str,
         payload: FailureAnalysisPayload,
         *extra_tags: str,
+        model: str | None = None,
     ) -> str:
         return await self._memory.add(
             proposal.render(),
@@ -325,7 +335,7 @@ class LearningEngine:
                     mode="json", exclude={"application_count", "last_applied_at", "superseded_by"}
                 ),
                 "task_type": payload.task_type,
-                "proposer_model": self._config.procedural.model,
+                "proposer_model": model or self._config.procedural.model,
             },
             label="lesson",
             source=f"learning:{proposal.source}",

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from memvault._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from memvault.llm._protocol import ChatMessage, LLMProvider, LLMResponse, complete_json
+    from memvault.llm._protocol import (
+        ChatMessage,
+        LLMProvider,
+        LLMResponse,
+        complete_json,
+        with_model,
+    )
     from memvault.llm.errors import (
         LLMOutputError,
         ProviderAuthError,
@@ -34,6 +40,7 @@ __all__ = [
     "ScriptedLLM",
     "ScriptedResponse",
     "complete_json",
+    "with_model",
 ]
 
 
@@ -49,6 +56,7 @@ _WHERE = {
     "ScriptedLLM": "memvault.llm.scripted",
     "ScriptedResponse": "memvault.llm.scripted",
     "complete_json": "memvault.llm._protocol",
+    "with_model": "memvault.llm._protocol",
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from memvault.errors import MemoryConfigError
 from memvault.llm.errors import LLMOutputError
 from memvault.models import ChatMessage, LLMResponse
 from memvault.protocols import LLMProvider
@@ -202,3 +203,26 @@ async def complete_json(
         f"{repair_attempts} repair attempt(s): {problem}",
         output=response.text,
     )
+
+
+def with_model(llm: LLMProvider, model: str | None, *, key: str) -> LLMProvider:
+    """``llm`` asking ``model`` instead (None: ``llm`` itself).
+
+    For the config keys that name a model for one kind of call (``key`` is the key's name,
+    for the error): the provider's ``with_model`` derives it (the OpenAI-compatible client,
+    the response cache and the cost meter wrap it; the scripted LLM of tests records it).
+
+    Raises:
+        MemoryConfigError: the provider cannot ask another model.
+    """
+    if model is None or model == llm.model_id:
+        return llm
+    switch = getattr(llm, "with_model", None)
+    if switch is None:
+        msg = (
+            f"{key}: {model!r} needs an LLM that can ask another model (an OpenAI-compatible "
+            f"endpoint: the llm: config section); {type(llm).__name__} cannot"
+        )
+        raise MemoryConfigError(msg)
+    derived: LLMProvider = switch(model)
+    return derived

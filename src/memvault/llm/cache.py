@@ -146,6 +146,13 @@ class CachingLLM:
         """The wrapped provider's model id (the cache is transparent)."""
         return self._provider.model_id
 
+    def with_model(self, model: str) -> LLMProvider:
+        """The wrapped provider asking ``model`` (see :func:`memvault.llm.with_model`); its
+        replies are not cached here (the cache is keyed on this provider's model)."""
+        from memvault.llm._protocol import with_model
+
+        return with_model(self._provider, model, key="model")
+
     def stats(self) -> CacheStats:
         """Hit, miss and eviction counters and the current size."""
         lookups = self._hits + self._misses

@@ -128,6 +128,12 @@ class MeteredLLM:
         """The wrapped provider's model."""
         return self.inner.model_id
 
+    def with_model(self, model: str) -> MeteredLLM:
+        """The wrapped provider asking ``model``, metered by the same meter."""
+        from memvault.llm._protocol import with_model
+
+        return MeteredLLM(with_model(self.inner, model, key="model"), self._meter)
+
     async def complete(
         self,
         messages: Sequence[ChatMessage],

@@ -8,6 +8,7 @@ step by step when a server rejects it and remembers what worked.
 from __future__ import annotations
 
 import asyncio
+import copy
 import email.utils
 import json
 import logging
@@ -214,6 +215,24 @@ class OpenAICompatibleLLM:
         # Created lazily so that constructing a provider (e.g. from config) costs nothing and a
         # closed provider can transparently reconnect.
         self._client: httpx.AsyncClient | None = None
+        # A provider made by with_model() sends through its origin's connections.
+        self._origin: OpenAICompatibleLLM | None = None
+
+    def with_model(self, model: str) -> OpenAICompatibleLLM:
+        """The same endpoint, key and retry policy asking ``model`` (connections shared).
+
+        What ``consolidation.model_override``, ``dual_mode.summarization_model`` and
+        ``procedural.model`` use to send their calls to another model of one endpoint.
+        """
+        if not model:
+            raise MemoryConfigError("model must not be empty")
+        if model == self._model:
+            return self
+        twin = copy.copy(self)
+        twin._model = model
+        twin._client = None
+        twin._origin = self._origin or self
+        return twin
 
     def __repr__(self) -> str:
         """Show the endpoint and model, never the API key."""
@@ -244,11 +263,15 @@ class OpenAICompatibleLLM:
 
     async def aclose(self) -> None:
         """Close the HTTP connections (idempotent; a later call reconnects)."""
+        if self._origin is not None:
+            return  # the origin's connections: closed with it
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
 
     def _get_client(self) -> httpx.AsyncClient:
+        if self._origin is not None:
+            return self._origin._get_client()
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout), headers=self._headers

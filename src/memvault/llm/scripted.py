@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,15 +40,18 @@ class ScriptedLLM:
         self._responses: list[ScriptedResponse] = list(responses)
         self._model_id = model_id
         self._repeat_last = repeat_last
-        self._position = 0
+        # One cursor shared with the views with_model() makes (a list: copied by reference).
+        self._cursor = [0]
         self.calls: list[list[ChatMessage]] = []
+        self.models: list[str] = []
+        """The model each call asked (the view's, for calls through with_model())."""
         self.call_kwargs: list[dict[str, Any]] = []
 
     def __repr__(self) -> str:
         """Show the model id and how far the script has progressed."""
         return (
             f"ScriptedLLM(model_id={self._model_id!r}, "
-            f"used={self._position}/{len(self._responses)}, calls={len(self.calls)})"
+            f"used={self._cursor[0]}/{len(self._responses)}, calls={len(self.calls)})"
         )
 
     @property
@@ -55,10 +59,17 @@ class ScriptedLLM:
         """The model id given at construction (``"scripted"`` by default)."""
         return self._model_id
 
+    def with_model(self, model: str) -> ScriptedLLM:
+        """A view of this script answering as ``model``: it shares the responses, the position
+        and the recorded calls (``models`` records which model each call asked)."""
+        twin = copy.copy(self)
+        twin._model_id = model
+        return twin
+
     @property
     def remaining(self) -> int:
         """How many scripted responses have not been used yet."""
-        return len(self._responses) - self._position
+        return len(self._responses) - self._cursor[0]
 
     async def complete(
         self,
@@ -75,6 +86,7 @@ class ScriptedLLM:
             Exception: whatever exception the script holds at this step.
         """
         self.calls.append(list(messages))
+        self.models.append(self._model_id)
         self.call_kwargs.append(
             {"temperature": temperature, "max_tokens": max_tokens, "json_schema": json_schema}
         )
@@ -91,9 +103,9 @@ class ScriptedLLM:
         )
 
     def _next_step(self) -> ScriptedResponse:
-        if self._position < len(self._responses):
-            step = self._responses[self._position]
-            self._position += 1
+        if self._cursor[0] < len(self._responses):
+            step = self._responses[self._cursor[0]]
+            self._cursor[0] += 1
             return step
         if self._repeat_last and self._responses:
             return self._responses[-1]

@@ -69,7 +69,7 @@ from memvault.protocols import Embedder, LLMProvider, MemoryStore, SharedMemoryS
 from memvault.retrieval.filters import MemoryFilterStrategy, check_non_inferable_tag
 from memvault.retrieval.packing import CONTEXT_MIN_RELEVANCE, MemoryContext
 from memvault.retrieval.presets import RetrievalConfig, get_preset
-from memvault.validation import check_agent, check_id, model_error
+from memvault.validation import check_agent, check_id, model_error, scope_agent
 from memvault.write.admission import AdmissionController
 from memvault.write.chunking import CHUNK_CHARS, CHUNK_OVERLAP, chunk_text
 from memvault.write.dedup import DedupConfig
@@ -166,6 +166,25 @@ def _remote_class() -> type[AsyncMemory]:
 
 
 _AUDIT_PAGE = 1_000
+_PAGE = 500  # memories per read of get_all/delete_all
+
+
+def _version_ids(records: Sequence[AuditRecord], start: set[str]) -> set[str]:
+    """``start`` and every id linked to it by the audit's supersede records (both ways)."""
+    links: dict[str, set[str]] = {}
+    for r in records:
+        newer = r.details.get("superseded_by")
+        if r.action == "memory.supersede" and r.memory_id and newer:
+            links.setdefault(r.memory_id, set()).add(str(newer))
+            links.setdefault(str(newer), set()).add(r.memory_id)
+    ids = set(start)
+    todo = list(start)
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in ids:
+                ids.add(other)
+                todo.append(other)
+    return ids
 
 
 async def _agent_audit(backend: Any, agent: str) -> list[AuditRecord]:
@@ -506,7 +525,7 @@ class AsyncMemory:
         self,
         content: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -530,7 +549,7 @@ class AsyncMemory:
         self,
         content: Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -553,7 +572,7 @@ class AsyncMemory:
         self,
         content: str | Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -634,7 +653,7 @@ class AsyncMemory:
         self,
         messages: Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         infer: bool = False,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -662,7 +681,7 @@ class AsyncMemory:
             MemoryValidationError: not a list of messages, or none with text to remember.
             MemoryStoreError: the LLM failed to extract facts (nothing was stored).
         """
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id, user_id, run_id)
         turns = conversation_turns(messages)
         extra = scope_metadata(
             metadata, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
@@ -741,7 +760,7 @@ class AsyncMemory:
         self,
         content: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -765,7 +784,7 @@ class AsyncMemory:
         carry advisories that never block a write: a stored memory without the
         ``non-inferable`` tag gets the design documents' reminder about it.
         """
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id, user_id, run_id)
         request = _request(
             content,
             category=category,
@@ -799,6 +818,15 @@ class AsyncMemory:
         A request longer than the store's ``max_content_chars`` is stored as linked chunks
         (:mod:`memvault.write.chunking`); its outcome is the first chunk's.
         """
+        off = self._config.options.disabled_categories
+        for request in requests if off else ():
+            if request.category in off:
+                name = request.category.value
+                msg = (
+                    f"{name} memories are switched off in this store's configuration "
+                    f"({name}.enabled: false, i.e. options.disabled_categories)"
+                )
+                raise MemoryValidationError(msg)
         originals = requests
         requests, heads = self._chunked(requests)
         outcomes = await self._write_planned(agent, requests, dedup=dedup, admission=admission)
@@ -951,9 +979,9 @@ class AsyncMemory:
         outcomes = await self._write(agent, requests, dedup=dedup, admission=False)
         return [o.id or "" for o in outcomes]
 
-    async def delete(self, memory_id: str, *, agent_id: str) -> bool:
+    async def delete(self, memory_id: str, *, agent_id: str | None = None) -> bool:
         """Delete one memory (audited); False if the agent has no memory with that id."""
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id)
         mid = check_id(memory_id)
         backend = await self._ready()
         deleted = await backend.delete(agent, mid)
@@ -1146,8 +1174,20 @@ class AsyncMemory:
             if kind is ConsolidationStrategy.EXTRACT
             else await _stored_vectors(backend, entries, config)
         )
+        from memvault.llm._protocol import with_model
         from memvault.llm.metered import cost_scope
 
+        if llm is None and self._llm is not None:
+            # The config may name the model of these calls (InitRunner's model_override; the
+            # dual-mode summaries' own summarization_model first).
+            settings = self._config.consolidation
+            summaries = settings.archival.dual_mode.summarization_model
+            if kind is ConsolidationStrategy.DUAL_MODE and summaries is not None:
+                llm = with_model(self._llm, summaries, key="dual_mode.summarization_model")
+            else:
+                llm = with_model(
+                    self._llm, settings.model_override, key="consolidation.model_override"
+                )
         with cost_scope(agent, operation="consolidation"):
             result = await run_consolidation(
                 entries,
@@ -1389,7 +1429,7 @@ class AsyncMemory:
         self,
         query: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         limit: int = 10,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
         tags: Sequence[str] | None = None,
@@ -1435,7 +1475,7 @@ class AsyncMemory:
         ``agent_retention``) apply at read time: an expired memory is never returned, even
         before a sweep moves it to the archive.
         """
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id, user_id, run_id)
         if not isinstance(query, str) or not query.strip():
             msg = "search query is empty"
             raise MemoryValidationError(msg)
@@ -1724,7 +1764,7 @@ class AsyncMemory:
         except KeyError as exc:
             raise MemoryValidationError(str(exc.args[0])) from None
 
-    async def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+    async def get(self, memory_id: str, *, agent_id: str | None = None) -> MemoryEntry:
         """One memory of the agent.
 
         A memory its retention rule has expired is not found, even before a sweep archives it
@@ -1734,7 +1774,7 @@ class AsyncMemory:
             MemoryNotFoundError: no such id for this agent (another agent's id looks the same),
                 or the memory has expired.
         """
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id)
         mid = check_id(memory_id)
         backend = await self._ready()
         entry = await backend.get(agent, mid)
@@ -1784,7 +1824,7 @@ class AsyncMemory:
         self,
         memory_id: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         content: str | None = None,
         category: CategoryLike | None = None,
         tags: Sequence[str] | None = None,
@@ -1804,7 +1844,7 @@ class AsyncMemory:
             MemoryConflictError: the memory was already superseded (update the current one).
             MemoryValidationError: nothing to change, or an invalid value.
         """
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id)
         old = await self._live(memory_id, agent_id=agent)
         if old.superseded_by is not None:
             msg = (
@@ -1833,15 +1873,22 @@ class AsyncMemory:
             self._response_cache.invalidate_memories([old.id])
         return await self.get(outcome.id or "", agent_id=agent)
 
-    async def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+    async def history(self, memory_id: str, *, agent_id: str | None = None) -> MemoryHistory:
         """Every version of a memory (give any version's id), oldest first, with its audit.
 
+        A deleted memory still has a history: its versions that remain (none once every one
+        was deleted) and the audit records of all of them (``deleted`` is then True), so
+        what happened to an id a user was given stays answerable.
+
         Raises:
-            MemoryNotFoundError: no such memory for this agent.
+            MemoryNotFoundError: no such memory for this agent, and no audit record of it.
         """
-        agent = check_agent(agent_id)
-        first = await self.get(memory_id, agent_id=agent)
+        agent = scope_agent(agent_id)
         backend = await self._ready()
+        try:
+            first = await self.get(memory_id, agent_id=agent)
+        except MemoryNotFoundError:
+            return await self._history_from_audit(backend, agent, check_id(memory_id))
         records = await _agent_audit(backend, agent) if hasattr(backend, "export_rows") else []
         older = {
             str(r.details.get("superseded_by")): str(r.memory_id)
@@ -1856,19 +1903,134 @@ class AsyncMemory:
                 break
             chain.insert(0, previous)
             seen.add(previous.id)
+        deleted = False
         while chain[-1].superseded_by is not None and chain[-1].superseded_by not in seen:
             newer = await backend.get(agent, chain[-1].superseded_by)
             if newer is None:
+                # The newer version is gone: deleted (its audit says so) or archived.
+                gone = chain[-1].superseded_by
+                deleted = any(r.memory_id == gone and r.action == "memory.delete" for r in records)
                 break
             chain.append(newer)
             seen.add(newer.id)
-        audit = tuple(r for r in records if r.memory_id in seen)
-        return MemoryHistory(memory_id=first.id, versions=tuple(chain), audit=audit)
+        ids = _version_ids(records, seen)
+        audit = tuple(r for r in records if r.memory_id in ids)
+        return MemoryHistory(
+            memory_id=first.id, versions=tuple(chain), audit=audit, deleted=deleted
+        )
+
+    async def _history_from_audit(
+        self, backend: MemoryStore, agent: str, memory_id: str
+    ) -> MemoryHistory:
+        """The history of an id that no longer answers ``get``: from the audit log."""
+        records = await _agent_audit(backend, agent) if hasattr(backend, "export_rows") else []
+        ids = _version_ids(records, {memory_id})
+        audit = tuple(r for r in records if r.memory_id in ids)
+        if not audit:
+            msg = f"memory {memory_id} not found for agent {agent!r}, and no audit record of it"
+            raise MemoryNotFoundError(msg)
+        order = {r.memory_id: i for i, r in reversed(list(enumerate(audit)))}
+        left = [e for e in [await backend.get(agent, i) for i in ids] if e is not None]
+        left.sort(key=lambda e: order.get(e.id, len(audit)))
+        return MemoryHistory(memory_id=memory_id, versions=tuple(left), audit=audit, deleted=True)
+
+    async def get_all(
+        self,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        limit: int | None = 100,
+    ) -> builtins.list[MemoryEntry]:
+        """Every current memory of a scope, newest first (mem0's ``get_all``).
+
+        The scope is ``agent_id`` and/or ``user_id``/``run_id`` (see :meth:`add`), narrowed by
+        ``session_id``, ``namespace``, ``category`` and ``filters`` as in :meth:`list`;
+        ``limit=None`` returns all of them (read page by page).
+
+        Raises:
+            MemoryValidationError: no scope, a bad filter, or ``limit`` < 1.
+        """
+        agent = scope_agent(agent_id, user_id, run_id)
+        if limit is not None and (isinstance(limit, bool) or limit < 1):
+            msg = f"limit must be >= 1 or None, got {limit!r}"
+            raise MemoryValidationError(msg)
+        found: builtins.list[MemoryEntry] = []
+        while limit is None or len(found) < limit:
+            want = _PAGE if limit is None else min(_PAGE, limit - len(found))
+            page = await self.list(
+                agent_id=agent,
+                category=category,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+                limit=want,
+                offset=len(found),
+            )
+            found.extend(page)
+            if len(page) < want:
+                break
+        return found
+
+    async def delete_all(
+        self,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Delete every memory of a scope, old versions included; returns how many (audited).
+
+        Scoped like :meth:`get_all` and never wider: ``delete_all(user_id="alice")`` deletes
+        alice's memories of the default agent and nothing else; a call without any scope is
+        refused (:meth:`clear` empties one agent on purpose).
+
+        Raises:
+            MemoryValidationError: no scope, or a bad filter.
+        """
+        agent = scope_agent(agent_id, user_id, run_id)
+        scoped = query_filters(
+            filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
+        )
+        if not scoped:
+            return await self.clear(agent_id=agent, category=category)
+        deleted = 0
+        while True:
+            # Always the first page: what was deleted drops out of the next read. Through
+            # list and delete, so a remote memory does the same over its routes.
+            page = await self.list(
+                agent_id=agent,
+                category=category,
+                filters=filters,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+                include_superseded=True,
+                limit=_PAGE,
+            )
+            gone = 0
+            for entry in page:
+                if await self.delete(entry.id, agent_id=agent):
+                    gone += 1
+            deleted += gone
+            if gone == 0:  # nothing left (or only what a concurrent writer holds): stop
+                return deleted
 
     async def count(
         self,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike | None = None,
         filters: Mapping[str, Any] | None = None,
         user_id: str | None = None,
@@ -1877,7 +2039,7 @@ class AsyncMemory:
         namespace: str | None = None,
     ) -> int:
         """Number of memories of the agent (of one category, passing the metadata filters)."""
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id, user_id, run_id)
         cat = None if category is None else parse_category(category)
         found = query_filters(
             filters, user_id=user_id, session_id=session_id, run_id=run_id, namespace=namespace
@@ -1888,7 +2050,7 @@ class AsyncMemory:
     async def list(
         self,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike | None = None,
         label: str | None = None,
         tags: Sequence[str] | None = None,
@@ -1906,7 +2068,7 @@ class AsyncMemory:
         ``filters`` and the scope ids work as in :meth:`search`; expired memories (retention
         age rules) are left out, as in :meth:`search`.
         """
-        agent = check_agent(agent_id)
+        agent = scope_agent(agent_id, user_id, run_id)
         if offset < 0:
             msg = "offset must be >= 0"
             raise MemoryValidationError(msg)
@@ -1932,7 +2094,7 @@ class AsyncMemory:
         self,
         query: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         token_budget: int = 800,
         limit: int = 20,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
@@ -1978,7 +2140,9 @@ class AsyncMemory:
                 min_relevance=min_relevance,
             ),
         )
-        prepared = await strategy.prepare_context(agent_id, query, token_budget)
+        prepared = await strategy.prepare_context(
+            scope_agent(agent_id, user_id, run_id), query, token_budget
+        )
         # The skills it injected are on record before the context is handed out, so an outcome
         # reported to any process over this store counts them.
         # (A remote memory has no learning engine of its own: the server records them.)

@@ -120,7 +120,7 @@ class Memory(MemoryBase):
         self,
         content: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -144,7 +144,7 @@ class Memory(MemoryBase):
         self,
         content: Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -167,7 +167,7 @@ class Memory(MemoryBase):
         self,
         content: str | Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -217,7 +217,7 @@ class Memory(MemoryBase):
         self,
         messages: Sequence[ChatMessage | Mapping[str, Any]],
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         infer: bool = False,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -252,7 +252,7 @@ class Memory(MemoryBase):
         self,
         content: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike = MemoryCategory.SEMANTIC,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -308,7 +308,7 @@ class Memory(MemoryBase):
         """
         return self._run(self._core.add_many(items, agent_id=agent_id, dedup=dedup))
 
-    def delete(self, memory_id: str, *, agent_id: str) -> bool:
+    def delete(self, memory_id: str, *, agent_id: str | None = None) -> bool:
         """Delete one memory (audited); False if the agent has no memory with that id.
 
         See :meth:`AsyncMemory.delete`.
@@ -418,7 +418,7 @@ class Memory(MemoryBase):
         self,
         query: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         limit: int = 10,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,
         tags: Sequence[str] | None = None,
@@ -516,7 +516,7 @@ class Memory(MemoryBase):
         """
         return self._run(self._core.promote_skills(agent_id=agent_id))
 
-    def get(self, memory_id: str, *, agent_id: str) -> MemoryEntry:
+    def get(self, memory_id: str, *, agent_id: str | None = None) -> MemoryEntry:
         """One memory of the agent.
 
         See :meth:`AsyncMemory.get`.
@@ -527,7 +527,7 @@ class Memory(MemoryBase):
         self,
         memory_id: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         content: str | None = None,
         category: CategoryLike | None = None,
         tags: Sequence[str] | None = None,
@@ -554,17 +554,73 @@ class Memory(MemoryBase):
             )
         )
 
-    def history(self, memory_id: str, *, agent_id: str) -> MemoryHistory:
+    def history(self, memory_id: str, *, agent_id: str | None = None) -> MemoryHistory:
         """Every version of a memory (give any version's id), oldest first, with its audit.
 
         See :meth:`AsyncMemory.history`.
         """
         return self._run(self._core.history(memory_id, agent_id=agent_id))
 
+    def get_all(
+        self,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+        limit: int | None = 100,
+    ) -> builtins.list[MemoryEntry]:
+        """Every current memory of a scope, newest first (mem0's ``get_all``).
+
+        See :meth:`AsyncMemory.get_all`.
+        """
+        return self._run(
+            self._core.get_all(
+                agent_id=agent_id,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+                category=category,
+                filters=filters,
+                limit=limit,
+            )
+        )
+
+    def delete_all(
+        self,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        namespace: str | None = None,
+        category: CategoryLike | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Delete every memory of a scope, old versions included; returns how many (audited).
+
+        See :meth:`AsyncMemory.delete_all`.
+        """
+        return self._run(
+            self._core.delete_all(
+                agent_id=agent_id,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+                namespace=namespace,
+                category=category,
+                filters=filters,
+            )
+        )
+
     def count(
         self,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike | None = None,
         filters: Mapping[str, Any] | None = None,
         user_id: str | None = None,
@@ -591,7 +647,7 @@ class Memory(MemoryBase):
     def list(
         self,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         category: CategoryLike | None = None,
         label: str | None = None,
         tags: Sequence[str] | None = None,
@@ -629,7 +685,7 @@ class Memory(MemoryBase):
         self,
         query: str,
         *,
-        agent_id: str,
+        agent_id: str | None = None,
         token_budget: int = 800,
         limit: int = 20,
         categories: CategoryLike | Iterable[CategoryLike] | None = None,

@@ -664,6 +664,29 @@ class MetadataFilterContract:
         listed = await _listed(backend, "a", MemoryQuery(limit=100, filters=both))
         assert set(listed) == {ids["int1"], ids["int10"]}
 
+    async def test_or_and_not_combine_conditions(self, backend: MemoryStore) -> None:
+        ids = await self._store_values(backend)
+        everything = set(ids)
+        either = {"OR": [{"k": "a"}, {"k": {"gte": 10}}]}
+        assert await self._names(backend, ids, either) == {"str-a", "int10"}
+        # NOT of a list excludes what matches any item; a missing key matches no item.
+        not_numbers = {"NOT": [{"k": {"gte": -1_000_000}}, {"k": None}]}
+        assert await self._names(backend, ids, not_numbers) == everything - {
+            "int1", "float1", "int2", "float2.5", "int10", "null",
+        }  # fmt: skip
+        # NOT of a condition on an absent key keeps the entry without the key.
+        assert "missing" in await self._names(backend, ids, {"$not": {"k": 1}})
+        nested = {
+            "$and": [
+                {"OR": [{"name": {"in": ["int1", "int2", "str1"]}}, {"k": True}]},
+                {"NOT": {"k": {"in": ["1", 2]}}},
+            ]
+        }
+        assert await self._names(backend, ids, nested) == {"int1", "true"}
+        # Combined with a plain key (they AND together).
+        mixed = {"OR": [{"k": 1}, {"k": "1"}], "name": {"ne": "float1"}}
+        assert await self._names(backend, ids, mixed) == {"int1", "str1"}
+
     async def test_keys_are_top_level_and_may_hold_any_character(
         self, backend: MemoryStore
     ) -> None:

@@ -22,6 +22,7 @@ from memvault.backends._base import Vectors
 from memvault.backends._common import SCOPE_KEYS
 from memvault.backends.postgres._driver import Conn, Jsonb, sql
 from memvault.models import (
+    LOGICAL_OPS,
     RANGE_OPS,
     ArchivedEntry,
     AuditRecord,
@@ -287,6 +288,19 @@ def _where(query: MemoryQuery, now: datetime) -> tuple[str, list[Any]]:
 _SIGNS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
+def _logical_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
+    """A logical filter: its clauses' conditions joined (NULL, like false, is no match)."""
+    parts = [_filter_sql(c) for c in f.clauses]
+    params = [value for _, values in parts for value in values]
+    if f.op == "and":
+        return "(" + " AND ".join(c for c, _ in parts) + ")", params
+    any_of = "(" + " OR ".join(c for c, _ in parts) + ")"
+    if f.op == "or":
+        return any_of, params
+    # NOT: a clause that is NULL (a missing key) did not match, so the entry passes.
+    return f"NOT COALESCE({any_of}, false)", params
+
+
 def _filter_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
     """One filter as a SQL condition and its parameters (NULL, like false, means no match).
 
@@ -296,6 +310,8 @@ def _filter_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
     so the cast never sees another type. The scope keys use literal keys so the planner matches
     the expression indexes of migration m004.
     """
+    if f.op in LOGICAL_OPS:
+        return _logical_sql(f)
     key = f.key
     kparams: list[Any]
     if key in SCOPE_KEYS:

@@ -20,6 +20,7 @@ from typing import Any
 from memvault.backends._base import SHARED_KEY
 from memvault.backends._common import SCOPE_KEYS
 from memvault.models import (
+    LOGICAL_OPS,
     RANGE_OPS,
     ArchivedEntry,
     AuditRecord,
@@ -282,6 +283,19 @@ _NUMBER_TYPES = "('integer', 'real')"
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+def _logical_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
+    """A logical filter: its clauses' conditions joined (NULL, like false, is no match)."""
+    parts = [_filter_sql(c) for c in f.clauses]
+    params = [value for _, values in parts for value in values]
+    if f.op == "and":
+        return "(" + " AND ".join(c for c, _ in parts) + ")", params
+    any_of = "(" + " OR ".join(c for c, _ in parts) + ")"
+    if f.op == "or":
+        return any_of, params
+    # NOT: a clause that is NULL (a missing key) did not match, so the entry passes.
+    return f"NOT COALESCE({any_of}, 0)", params
+
+
 def _filter_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
     """One filter as a SQL condition and its parameters (NULL, like false, means no match).
 
@@ -290,6 +304,8 @@ def _filter_sql(f: MetadataFilter) -> tuple[str, list[Any]]:
     comparison is type-sensitive; ``json_extract`` gives the value to compare. The scope keys
     use literal paths so the planner matches the expression indexes of migration m006.
     """
+    if f.op in LOGICAL_OPS:
+        return _logical_sql(f)
     key = f.key
     kparams: list[Any]
     if key in SCOPE_KEYS:
