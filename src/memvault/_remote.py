@@ -583,9 +583,11 @@ class RemoteBase(AsyncMemory):
         model and decoded (:func:`_answer`).
         """
         op = self._operation(operation)
-        if "agent_id" in arguments and arguments["agent_id"] is None:
+        field = op.request.model_fields.get("agent_id")
+        if arguments.get("agent_id", "") is None and field is not None and field.is_required():
             # The embedded memory's default agent (user_id alone is a scope), resolved here:
-            # the server's request models name the agent of every call.
+            # the server's request models name the agent of every scoped call (an optional
+            # agent_id, as import's "keep each entry's agent", stays None).
             scopes = [arguments[k] for k in ("user_id", "run_id") if k in arguments]
             arguments = {**arguments, "agent_id": scope_agent(None, *scopes)}
         data = await self._send(op, _request(op, arguments))

@@ -282,8 +282,16 @@ def _plain(annotation: object) -> str:
 
 
 def test_remote_overrides_every_method_with_the_same_signature() -> None:
-    # These work unchanged because they only call overridden methods (add calls write).
-    inherited = {"add", "context_strategy", "injection_strategy", "memory_tools"}
+    # These work unchanged because they only call overridden methods (add calls write;
+    # get_all pages through list; delete_all through list, delete and clear).
+    inherited = {
+        "add",
+        "context_strategy",
+        "injection_strategy",
+        "memory_tools",
+        "get_all",
+        "delete_all",
+    }
     for name, fn in vars(AsyncMemory).items():
         if name.startswith("_") or not callable(fn) or name in inherited:
             continue
@@ -841,3 +849,28 @@ async def test_learning_and_working_memory_answers_decode_to_the_declared_types(
         assert isinstance(pad, WorkingMemory)
         assert [(n.id, n.content) for n in pad.notes] == [(note, "Check the flaky test first")]
         assert await mem.clear_working("T-1", agent_id="dev-1") == 1
+
+
+async def test_mem0_habits_over_http(server: LiveServer) -> None:
+    # user_id alone is a scope (the default agent), get_all pages, delete_all stays scoped,
+    # an import keeps each entry's own agent: the same answers as the embedded memory.
+    async with _remote(server) as mem:
+        for i in range(3):
+            await mem.add(f"alice likes tea number {i}", user_id="alice-h")
+        await mem.add("bob likes coffee", user_id="bob-h")
+        await mem.add("dev-9 keeps its own note", agent_id="dev-9")
+        alice = await mem.get_all(user_id="alice-h", limit=None)
+        assert sorted(e.content for e in alice) == [f"alice likes tea number {i}" for i in range(3)]
+        assert {e.agent_id for e in alice} == {"default"}
+        assert len(await mem.get_all(user_id="alice-h", limit=2)) == 2
+        assert await mem.delete_all(user_id="alice-h") == 3
+        assert await mem.get_all(user_id="alice-h") == []
+        assert [e.content for e in await mem.get_all(user_id="bob-h")] == ["bob likes coffee"]
+        exported = await mem.export(agent_id="dev-9")
+        await mem.clear(agent_id="dev-9")
+        assert await mem.import_(exported) == 1
+        assert [e.content for e in await mem.get_all(agent_id="dev-9")] == [
+            "dev-9 keeps its own note"
+        ]
+        with pytest.raises(MemoryValidationError, match="agent_id or user_id"):
+            await mem.get_all()
